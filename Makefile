@@ -1,0 +1,36 @@
+# Two commands do all the set-up: `make demo` and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+DATA ?= ../shared/data/locomo/locomo10_dev.json
+
+.PHONY: demo test test-unit bench install clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first and pinned: the local CPU build (an unpinned torch pulls a multi-GB CUDA build)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/palimpsest demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit tests/contract
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.locomo --data $(DATA) --out bench/locomo_dev.json
+
+clean:
+	rm -rf $(VENV) demo-store bench .pytest_cache

@@ -1,0 +1,97 @@
+"""Deciders: ``decide(state, command) -> events``. Pure apart from minting event ids.
+
+A command already applied (same client message id) yields no new events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from events.commands import RecordMessage
+from events.envelope import PendingEvent
+from events.errors import InvalidInputError
+from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
+from projections.retrieval import Hit
+from projections.state import ShardState
+
+
+def new_event_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome:
+    """What happened to one command: its memory id, and whether it was new."""
+
+    memory_id: str
+    created: bool
+
+
+def decide_record(
+    state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int
+) -> tuple[list[PendingEvent], list[RecordOutcome]]:
+    """Events for new messages (recorded + embedded); known client ids are acknowledged as duplicates."""
+    if vectors.shape != (len(commands), dim):
+        raise InvalidInputError(
+            [("vectors", f"shape {vectors.shape}, expected ({len(commands)}, {dim}); embed with the store's model")],
+            what="record batch",
+        )
+    pending: list[PendingEvent] = []
+    outcomes: list[RecordOutcome] = []
+    seen_in_batch: dict[tuple[str, str, str], str] = {}
+    for cmd, vec in zip(commands, vectors):
+        key = cmd.message_key()
+        memory = state.user(cmd.tenant, cmd.user_id)
+        known = memory.messages.client_ids.get(key) if memory else None
+        known = known or seen_in_batch.get((cmd.tenant, cmd.user_id, key))
+        if known:
+            outcomes.append(RecordOutcome(known, created=False))
+            continue
+        message_id = new_event_id()
+        seen_in_batch[(cmd.tenant, cmd.user_id, key)] = message_id
+        recorded = MessageRecorded(
+            conversation_id=cmd.conversation_id,
+            role=cmd.role,
+            speaker=cmd.speaker,
+            text=cmd.text,
+            occurred_at=cmd.occurred_at,
+            client_message_id=key,
+            turn_id=cmd.turn_id,
+            metadata=cmd.metadata,
+        )
+        input_text = cmd.index_text()
+        embedded = MessageEmbedded(
+            message_event_id=message_id,
+            model_id=model_id,
+            dim=dim,
+            vector=np.asarray(vec, dtype="<f4").tobytes(),
+            input_text=input_text,
+        )
+        pending.append(PendingEvent(cmd.tenant, cmd.user_id, message_id, recorded, correlation_id=message_id))
+        pending.append(
+            PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), embedded, causation_id=message_id, correlation_id=message_id)
+        )
+        outcomes.append(RecordOutcome(message_id, created=True))
+    return pending, outcomes
+
+
+def decide_touches(
+    tenant: str, user_id: str, query: str, hits: list[Hit], reason: str, query_id: str | None = None
+) -> list[PendingEvent]:
+    """One ``memory_touched`` event per hit, all correlated by the query id."""
+    query_id = query_id or hashlib.sha1(f"{uuid.uuid4()}{query}".encode()).hexdigest()[:16]
+    return [
+        PendingEvent(
+            tenant,
+            user_id,
+            new_event_id(),
+            MemoryTouched(memory_id=h.memory_id, reason=reason, query_id=query_id, query=query, rank=h.rank, score=h.score),
+            causation_id=h.memory_id,
+            correlation_id=query_id,
+        )
+        for h in hits
+    ]

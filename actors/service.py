@@ -1,0 +1,185 @@
+"""ShardService: everything one shard owns, as a plain Python class (the Ray actor wraps it).
+
+Owns: the shard's DuckDB event log (only writer), the folded projections of
+every user routed to the shard, and the shard's LanceDB table.
+Recovery: folding the whole log rebuilds the projections; ``reconcile`` then
+brings the LanceDB table in line with them. Idempotent: ``record`` (client
+message ids), ``digest``, ``scan``, ``stats``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import structlog
+
+from actors.deciders import RecordOutcome, decide_record, decide_touches
+from events.commands import RecordMessage
+from events.duckdb_log import DuckDBEventLog
+from events.envelope import Envelope
+from events.errors import InvalidInputError
+from events.log import EventLog, ScanFilter
+from projections import state as shard_state
+from projections.context import Context, assemble
+from projections.lance import LanceVectorTable
+from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
+from projections.tokens import TokenCounter, default_counter
+
+log = structlog.get_logger("palimpsest.shard")
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSpec:
+    """Where a shard keeps its files, and the embedding shape it accepts."""
+
+    index: int
+    log_path: Path
+    lance_dir: Path
+    model_id: str
+    dim: int
+    record_search_touches: bool = True
+
+    @property
+    def table(self) -> str:
+        return f"shard_{self.index:03d}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    shard: int
+    events: int
+    seconds: float
+    live: dict
+    rebuilt: dict
+
+    @property
+    def equal(self) -> bool:
+        return self.live == self.rebuilt
+
+
+class ShardService:
+    def __init__(
+        self, spec: ShardSpec, *, log: EventLog | None = None, counter: TokenCounter | None = None
+    ) -> None:
+        self.spec = spec
+        self.log = log or DuckDBEventLog(spec.log_path)
+        self.counter = counter or default_counter()
+        started = time.perf_counter()
+        self.state = shard_state.fold(shard_state.ShardState(), self.log.scan())
+        self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
+        added, removed = self.vectors.reconcile(self._vector_rows(self.state))
+        structlog.get_logger("palimpsest.shard").info(
+            "shard_recovered",
+            shard=spec.index,
+            events=self.state.events_applied,
+            users=len(self.state.users),
+            lance_added=added,
+            lance_removed=removed,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+
+    # -- commands ---------------------------------------------------
+    def record(self, commands: list[RecordMessage], vectors: np.ndarray, model_id: str) -> list[RecordOutcome]:
+        """Append new messages with their embeddings; durable when this returns."""
+        if model_id != self.spec.model_id:
+            raise InvalidInputError(
+                [("model_id", f"{model_id!r} differs from the store's {self.spec.model_id!r}; embed with the store's model")],
+                what="record batch",
+            )
+        pending, outcomes = decide_record(self.state, commands, vectors, model_id, self.spec.dim)
+        self._commit(pending)
+        return outcomes
+
+    def _commit(self, pending) -> list[Envelope]:
+        envelopes = self.log.append(pending)
+        shard_state.fold(self.state, envelopes)
+        rows = [
+            (e.tenant, e.user_id, self.state.users[e.stream].vectors.rows[e.event.message_event_id])
+            for e in envelopes
+            if e.kind == "message_embedded"
+        ]
+        self.vectors.add(rows)
+        return envelopes
+
+    # -- queries ----------------------------------------------------
+    def search(
+        self,
+        tenant: str,
+        user_id: str,
+        query: str,
+        query_vector: np.ndarray,
+        k: int = 10,
+        fusion: FusionConfig = DEFAULT_FUSION,
+        touch_reason: str | None = "search_hit",
+    ) -> list[Hit]:
+        memory = self.state.user(tenant, user_id)
+        if memory is None:
+            return []
+        dense = self.vectors.search(tenant, user_id, query_vector, max(k, fusion.candidates))
+        hits = fuse(memory, query, dense, k, fusion)
+        if touch_reason and self.spec.record_search_touches and hits:
+            self._commit(decide_touches(tenant, user_id, query, hits, touch_reason))
+        return hits
+
+    def context(
+        self,
+        tenant: str,
+        user_id: str,
+        query: str,
+        query_vector: np.ndarray,
+        token_budget: int,
+        fusion: FusionConfig = DEFAULT_FUSION,
+    ) -> Context:
+        hits = self.search(tenant, user_id, query, query_vector, fusion.candidates, fusion, touch_reason=None)
+        ctx = assemble(query, hits, token_budget, self.counter.count_many)
+        if self.spec.record_search_touches and ctx.items:
+            used = {i.memory_id for i in ctx.items}
+            self._commit(decide_touches(tenant, user_id, query, [h for h in hits if h.memory_id in used], "context"))
+        return ctx
+
+    def scan(self, flt: ScanFilter, limit: int | None = None) -> list[Envelope]:
+        out = []
+        for env in self.log.scan(flt):
+            out.append(env)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def digest(self) -> dict:
+        out = shard_state.digest(self.state)
+        out["lancedb"] = self.vectors.digest()
+        return out
+
+    def replay(self) -> ReplayReport:
+        """Rebuild every projection (LanceDB included) from the log and compare digests with the live ones."""
+        live = self.digest()
+        started = time.perf_counter()
+        rebuilt = shard_state.fold(shard_state.ShardState(), self.log.scan())
+        self.vectors.rebuild(self._vector_rows(rebuilt))
+        seconds = time.perf_counter() - started
+        self.state = rebuilt
+        report = ReplayReport(self.spec.index, rebuilt.events_applied, seconds, live, self.digest())
+        log.info("shard_replayed", shard=self.spec.index, events=report.events, equal=report.equal)
+        return report
+
+    def stats(self) -> dict:
+        users = self.state.users
+        return {
+            "shard": self.spec.index,
+            "users": len(users),
+            "events": self.log.count(),
+            "messages": sum(len(u.messages.order) for u in users.values()),
+            "touches": sum(u.touches.total for u in users.values()),
+            "vectors_indexed": self.vectors.count(),
+            "streams": [list(s) for s in sorted(users)],
+        }
+
+    def close(self) -> None:
+        self.log.close()
+
+    @staticmethod
+    def _vector_rows(state: shard_state.ShardState) -> list:
+        return [(t, u, row) for (t, u), memory in state.users.items() for row in memory.vectors.rows.values()]

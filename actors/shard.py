@@ -1,0 +1,50 @@
+"""ShardActor: the Ray actor around :class:`ShardService`.
+
+Owns one shard's DuckDB log file (its only writer), the projections of the
+users routed to it, and its LanceDB table. Recovery: Ray restarts a dead
+actor (``max_restarts=-1``); ``__init__`` folds the log again and reconciles
+LanceDB, so nothing acknowledged is lost. Calls in flight when it died are
+retried (``max_task_retries``): ``record`` is idempotent by client message
+id, queries have no effects beyond touch events.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ray
+
+from actors.service import ShardService, ShardSpec
+
+
+@ray.remote(max_restarts=-1, max_task_retries=-1, num_cpus=0)
+class ShardActor:
+    def __init__(self, spec: ShardSpec) -> None:
+        self._svc = ShardService(spec)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def record(self, commands, vectors, model_id):
+        return self._svc.record(commands, vectors, model_id)
+
+    def search(self, tenant, user_id, query, query_vector, k, fusion, touch_reason="search_hit"):
+        return self._svc.search(tenant, user_id, query, query_vector, k, fusion, touch_reason)
+
+    def context(self, tenant, user_id, query, query_vector, token_budget, fusion):
+        return self._svc.context(tenant, user_id, query, query_vector, token_budget, fusion)
+
+    def scan(self, flt, limit=None):
+        return self._svc.scan(flt, limit)
+
+    def digest(self):
+        return self._svc.digest()
+
+    def replay(self):
+        return self._svc.replay()
+
+    def stats(self):
+        return self._svc.stats()
+
+    def close(self):
+        self._svc.close()

@@ -1,0 +1,117 @@
+"""The durable backend: one DuckDB file per shard, one writer (the shard actor).
+
+DuckDB writes each commit to its write-ahead log and syncs it before the
+commit returns, so an acknowledged append survives a crash of the process.
+A constraint violation or any error inside the transaction rolls the whole
+batch back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from events.envelope import ENVELOPE_SCHEMA, Envelope, from_arrow, to_arrow
+from events.errors import ConcurrencyError, StoreError
+from events.log import EventLog, ScanFilter
+
+DDL = """
+CREATE TABLE IF NOT EXISTS events (
+    tenant VARCHAR NOT NULL,
+    user_id VARCHAR NOT NULL,
+    seq BIGINT NOT NULL,
+    event_id VARCHAR NOT NULL PRIMARY KEY,
+    kind VARCHAR NOT NULL,
+    schema_version SMALLINT NOT NULL,
+    occurred_at TIMESTAMPTZ NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL,
+    causation_id VARCHAR,
+    correlation_id VARCHAR,
+    payload VARCHAR NOT NULL,
+    UNIQUE (tenant, user_id, seq)
+)
+"""
+SCAN_BATCH = 20_000
+
+
+def fetch_arrow(result: duckdb.DuckDBPyConnection) -> pa.Table:
+    """Result as an Arrow table across DuckDB versions (1.x ``fetch_arrow_table``, 2.x ``to_arrow_table``)."""
+    fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
+    return fetch()
+
+
+def where_clause(flt: ScanFilter) -> tuple[str, list]:
+    """SQL predicate and parameters for a scan filter (shared with the audit reader)."""
+    parts, params = ["TRUE"], []
+    for column, op, value in (
+        ("tenant", "=", flt.tenant),
+        ("user_id", "=", flt.user_id),
+        ("seq", ">=", flt.from_seq),
+        ("seq", "<=", flt.to_seq),
+        ("occurred_at", ">=", flt.since),
+        ("occurred_at", "<=", flt.until),
+    ):
+        if value is not None:
+            parts.append(f"{column} {op} ?")
+            params.append(value)
+    if flt.kinds:
+        parts.append(f"kind IN ({', '.join('?' for _ in flt.kinds)})")
+        params.extend(flt.kinds)
+    return " AND ".join(parts), params
+
+
+class DuckDBEventLog(EventLog):
+    """Append-only event table in one DuckDB file."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._con = duckdb.connect(str(self.path))
+        except duckdb.IOException as exc:
+            raise StoreError(
+                f"cannot open event log {self.path}: {exc}. Another process holds it; "
+                "stop that process (only the shard actor may write a log)"
+            ) from exc
+        self._con.execute("SET TimeZone = 'UTC'")
+        self._con.execute(DDL)
+        rows = self._con.execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
+        self._heads = {(t, u): int(s) for t, u, s in rows}
+
+    def _write(self, envelopes: list[Envelope]) -> None:
+        batch = to_arrow(envelopes)
+        con = self._con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.register("_pending_batch", batch)
+            con.execute("INSERT INTO events SELECT * FROM _pending_batch")
+            con.execute("COMMIT")
+        except duckdb.ConstraintException as exc:
+            con.execute("ROLLBACK")
+            raise ConcurrencyError(f"batch rejected, nothing written: {exc}") from exc
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        finally:
+            con.unregister("_pending_batch")
+
+    def _read(self, flt: ScanFilter) -> Iterator[Envelope]:
+        where, params = where_clause(flt)
+        # A cursor of its own, so a scan being consumed never sees a later append half-way.
+        result = self._con.cursor().execute(
+            f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events WHERE {where} ORDER BY tenant, user_id, seq",
+            params,
+        )
+        reader = result.to_arrow_reader(SCAN_BATCH) if hasattr(result, "to_arrow_reader") else None
+        if reader is None:
+            yield from from_arrow(fetch_arrow(result))
+            return
+        for batch in reader:
+            yield from from_arrow(pa.Table.from_batches([batch]))
+
+    def close(self) -> None:
+        self._con.close()

@@ -1,0 +1,138 @@
+"""The one envelope every log row has, as a pyarrow schema, and its codec.
+
+The schema is written once here and asserted in tests. ``payload`` is the
+event's JSON (bytes fields base64-encoded), so any DuckDB or Arrow tool can
+audit the log without this code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from events.errors import UnknownEventError
+from events.model import EVENT_TYPES, Event
+from events.upcasting import upcast
+
+ENVELOPE_SCHEMA = pa.schema(
+    [
+        pa.field("tenant", pa.string(), nullable=False),
+        pa.field("user_id", pa.string(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("event_id", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("schema_version", pa.int16(), nullable=False),
+        pa.field("occurred_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("recorded_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("causation_id", pa.string(), nullable=True),
+        pa.field("correlation_id", pa.string(), nullable=True),
+        pa.field("payload", pa.string(), nullable=False),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEvent:
+    """An event decided but not yet appended: the log gives it ``seq`` and ``recorded_at``."""
+
+    tenant: str
+    user_id: str
+    event_id: str
+    event: Event
+    causation_id: str | None = None
+    correlation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A stored event: the envelope columns plus the decoded, upcast payload."""
+
+    tenant: str
+    user_id: str
+    seq: int
+    event_id: str
+    kind: str
+    schema_version: int
+    occurred_at: datetime
+    recorded_at: datetime
+    causation_id: str | None
+    correlation_id: str | None
+    event: Event
+
+    @property
+    def stream(self) -> tuple[str, str]:
+        return (self.tenant, self.user_id)
+
+
+def seal(pending: PendingEvent, seq: int, recorded_at: datetime) -> Envelope:
+    event = pending.event
+    return Envelope(
+        tenant=pending.tenant,
+        user_id=pending.user_id,
+        seq=seq,
+        event_id=pending.event_id,
+        kind=event.kind,
+        schema_version=event.schema_version,
+        occurred_at=event.occurred(recorded_at).astimezone(UTC),
+        recorded_at=recorded_at,
+        causation_id=pending.causation_id,
+        correlation_id=pending.correlation_id,
+        event=event,
+    )
+
+
+def to_arrow(envelopes: list[Envelope]) -> pa.Table:
+    """Encode envelopes as a table with exactly :data:`ENVELOPE_SCHEMA`."""
+    cols: dict[str, list] = {name: [] for name in ENVELOPE_SCHEMA.names}
+    for env in envelopes:
+        cols["tenant"].append(env.tenant)
+        cols["user_id"].append(env.user_id)
+        cols["seq"].append(env.seq)
+        cols["event_id"].append(env.event_id)
+        cols["kind"].append(env.kind)
+        cols["schema_version"].append(env.schema_version)
+        cols["occurred_at"].append(env.occurred_at)
+        cols["recorded_at"].append(env.recorded_at)
+        cols["causation_id"].append(env.causation_id)
+        cols["correlation_id"].append(env.correlation_id)
+        cols["payload"].append(env.event.model_dump_json())
+    return pa.Table.from_pydict(cols, schema=ENVELOPE_SCHEMA)
+
+
+def decode_payload(kind: str, version: int, payload: str) -> Event:
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        raise UnknownEventError(f"unknown event kind {kind!r}; upgrade palimpsest to read this log")
+    if version == cls.schema_version:
+        return cls.model_validate_json(payload)
+    return cls.model_validate(upcast(kind, version, json.loads(payload)))
+
+
+def from_arrow(table: pa.Table) -> list[Envelope]:
+    """Decode rows (any column order) into envelopes, upcasting old payload versions."""
+    table = table.select(ENVELOPE_SCHEMA.names)
+    cols = {name: table.column(name).to_pylist() for name in ENVELOPE_SCHEMA.names}
+    out: list[Envelope] = []
+    for i in range(table.num_rows):
+        kind = cols["kind"][i]
+        version = cols["schema_version"][i]
+        event = decode_payload(kind, version, cols["payload"][i])
+        out.append(
+            Envelope(
+                tenant=cols["tenant"][i],
+                user_id=cols["user_id"][i],
+                seq=cols["seq"][i],
+                event_id=cols["event_id"][i],
+                kind=kind,
+                schema_version=event.schema_version,
+                occurred_at=cols["occurred_at"][i],
+                recorded_at=cols["recorded_at"][i],
+                causation_id=cols["causation_id"][i],
+                correlation_id=cols["correlation_id"][i],
+                event=event,
+            )
+        )
+    return out

@@ -1,0 +1,38 @@
+"""The project's exceptions: one root, specific subclasses, messages that say how to fix the problem."""
+
+from __future__ import annotations
+
+
+class PalimpsestError(Exception):
+    """Root of every error Palimpsest raises on purpose."""
+
+
+class InvalidInputError(PalimpsestError, ValueError):
+    """Input was rejected at the boundary; nothing was written.
+
+    ``problems`` holds one ``(location, message)`` pair per invalid field, where
+    ``location`` reads like ``messages[3].occurred_at``.
+    """
+
+    def __init__(self, problems: list[tuple[str, str]], *, what: str = "input") -> None:
+        self.problems = tuple(problems)
+        lines = [f"  - {loc}: {msg}" for loc, msg in self.problems]
+        super().__init__(
+            f"rejected {what}: {len(self.problems)} problem(s); nothing was written\n" + "\n".join(lines)
+        )
+
+
+class ConcurrencyError(PalimpsestError):
+    """An append raced another writer: the expected sequence number was already taken."""
+
+
+class UnknownEventError(PalimpsestError):
+    """The log holds an event kind or version this code cannot decode."""
+
+
+class StoreError(PalimpsestError):
+    """The store directory is missing, locked or inconsistent."""
+
+
+class ShardUnavailableError(PalimpsestError):
+    """A shard actor could not be reached even after retries."""

@@ -1,0 +1,129 @@
+"""The event log contract and its in-memory backend.
+
+The log is the only source of truth. It assigns a per-user ``seq`` (1, 2, …),
+stores a batch all-or-nothing, and acknowledges an append only once it is
+durable (for the DuckDB backend: after the commit reached the WAL on disk).
+Every backend passes the suite in ``tests/contract``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from events.envelope import Envelope, PendingEvent, seal
+from events.errors import ConcurrencyError
+
+Stream = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ScanFilter:
+    """Which events a scan returns; every bound is inclusive and optional."""
+
+    tenant: str | None = None
+    user_id: str | None = None
+    from_seq: int | None = None
+    to_seq: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    kinds: tuple[str, ...] | None = None
+
+    def matches(self, env: Envelope) -> bool:
+        return (
+            (self.tenant is None or env.tenant == self.tenant)
+            and (self.user_id is None or env.user_id == self.user_id)
+            and (self.from_seq is None or env.seq >= self.from_seq)
+            and (self.to_seq is None or env.seq <= self.to_seq)
+            and (self.since is None or env.occurred_at >= self.since)
+            and (self.until is None or env.occurred_at <= self.until)
+            and (self.kinds is None or env.kind in self.kinds)
+        )
+
+
+class EventLog:
+    """Base class: sequence assignment and expected-head checks shared by every backend.
+
+    Subclasses implement ``_write`` (atomic, durable) and ``_read``.
+    """
+
+    def __init__(self) -> None:
+        self._heads: dict[Stream, int] = {}
+
+    # -- the contract -------------------------------------------------
+    def append(
+        self, pending: Sequence[PendingEvent], *, expected: Mapping[Stream, int] | None = None
+    ) -> list[Envelope]:
+        """Append a batch atomically and return the stored envelopes in order.
+
+        ``expected`` maps a stream to the head ``seq`` the caller decided on;
+        if another append moved that head first, nothing is written and
+        :class:`ConcurrencyError` is raised.
+        """
+        if not pending:
+            return []
+        for stream, seq in (expected or {}).items():
+            if self.head(*stream) != seq:
+                raise ConcurrencyError(
+                    f"stream {stream} is at seq {self.head(*stream)}, expected {seq}; re-read and retry"
+                )
+        recorded_at = datetime.now(UTC)
+        next_seq = dict(self._heads)
+        sealed = []
+        for p in pending:
+            stream = (p.tenant, p.user_id)
+            seq = next_seq.get(stream, 0) + 1
+            next_seq[stream] = seq
+            sealed.append(seal(p, seq, recorded_at))
+        self._write(sealed)
+        self._heads = next_seq
+        return sealed
+
+    def scan(self, flt: ScanFilter | None = None) -> Iterator[Envelope]:
+        """Events in (tenant, user, seq) order, old versions upcast."""
+        return self._read(flt or ScanFilter())
+
+    def head(self, tenant: str, user_id: str) -> int:
+        """The last ``seq`` of a stream, 0 when it is empty."""
+        return self._heads.get((tenant, user_id), 0)
+
+    def streams(self) -> list[Stream]:
+        return sorted(self._heads)
+
+    def count(self) -> int:
+        return sum(self._heads.values())
+
+    def close(self) -> None:  # pragma: no cover - backends override when they hold resources
+        pass
+
+    # -- backend hooks ------------------------------------------------
+    def _write(self, envelopes: list[Envelope]) -> None:
+        raise NotImplementedError
+
+    def _read(self, flt: ScanFilter) -> Iterator[Envelope]:
+        raise NotImplementedError
+
+
+class InMemoryEventLog(EventLog):
+    """A log in a Python list: for unit tests and throwaway stores. Not durable."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: list[Envelope] = []
+        self._ids: set[str] = set()
+
+    def _write(self, envelopes: list[Envelope]) -> None:
+        ids = [e.event_id for e in envelopes]
+        clash = self._ids.intersection(ids) or (len(set(ids)) != len(ids))
+        if clash:
+            raise ConcurrencyError(f"event id already stored or repeated in the batch: {sorted(clash)[:3]}")
+        for env in envelopes:
+            if env.seq <= self._heads.get(env.stream, 0):
+                raise ConcurrencyError(f"seq {env.seq} of {env.stream} is already taken")
+        self._rows.extend(envelopes)
+        self._ids.update(ids)
+
+    def _read(self, flt: ScanFilter) -> Iterator[Envelope]:
+        rows = sorted(self._rows, key=lambda e: (e.tenant, e.user_id, e.seq))
+        return (e for e in rows if flt.matches(e))

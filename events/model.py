@@ -1,0 +1,105 @@
+"""Typed, frozen, versioned domain events.
+
+An event class describes the *payload* of one log row. The envelope (tenant,
+user, seq, ids, timestamps) lives in :mod:`events.envelope`; the log assigns
+``seq`` and ``recorded_at``.
+
+Changing an event's shape: bump ``schema_version``, register one upcaster in
+:mod:`events.upcasting` for the old version, and add a test that decodes a
+stored fixture of the old version.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+Role = Literal["user", "assistant", "system", "tool"]
+ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+MetadataValue = str | int | float | bool | None
+
+
+class Event(BaseModel):
+    """Base payload model: frozen, strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+
+    kind: ClassVar[str]
+    schema_version: ClassVar[int]
+
+    def occurred(self, recorded_at: datetime) -> datetime:
+        """When the fact happened in the world; defaults to when it was recorded."""
+        return recorded_at
+
+
+class MessageRecorded(Event):
+    """A conversation message was stored. Its event id is the memory's id."""
+
+    kind: ClassVar[str] = "message_recorded"
+    schema_version: ClassVar[int] = 2
+
+    conversation_id: str = Field(min_length=1)
+    role: Role
+    speaker: str | None = None
+    text: str = Field(min_length=1)
+    occurred_at: AwareDatetime
+    client_message_id: str = Field(min_length=1)
+    turn_id: str | None = None
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+
+    def occurred(self, recorded_at: datetime) -> datetime:
+        return self.occurred_at
+
+
+class MessageEmbedded(Event):
+    """The embedding of a recorded message, stored once so replay never re-embeds.
+
+    ``vector`` holds little-endian float32 values; ``input_text`` is exactly the
+    text that was embedded (speaker prefix included).
+    """
+
+    kind: ClassVar[str] = "message_embedded"
+    schema_version: ClassVar[int] = 1
+
+    message_event_id: str
+    model_id: str
+    dim: int = Field(gt=0)
+    vector: bytes
+    input_text: str
+
+    @field_validator("vector")
+    @classmethod
+    def _vector_length(cls, value: bytes, info) -> bytes:  # noqa: ANN001 - pydantic hook
+        dim = info.data.get("dim")
+        if dim is not None and len(value) != 4 * dim:
+            raise ValueError(f"vector has {len(value) // 4} float32 values, expected dim={dim}")
+        return value
+
+    def array(self) -> np.ndarray:
+        return np.frombuffer(self.vector, dtype="<f4")
+
+
+TouchReason = Literal["search_hit", "context", "used"]
+
+
+class MemoryTouched(Event):
+    """A memory was accessed: returned by a search, put into a context, or used by a reply."""
+
+    kind: ClassVar[str] = "memory_touched"
+    schema_version: ClassVar[int] = 1
+
+    memory_id: str
+    memory_kind: Literal["message"] = "message"
+    reason: TouchReason
+    query_id: str
+    query: str
+    rank: int = Field(ge=0)
+    score: float
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls for cls in (MessageRecorded, MessageEmbedded, MemoryTouched)
+}

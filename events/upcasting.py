@@ -1,0 +1,47 @@
+"""Upcasters: turn a stored payload of an old schema version into the next version.
+
+One function per (kind, from_version). Never edit an existing upcaster: add a
+new one for the next version and a fixture test that decodes the old shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from events.errors import UnknownEventError
+from events.model import EVENT_TYPES
+
+Payload = dict[str, Any]
+Upcaster = Callable[[Payload], Payload]
+
+
+def _message_recorded_v1_to_v2(payload: Payload) -> Payload:
+    # v1 called the conversation `session_id` and had no turn id.
+    out = dict(payload)
+    out["conversation_id"] = out.pop("session_id")
+    out.setdefault("turn_id", None)
+    return out
+
+
+UPCASTERS: dict[tuple[str, int], Upcaster] = {
+    ("message_recorded", 1): _message_recorded_v1_to_v2,
+}
+
+
+def upcast(kind: str, version: int, payload: Payload) -> Payload:
+    """Apply upcasters until ``payload`` has the current version of ``kind``."""
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        raise UnknownEventError(f"unknown event kind {kind!r}; upgrade palimpsest to read this log")
+    if version > cls.schema_version:
+        raise UnknownEventError(
+            f"{kind} v{version} is newer than this code knows (v{cls.schema_version}); upgrade palimpsest"
+        )
+    while version < cls.schema_version:
+        step = UPCASTERS.get((kind, version))
+        if step is None:
+            raise UnknownEventError(f"no upcaster from {kind} v{version}; the log needs a migration")
+        payload = step(payload)
+        version += 1
+    return payload

@@ -1,0 +1,64 @@
+"""A store directory and its ``store.json``: fixed at creation, read on every open."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from events.errors import StoreError
+from projections.embedding import EMBEDDERS, MODEL_IDS
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """``num_shards`` and the embedder cannot change after creation: routing and vectors depend on them."""
+
+    num_shards: int
+    embedder: str = "minilm"
+    model_id: str = MODEL_IDS["minilm"]
+    dim: int = 384
+    format_version: int = FORMAT_VERSION
+
+    @classmethod
+    def create(cls, path: Path, num_shards: int | None = None, embedder: str = "minilm") -> StoreConfig:
+        if embedder not in EMBEDDERS:
+            raise StoreError(f"unknown embedder {embedder!r}; use one of {sorted(EMBEDDERS)}")
+        n = num_shards or os.cpu_count() or 1
+        if n < 1:
+            raise StoreError(f"num_shards must be at least 1, got {n}")
+        cfg = cls(num_shards=n, embedder=embedder, model_id=MODEL_IDS[embedder])
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "store.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+        return cfg
+
+    @classmethod
+    def load(cls, path: Path) -> StoreConfig:
+        file = path / "store.json"
+        if not file.exists():
+            raise StoreError(f"{path} is not a palimpsest store (no store.json); create it with Memory.open(path)")
+        data = json.loads(file.read_text())
+        if data.get("format_version") != FORMAT_VERSION:
+            raise StoreError(f"{file} has format {data.get('format_version')}, this code reads {FORMAT_VERSION}")
+        return cls(**data)
+
+
+def store_id(path: Path) -> str:
+    """Short id of a store directory, used to name its actors."""
+    return hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+
+
+def log_path(path: Path, shard: int) -> Path:
+    return path / "log" / f"shard-{shard:03d}.duckdb"
+
+
+def lance_dir(path: Path) -> Path:
+    return path / "vectors"
+
+
+def log_files(path: Path) -> list[Path]:
+    return sorted((path / "log").glob("shard-*.duckdb"))

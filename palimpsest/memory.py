@@ -1,0 +1,233 @@
+"""The Python API: open a store, add messages, search, build context, replay, audit.
+
+    from palimpsest import Memory
+    with Memory.open("./my-store") as mem:
+        mem.add_messages([{"text": "I prefer tea", "occurred_at": "2024-05-01T09:00:00+00:00"}],
+                         tenant="acme", user_id="alice")
+        for hit in mem.search("acme", "alice", "what does alice drink?"):
+            print(hit.text, hit.provenance)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import ray
+import structlog
+from tqdm import tqdm
+
+from actors.runtime import ShardCluster, ensure_ray
+from actors.service import ReplayReport, ShardSpec
+from events.commands import RecordMessage, validate_messages
+from events.envelope import Envelope
+from events.errors import InvalidInputError
+from events.log import ScanFilter
+from palimpsest import config as store_config
+from projections.context import Context
+from projections.embedding import Embedder, make_embedder
+from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit
+
+log = structlog.get_logger("palimpsest")
+
+
+@dataclass
+class IngestReport:
+    received: int = 0
+    created: int = 0
+    duplicates: int = 0
+    memory_ids: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def messages_per_s(self) -> float:
+        return self.received / self.seconds if self.seconds else 0.0
+
+
+class Memory:
+    """A Palimpsest store: shard actors on Ray over a directory of DuckDB logs and a LanceDB directory."""
+
+    def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:
+        self.path = path
+        self.config = cfg
+        ensure_ray(address)
+        specs = [
+            ShardSpec(
+                index=i,
+                log_path=store_config.log_path(path, i).resolve(),
+                lance_dir=store_config.lance_dir(path).resolve(),
+                model_id=cfg.model_id,
+                dim=cfg.dim,
+            )
+            for i in range(cfg.num_shards)
+        ]
+        self.cluster = ShardCluster(store_config.store_id(path), specs)
+        self._embedder: Embedder | None = None
+        self._routes: dict[tuple[str, str], int] = {}
+
+    # -- lifecycle --------------------------------------------------
+    @classmethod
+    def open(
+        cls, path: str | Path, *, num_shards: int | None = None, embedder: str = "minilm", address: str | None = None
+    ) -> Memory:
+        """Open the store at ``path``, creating it (with ``num_shards`` and ``embedder``) if it is new."""
+        path = Path(path)
+        if (path / "store.json").exists():
+            cfg = store_config.StoreConfig.load(path)
+        else:
+            cfg = store_config.StoreConfig.create(path, num_shards, embedder)
+        return cls(path, cfg, address=address)
+
+    def close(self) -> None:
+        self.cluster.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self.config.embedder)
+        return self._embedder
+
+    def _shard(self, tenant: str, user_id: str):
+        return self.cluster.shards[self._route([(tenant, user_id)])[0]]
+
+    def _route(self, streams: list[tuple[str, str]]) -> list[int]:
+        unknown = sorted({s for s in streams if s not in self._routes})
+        if unknown:
+            self._routes.update(zip(unknown, self.cluster.route(unknown)))
+        return [self._routes[s] for s in streams]
+
+    # -- writing ----------------------------------------------------
+    def add_messages(
+        self,
+        messages: Iterable[Mapping[str, Any] | RecordMessage],
+        *,
+        tenant: str | None = None,
+        user_id: str | None = None,
+        batch_size: int = 256,
+        progress: bool = False,
+    ) -> IngestReport:
+        """Validate every message, embed, and append; returns once everything is durable.
+
+        ``tenant``/``user_id`` fill in messages that do not name their own. If
+        any message is invalid, :class:`InvalidInputError` lists every problem
+        and nothing is written. Re-adding a message with a known client id is a
+        no-op that returns the existing memory id.
+        """
+        defaults = {k: v for k, v in (("tenant", tenant), ("user_id", user_id)) if v is not None}
+        items = [
+            m if isinstance(m, RecordMessage) or not isinstance(m, Mapping) else {**defaults, **m} for m in messages
+        ]
+        commands = validate_messages(items)
+        report = IngestReport(received=len(commands))
+        started = time.perf_counter()
+        shard_of = self._route([(c.tenant, c.user_id) for c in commands])
+        in_flight: list = []
+        results: dict[int, list] = {}
+        bar = tqdm(total=len(commands), unit="msg", desc="ingest", disable=not progress)
+        for start in range(0, len(commands), batch_size):
+            chunk = list(range(start, min(start + batch_size, len(commands))))
+            vectors = self.embedder.encode([commands[i].index_text() for i in chunk])
+            by_shard: dict[int, list[int]] = {}
+            for pos, i in enumerate(chunk):
+                by_shard.setdefault(shard_of[i], []).append(pos)
+            for shard, positions in by_shard.items():
+                ref = self.cluster.shards[shard].record.remote(
+                    [commands[chunk[p]] for p in positions], vectors[positions], self.embedder.model_id
+                )
+                in_flight.append((ref, [chunk[p] for p in positions]))
+            # Keep the encoder busy while shards append: wait only for work older than one chunk.
+            while len(in_flight) > 2 * max(1, len(by_shard)):
+                ref, idx = in_flight.pop(0)
+                results.update(zip(idx, ray.get(ref)))
+            bar.update(len(chunk))
+        for ref, idx in in_flight:
+            results.update(zip(idx, ray.get(ref)))
+        bar.close()
+        for i in range(len(commands)):
+            outcome = results[i]
+            report.memory_ids.append(outcome.memory_id)
+            if outcome.created:
+                report.created += 1
+            else:
+                report.duplicates += 1
+        report.seconds = time.perf_counter() - started
+        log.info("ingested", received=report.received, created=report.created, duplicates=report.duplicates)
+        return report
+
+    # -- reading ----------------------------------------------------
+    def _query_vector(self, query: str) -> np.ndarray:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError([("query", "empty; give the text to search for")], what="query")
+        return self.embedder.encode([query])[0]
+
+    def search(
+        self, tenant: str, user_id: str, query: str, k: int = 10, *, fusion: FusionConfig = DEFAULT_FUSION
+    ) -> list[Hit]:
+        """The ``k`` best memories of one user for ``query``, each with score breakdown and provenance.
+
+        Every hit is recorded as a ``memory_touched`` event (reason ``search_hit``).
+        """
+        if k < 1:
+            raise InvalidInputError([("k", f"{k}; ask for at least 1 result")], what="search")
+        vec = self._query_vector(query)
+        return ray.get(self._shard(tenant, user_id).search.remote(tenant, user_id, query, vec, k, fusion))
+
+    def build_context(
+        self, tenant: str, user_id: str, query: str, token_budget: int = 1000, *, fusion: FusionConfig = DEFAULT_FUSION
+    ) -> Context:
+        """Prompt-ready memory text for ``query``, at most ``token_budget`` tokens, provenance per line."""
+        if token_budget < 1:
+            raise InvalidInputError([("token_budget", f"{token_budget}; give a positive number of tokens")], what="context")
+        vec = self._query_vector(query)
+        return ray.get(self._shard(tenant, user_id).context.remote(tenant, user_id, query, vec, token_budget, fusion))
+
+    def events(
+        self,
+        tenant: str | None = None,
+        user_id: str | None = None,
+        *,
+        kinds: Iterable[str] | None = None,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        since=None,
+        until=None,
+        limit: int | None = None,
+    ) -> list[Envelope]:
+        """Scan the log (all shards, or the user's shard) in (tenant, user, seq) order."""
+        flt = ScanFilter(tenant, user_id, from_seq, to_seq, since, until, tuple(kinds) if kinds else None)
+        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
+        out: list[Envelope] = []
+        for part in ray.get([s.scan.remote(flt, limit) for s in shards]):
+            out.extend(part)
+        out.sort(key=lambda e: (e.tenant, e.user_id, e.seq))
+        return out[:limit] if limit is not None else out
+
+    def replay(self) -> list[ReplayReport]:
+        """Rebuild every projection of every shard from the log (in parallel) and compare digests."""
+        return ray.get([s.replay.remote() for s in self.cluster.shards])
+
+    def digest(self) -> list[dict]:
+        return ray.get([s.digest.remote() for s in self.cluster.shards])
+
+    def stats(self) -> dict:
+        shards = ray.get([s.stats.remote() for s in self.cluster.shards])
+        return {
+            "path": str(self.path),
+            "num_shards": self.config.num_shards,
+            "embedder": self.config.model_id,
+            "users": sum(s["users"] for s in shards),
+            "events": sum(s["events"] for s in shards),
+            "messages": sum(s["messages"] for s in shards),
+            "touches": sum(s["touches"] for s in shards),
+            "shards": shards,
+        }

@@ -1,0 +1,123 @@
+"""Hybrid retrieval: dense and lexical candidates fused by weighted reciprocal rank.
+
+Pure given its inputs: the shard passes in the dense neighbours it got from
+LanceDB and the user's projections; this module fuses, explains and attaches
+provenance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from projections.lexical import BM25Params
+from projections.state import UserMemory
+
+
+@dataclass(frozen=True, slots=True)
+class FusionConfig:
+    """Named, frozen retrieval parameters; pass another instance to re-rank with other weights."""
+
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    candidates: int = 100
+    bm25: BM25Params = field(default_factory=BM25Params)
+
+
+DEFAULT_FUSION = FusionConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieved memory with its score breakdown and provenance."""
+
+    memory_id: str
+    rank: int
+    score: float
+    text: str
+    speaker: str | None
+    role: str
+    occurred_at: datetime
+    conversation_id: str
+    turn_id: str | None
+    breakdown: dict
+    provenance: dict
+
+    def to_dict(self) -> dict:
+        return {
+            "memory_id": self.memory_id,
+            "rank": self.rank,
+            "score": self.score,
+            "text": self.text,
+            "speaker": self.speaker,
+            "role": self.role,
+            "occurred_at": self.occurred_at.isoformat(),
+            "conversation_id": self.conversation_id,
+            "turn_id": self.turn_id,
+            "breakdown": self.breakdown,
+            "provenance": self.provenance,
+        }
+
+
+def fuse(
+    memory: UserMemory,
+    query: str,
+    dense: list[tuple[str, float]],
+    k: int,
+    config: FusionConfig = DEFAULT_FUSION,
+) -> list[Hit]:
+    """Top-``k`` hits from dense neighbours plus a BM25 search, fused with weighted RRF."""
+    lexical = memory.lexical.search(query, config.candidates, config.bm25)
+    parts: dict[str, dict] = {}
+    for rank, (memory_id, sim) in enumerate(dense, start=1):
+        parts.setdefault(memory_id, {})["dense"] = (rank, sim)
+    for rank, (memory_id, score) in enumerate(lexical, start=1):
+        parts.setdefault(memory_id, {})["lexical"] = (rank, score)
+
+    scored = []
+    for memory_id, p in parts.items():
+        if memory_id not in memory.messages.by_id:
+            continue  # an index row the projections do not know yet; never surface it
+        score = 0.0
+        breakdown: dict = {}
+        if "dense" in p:
+            rank, sim = p["dense"]
+            score += config.dense_weight / (config.rrf_k + rank)
+            breakdown.update(dense_rank=rank, dense_similarity=round(sim, 6))
+        if "lexical" in p:
+            rank, bm25 = p["lexical"]
+            score += config.lexical_weight / (config.rrf_k + rank)
+            breakdown.update(lexical_rank=rank, bm25=round(bm25, 6))
+        breakdown["rrf"] = round(score, 8)
+        seq = memory.messages.by_id[memory_id].seq
+        scored.append((score, -seq, memory_id, breakdown))
+    scored.sort(key=lambda s: (-s[0], s[1]))
+
+    hits = []
+    for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):
+        msg = memory.messages.by_id[memory_id]
+        vec = memory.vectors.rows.get(memory_id)
+        event_ids = [memory_id] + ([vec.event_id] if vec else [])
+        hits.append(
+            Hit(
+                memory_id=memory_id,
+                rank=rank,
+                score=score,
+                text=msg.text,
+                speaker=msg.speaker,
+                role=msg.role,
+                occurred_at=msg.occurred_at,
+                conversation_id=msg.conversation_id,
+                turn_id=msg.turn_id,
+                breakdown=breakdown,
+                provenance={
+                    "event_ids": event_ids,
+                    "seq": msg.seq,
+                    "conversation_id": msg.conversation_id,
+                    "turn_id": msg.turn_id,
+                    "client_message_id": msg.client_message_id,
+                },
+            )
+        )
+    return hits

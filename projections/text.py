@@ -1,0 +1,80 @@
+"""Lexical tokens for BM25: English words (lower-cased, stop words dropped, light
+suffix stripping) and Chinese words segmented with jieba.
+
+Deterministic and pure: the same text always gives the same tokens, so the
+lexical projection rebuilds identically.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from functools import lru_cache
+
+import jieba
+
+jieba.setLogLevel(logging.WARNING)
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+EN_STOP = frozenset(
+    """a an the and or but if then else of to in on at by for with from into onto about as is are was were be been
+    being am do does did doing have has had having i me my mine myself you your yours yourself he him his she her hers
+    it its they them their theirs we us our ours this that these those there here what which who whom whose when where
+    why how all any both each few more most other some such no nor not only own same so than too very can will just
+    would should could shall may might must s t d ll m o re ve y don didn doesn isn wasn weren haven hasn hadn won
+    wouldn shouldn couldn mustn yeah oh ok okay hey hi wow really also""".split()
+)
+ZH_STOP = frozenset("的 了 是 在 我 你 他 她 它 们 这 那 和 与 就 都 也 还 吗 呢 吧 啊 呀 嗯 哦 个 把 被 着 过 很 有 没 不 要 会 对 说 去 到 给 让".split())
+
+
+def _stem(word: str) -> str:
+    # Deliberately light: merges plural/verb forms without Porter's surprises.
+    if len(word) > 5 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+@lru_cache(maxsize=50_000)
+def _english(word: str) -> str | None:
+    word = word.split("'")[0]
+    if not word or word in EN_STOP:
+        return None
+    return _stem(word)
+
+
+def _chinese(run: str) -> list[str]:
+    return [w for w in jieba.lcut(run) if w.strip() and w not in ZH_STOP]
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokens of ``text`` for lexical matching, in order of appearance."""
+    lowered = text.lower()
+    tokens: list[str] = []
+    pos = 0
+    for match in _CJK.finditer(lowered):
+        tokens.extend(_latin(lowered[pos : match.start()]))
+        tokens.extend(_chinese(match.group()))
+        pos = match.end()
+    tokens.extend(_latin(lowered[pos:]))
+    return tokens
+
+
+def _latin(segment: str) -> list[str]:
+    out = []
+    for word in _WORD.findall(segment):
+        token = _english(word)
+        if token:
+            out.append(token)
+    return out
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None

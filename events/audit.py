@@ -45,12 +45,12 @@ class AuditReader:
         sql = f"SELECT shard, {', '.join(ENVELOPE_SCHEMA.names)} FROM events WHERE {where} ORDER BY tenant, user_id, seq"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return fetch_arrow(self._con.execute(sql, params))
+        return fetch_arrow(self._con, sql, params)
 
     def sql(self, query: str) -> pa.Table:
         """Run any read-only SQL; the view ``events`` spans every shard."""
         try:
-            return fetch_arrow(self._con.execute(query))
+            return fetch_arrow(self._con, query)
         except duckdb.Error as exc:
             raise StoreError(f"audit query failed: {exc}") from exc
 

@@ -37,9 +37,10 @@ CREATE TABLE IF NOT EXISTS events (
 SCAN_BATCH = 20_000
 
 
-def fetch_arrow(result: duckdb.DuckDBPyConnection) -> pa.Table:
-    """Result as an Arrow table across DuckDB versions (1.x ``fetch_arrow_table``, 2.x ``to_arrow_table``)."""
-    fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
+def fetch_arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pa.Table:
+    """Query result as one Arrow table (relation API: no extra copy of the rows)."""
+    rel = con.sql(sql, params=params or None)
+    fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
     return fetch()
 
 
@@ -102,15 +103,11 @@ class DuckDBEventLog(EventLog):
     def _read(self, flt: ScanFilter) -> Iterator[Envelope]:
         where, params = where_clause(flt)
         # A cursor of its own, so a scan being consumed never sees a later append half-way.
-        result = self._con.cursor().execute(
+        rel = self._con.cursor().sql(
             f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events WHERE {where} ORDER BY tenant, user_id, seq",
-            params,
+            params=params or None,
         )
-        reader = result.to_arrow_reader(SCAN_BATCH) if hasattr(result, "to_arrow_reader") else None
-        if reader is None:
-            yield from from_arrow(fetch_arrow(result))
-            return
-        for batch in reader:
+        for batch in rel.fetch_arrow_reader(SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]))
 
     def close(self) -> None:

@@ -40,7 +40,9 @@ class StoreConfig:
     def load(cls, path: Path) -> StoreConfig:
         file = path / "store.json"
         if not file.exists():
-            raise StoreError(f"{path} is not a palimpsest store (no store.json); create it with Memory.open(path)")
+            raise StoreError(
+                f"{path} is not a palimpsest store (no store.json); create one with `palimpsest --store {path} ingest FILE`"
+            )
         data = json.loads(file.read_text())
         if data.get("format_version") != FORMAT_VERSION:
             raise StoreError(f"{file} has format {data.get('format_version')}, this code reads {FORMAT_VERSION}")

@@ -72,11 +72,17 @@ class Memory:
     # -- lifecycle --------------------------------------------------
     @classmethod
     def open(
-        cls, path: str | Path, *, num_shards: int | None = None, embedder: str = "minilm", address: str | None = None
+        cls,
+        path: str | Path,
+        *,
+        num_shards: int | None = None,
+        embedder: str = "minilm",
+        address: str | None = None,
+        create: bool = True,
     ) -> Memory:
         """Open the store at ``path``, creating it (with ``num_shards`` and ``embedder``) if it is new."""
         path = Path(path)
-        if (path / "store.json").exists():
+        if (path / "store.json").exists() or not create:
             cfg = store_config.StoreConfig.load(path)
         else:
             cfg = store_config.StoreConfig.create(path, num_shards, embedder)
@@ -129,6 +135,7 @@ class Memory:
         ]
         commands = validate_messages(items)
         report = IngestReport(received=len(commands))
+        embedder = self.embedder  # load the model before the clock and the progress bar start
         started = time.perf_counter()
         shard_of = self._route([(c.tenant, c.user_id) for c in commands])
         in_flight: list = []
@@ -136,13 +143,13 @@ class Memory:
         bar = tqdm(total=len(commands), unit="msg", desc="ingest", disable=not progress)
         for start in range(0, len(commands), batch_size):
             chunk = list(range(start, min(start + batch_size, len(commands))))
-            vectors = self.embedder.encode([commands[i].index_text() for i in chunk])
+            vectors = embedder.encode([commands[i].index_text() for i in chunk])
             by_shard: dict[int, list[int]] = {}
             for pos, i in enumerate(chunk):
                 by_shard.setdefault(shard_of[i], []).append(pos)
             for shard, positions in by_shard.items():
                 ref = self.cluster.shards[shard].record.remote(
-                    [commands[chunk[p]] for p in positions], vectors[positions], self.embedder.model_id
+                    [commands[chunk[p]] for p in positions], vectors[positions], embedder.model_id
                 )
                 in_flight.append((ref, [chunk[p] for p in positions]))
             # Keep the encoder busy while shards append: wait only for work older than one chunk.

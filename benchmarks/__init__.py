@@ -1,0 +1,1 @@
+"""Benchmarks for Palimpsest. Run ``python -m benchmarks.locomo --help``."""

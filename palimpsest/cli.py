@@ -1,0 +1,236 @@
+"""The ``palimpsest`` command line: a thin layer over :class:`palimpsest.Memory` and the audit reader."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from events.audit import AuditReader
+from events.errors import PalimpsestError
+from events.log import ScanFilter
+from palimpsest import config as store_config
+from palimpsest import formats
+from palimpsest.logs import configure
+
+DEFAULT_STORE = os.environ.get("PALIMPSEST_STORE", ".store")
+
+
+def _when(value: str) -> datetime:
+    stamp = datetime.fromisoformat(value)
+    if stamp.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{value!r} has no timezone; add one, e.g. {value}+00:00")
+    return stamp
+
+
+def _open(args: argparse.Namespace, **create):
+    from palimpsest.memory import Memory  # imports Ray: only for commands that need the actors
+
+    return Memory.open(args.store, create=bool(create), **create)
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if not path.exists():
+        raise PalimpsestError(f"no such file: {path}; give a LoCoMo JSON or a JSONL message file")
+    fmt = formats.detect_format(path) if args.format == "auto" else args.format
+    messages = formats.read_locomo(path, args.tenant or "locomo") if fmt == "locomo" else formats.read_jsonl(path)
+    with _open(args, num_shards=args.num_shards, embedder=args.embedder) as mem:
+        report = mem.add_messages(messages, tenant=args.tenant, user_id=args.user, progress=not args.quiet)
+    print(
+        f"ingested {report.received} messages ({report.created} new, {report.duplicates} already stored) "
+        f"from {path} [{fmt}] in {report.seconds:.1f}s ({report.messages_per_s:.0f} msg/s)"
+    )
+    return 0
+
+
+def _print_hits(hits) -> None:
+    for h in hits:
+        when = h.occurred_at.date().isoformat()
+        where = f"{h.conversation_id}/{h.turn_id}" if h.turn_id else h.conversation_id
+        print(f"{h.rank:>2}. [{when}] {h.speaker or h.role}: {h.text}")
+        parts = ", ".join(f"{k}={v}" for k, v in h.breakdown.items())
+        print(f"    turn {where} · memory {h.memory_id} · events {', '.join(h.provenance['event_ids'])}")
+        print(f"    score {parts}")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        hits = mem.search(args.tenant, args.user, args.query, k=args.k)
+    if args.json:
+        _print_json([h.to_dict() for h in hits])
+    elif not hits:
+        print(f"no memories for tenant {args.tenant!r}, user {args.user!r}")
+    else:
+        _print_hits(hits)
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        ctx = mem.build_context(args.tenant, args.user, args.query, token_budget=args.budget)
+    if args.json:
+        _print_json(ctx.to_dict())
+        return 0
+    print(ctx.text)
+    print(f"\n-- {len(ctx.items)} items, {ctx.tokens}/{ctx.budget} tokens; provenance:")
+    for item in ctx.items:
+        print(f"   {item.turn_id or '-'} ← {item.conversation_id} · memory {item.memory_id}")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        reports = mem.replay()
+    ok = True
+    for r in reports:
+        ok &= r.equal
+        rate = r.events / r.seconds if r.seconds else 0.0
+        print(f"shard {r.shard}: {r.events} events rebuilt in {r.seconds:.2f}s ({rate:,.0f} events/s)")
+        for name in r.live:
+            mark = "==" if r.live[name] == r.rebuilt[name] else "!="
+            print(f"   {name:<9} live {r.live[name][:16]} {mark} rebuilt {r.rebuilt[name][:16]}")
+    print("digests match: every projection equals its rebuild from the log" if ok else "DIGEST MISMATCH")
+    return 0 if ok else 1
+
+
+def _audit(args: argparse.Namespace) -> AuditReader:
+    return AuditReader(store_config.log_files(Path(args.store)))
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    flt = ScanFilter(args.tenant, args.user, args.from_seq, args.to_seq, args.since, args.until,
+                     tuple(args.kind) if args.kind else None)
+    table = _audit(args).events(flt, args.limit)
+    rows = table.to_pylist()
+    if args.json:
+        _print_json(rows)
+        return 0
+    for row in rows:
+        payload = json.loads(row["payload"])
+        summary = payload.get("text") or payload.get("query") or payload.get("model_id") or ""
+        print(f"{row['tenant']}/{row['user_id']} #{row['seq']:<5} {row['kind']:<17} v{row['schema_version']} "
+              f"{row['occurred_at'].isoformat()} {row['event_id'][:12]} {str(summary)[:70]}")
+    print(f"-- {len(rows)} events")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    table = _audit(args).sql(args.query)
+    if args.json:
+        _print_json(table.to_pylist())
+    else:
+        print(" | ".join(table.column_names))
+        for row in table.to_pylist():
+            print(" | ".join(str(v) for v in row.values()))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    target = _audit(args).export_parquet(Path(args.out))
+    print(f"wrote {target}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        stats = mem.stats()
+    if args.json:
+        _print_json(stats)
+        return 0
+    print(f"store {stats['path']}: {stats['num_shards']} shards, embedder {stats['embedder']}")
+    print(f"users {stats['users']} · messages {stats['messages']} · touches {stats['touches']} · events {stats['events']}")
+    for s in stats["shards"]:
+        print(f"  shard {s['shard']}: {s['users']} users, {s['events']} events, {s['vectors_indexed']} vectors")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from palimpsest.demo import run_demo
+
+    return run_demo(Path(args.store if args.store != DEFAULT_STORE else "demo-store"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="palimpsest", description="Event-sourced long-term memory for LLM agents.")
+    p.add_argument("--store", default=DEFAULT_STORE, help="store directory (default: $PALIMPSEST_STORE or ./.store)")
+    p.add_argument("--log-level", default="warning", help="structlog level (default: warning)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def stream_args(sp: argparse.ArgumentParser, required: bool = True) -> None:
+        sp.add_argument("--tenant", required=required)
+        sp.add_argument("--user", required=required)
+
+    sp = sub.add_parser("ingest", help="add messages from a LoCoMo JSON or a JSONL file")
+    sp.add_argument("file")
+    sp.add_argument("--format", choices=["auto", "locomo", "jsonl"], default="auto")
+    sp.add_argument("--tenant", help="tenant for records that name none (LoCoMo: default 'locomo')")
+    sp.add_argument("--user", help="user for records that name none")
+    sp.add_argument("--num-shards", type=int, help="shards of a new store (default: CPU count)")
+    sp.add_argument("--embedder", choices=["minilm", "hash"], default="minilm", help="encoder of a new store")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    sp.set_defaults(func=cmd_ingest)
+
+    for name, func, help_ in (("search", cmd_search, "hybrid search of one user's memory"),
+                              ("context", cmd_context, "prompt-ready context within a token budget")):
+        sp = sub.add_parser(name, help=help_)
+        stream_args(sp)
+        sp.add_argument("query")
+        sp.add_argument("--json", action="store_true")
+        if name == "search":
+            sp.add_argument("-k", type=int, default=10)
+        else:
+            sp.add_argument("--budget", type=int, default=1000)
+        sp.set_defaults(func=func)
+
+    sp = sub.add_parser("replay", help="rebuild every projection from the log and compare digests")
+    sp.set_defaults(func=cmd_replay)
+
+    sp = sub.add_parser("events", help="audit the log (read-only, no actors)")
+    stream_args(sp, required=False)
+    sp.add_argument("--kind", action="append", help="event kind, e.g. message_recorded (repeatable)")
+    sp.add_argument("--from-seq", type=int)
+    sp.add_argument("--to-seq", type=int)
+    sp.add_argument("--since", type=_when, help="ISO time with offset")
+    sp.add_argument("--until", type=_when, help="ISO time with offset")
+    sp.add_argument("--limit", type=int)
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_events)
+
+    sp = sub.add_parser("sql", help="read-only SQL over every shard log (view: events)")
+    sp.add_argument("query")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_sql)
+
+    sp = sub.add_parser("export", help="export the whole log to Parquet")
+    sp.add_argument("--out", required=True)
+    sp.set_defaults(func=cmd_export)
+
+    sp = sub.add_parser("stats", help="counts per store and shard")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_stats)
+
+    sp = sub.add_parser("demo", help="ingest the sample dialogue, query it, replay it (store: ./demo-store)")
+    sp.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure(args.log_level)
+    try:
+        return args.func(args)
+    except PalimpsestError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,7 +5,6 @@ A command already applied (same client message id) yields no new events.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from dataclasses import dataclass
 
@@ -14,7 +13,7 @@ import numpy as np
 from events.commands import RecordMessage
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
-from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
+from events.model import MemoryTouched, MessageEmbedded, MessageRecorded, Touch
 from projections.retrieval import Hit
 from projections.state import ShardState
 
@@ -82,16 +81,14 @@ def decide_record(
 def decide_touches(
     tenant: str, user_id: str, query: str, hits: list[Hit], reason: str, query_id: str | None = None
 ) -> list[PendingEvent]:
-    """One ``memory_touched`` event per hit, all correlated by the query id."""
-    query_id = query_id or hashlib.sha1(f"{uuid.uuid4()}{query}".encode()).hexdigest()[:16]
-    return [
-        PendingEvent(
-            tenant,
-            user_id,
-            new_event_id(),
-            MemoryTouched(memory_id=h.memory_id, reason=reason, query_id=query_id, query=query, rank=h.rank, score=h.score),
-            causation_id=h.memory_id,
-            correlation_id=query_id,
-        )
-        for h in hits
-    ]
+    """One ``memory_touched`` event for the hits of one query (none when nothing was hit)."""
+    if not hits:
+        return []
+    query_id = query_id or uuid.uuid4().hex[:16]
+    touched = MemoryTouched(
+        reason=reason,
+        query_id=query_id,
+        query=query,
+        touches=tuple(Touch(memory_id=h.memory_id, rank=h.rank, score=h.score) for h in hits),
+    )
+    return [PendingEvent(tenant, user_id, new_event_id(), touched, correlation_id=query_id)]

@@ -67,6 +67,7 @@ class ShardService:
         self.spec = spec
         self.log = log or DuckDBEventLog(spec.log_path)
         self.counter = counter or default_counter()
+        self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         started = time.perf_counter()
         self.state = shard_state.fold(shard_state.ShardState(), self.log.scan())
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
@@ -134,11 +135,20 @@ class ShardService:
         fusion: FusionConfig = DEFAULT_FUSION,
     ) -> Context:
         hits = self.search(tenant, user_id, query, query_vector, fusion.candidates, fusion, touch_reason=None)
-        ctx = assemble(query, hits, token_budget, self.counter.count_many)
+        ctx = assemble(query, hits, token_budget, self._count_tokens)
         if self.spec.record_search_touches and ctx.items:
             used = {i.memory_id for i in ctx.items}
             self._commit(decide_touches(tenant, user_id, query, [h for h in hits if h.memory_id in used], "context"))
         return ctx
+
+    def _count_tokens(self, lines: list[str]) -> list[int]:
+        cache = self._line_tokens
+        missing = [line for line in lines if line not in cache]
+        if missing:
+            if len(cache) > 500_000:
+                cache.clear()
+            cache.update(zip(missing, self.counter.count_many(missing)))
+        return [cache[line] for line in lines]
 
     def scan(self, flt: ScanFilter, limit: int | None = None) -> list[Envelope]:
         out = []

@@ -165,6 +165,7 @@ def _sample_messages(sample_id: str, conv: dict, stats: DatasetStats) -> list[di
                 continue
             dia_id = str(turn.get("dia_id") or f"D{n}:{pos}")
             message = {
+                "user_id": sample_id,
                 "conversation_id": f"{sample_id}:session_{n}",
                 "role": "user",
                 "text": text,

@@ -85,19 +85,30 @@ class MessageEmbedded(Event):
 TouchReason = Literal["search_hit", "context", "used"]
 
 
+class Touch(BaseModel):
+    """One memory touched by a query, at its rank with its fused score."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_id: str
+    rank: int = Field(ge=1)
+    score: float
+
+
 class MemoryTouched(Event):
-    """A memory was accessed: returned by a search, put into a context, or used by a reply."""
+    """Memories were accessed by one query: returned by a search, put into a context, or used by a reply.
+
+    One event per query (not per memory) keeps the log small; the touch
+    projection still counts every memory separately.
+    """
 
     kind: ClassVar[str] = "memory_touched"
     schema_version: ClassVar[int] = 1
 
-    memory_id: str
-    memory_kind: Literal["message"] = "message"
     reason: TouchReason
     query_id: str
     query: str
-    rank: int = Field(ge=0)
-    score: float
+    touches: tuple[Touch, ...] = Field(min_length=1)
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

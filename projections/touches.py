@@ -34,9 +34,10 @@ class TouchLog:
 def evolve(state: TouchLog, env: Envelope) -> TouchLog:
     event = env.event
     if isinstance(event, MemoryTouched):
-        stats = state.stats.setdefault(event.memory_id, AccessStats())
-        stats.count += 1
-        stats.by_reason[event.reason] = stats.by_reason.get(event.reason, 0) + 1
-        stats.last_touched_at = env.occurred_at
-        state.total += 1
+        for touch in event.touches:
+            stats = state.stats.setdefault(touch.memory_id, AccessStats())
+            stats.count += 1
+            stats.by_reason[event.reason] = stats.by_reason.get(event.reason, 0) + 1
+            stats.last_touched_at = env.occurred_at
+            state.total += 1
     return state

@@ -1,0 +1,191 @@
+"""LoCoMo retrieval benchmark: Palimpsest against BM25, dense and RRF baselines in one run.
+
+    python -m benchmarks.locomo --data ../shared/data/locomo/locomo10_dev.json --out bench/locomo_dev.json
+
+Ingests every turn through the real system into a fresh store, scores every
+question with parsable evidence (recall@k, budget recall, context tokens,
+overall / per category / categories 1-4), measures speed (ingest vs
+encode-only, search and context latency, replay, peak RSS), and writes the
+JSON plus a Markdown summary next to it (same stem, ``.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from benchmarks import dataset as ds
+from benchmarks import report
+from benchmarks.baselines import baseline_systems, build_corpora, index_text
+from benchmarks.metrics import aggregate, metric_keys, percentile, score
+from benchmarks.resources import peak_rss
+from benchmarks.systems import PalimpsestSystem, select
+
+K_VALUES = (5, 10)
+BUDGETS = (500, 1000, 2000)
+BATCH_SIZE = 256
+EMBEDDER = "minilm"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.locomo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, type=Path, help="a LoCoMo JSON file (list of samples)")
+    p.add_argument("--out", required=True, type=Path, help="result JSON; the Markdown summary goes next to it (.md)")
+    p.add_argument("--store", type=Path, help="a new or empty directory for the store (default: a temp dir, removed after)")
+    p.add_argument("--limit-samples", type=int, metavar="N", help="only the first N samples (conversations)")
+    p.add_argument("--num-shards", type=int, help="shards of the new store (default: CPU count)")
+    p.add_argument("--systems", help="comma-separated subset of systems (default: all)")
+    args = p.parse_args(argv)
+    if not args.data.is_file():
+        p.error(
+            f"--data {args.data}: no such file. Pass the path of a LoCoMo JSON file, e.g. "
+            "--data ../shared/data/locomo/locomo10_dev.json (from the repo root)"
+        )
+    if args.limit_samples is not None and args.limit_samples < 1:
+        p.error("--limit-samples must be at least 1")
+    if args.store and args.store.exists() and any(args.store.iterdir()):
+        p.error(f"--store {args.store}: not empty; the benchmark needs a fresh store (remove it or pick a new path)")
+    return args
+
+
+def encode_batched(embedder, texts: list[str]) -> tuple[np.ndarray, float]:
+    started = time.perf_counter()
+    parts = [embedder.encode(texts[i : i + BATCH_SIZE]) for i in range(0, len(texts), BATCH_SIZE)]
+    seconds = time.perf_counter() - started
+    return (np.concatenate(parts) if parts else np.zeros((0, embedder.dim), np.float32)), seconds
+
+
+def check_replay(reports) -> None:
+    bad = [r for r in reports if not r.equal]
+    if bad:
+        lines = []
+        for r in bad:
+            keys = sorted(k for k in set(r.live) | set(r.rebuilt) if r.live.get(k) != r.rebuilt.get(k))
+            lines.append(f"shard {r.shard}: live and rebuilt digests differ in {keys}")
+        raise SystemExit("replay FAILED, projections are not reproducible from the log:\n  " + "\n  ".join(lines))
+
+
+def run(args: argparse.Namespace) -> dict:
+    from palimpsest.memory import Memory  # imported late: --help and argument errors stay instant
+    from projections.tokens import default_counter
+
+    data = ds.load(args.data, args.limit_samples)
+    messages, questions = data.messages, data.questions
+    print(f"{data.name}: {len(data.samples)} samples, {len(messages)} turns, {len(questions)} scored questions "
+          f"({len(data.skipped)} skipped)", file=sys.stderr)
+    store = args.store or Path(tempfile.mkdtemp(prefix="palimpsest-locomo-"))
+    mem = Memory.open(store, num_shards=args.num_shards, embedder=EMBEDDER)
+    try:
+        started = time.perf_counter()
+        mem.embedder.encode(["warm-up"])  # model load and first-call overhead stay out of both timings
+        model_load_s = time.perf_counter() - started
+
+        started = time.perf_counter()
+        ingest = mem.add_messages(messages, tenant=ds.TENANT, batch_size=BATCH_SIZE, progress=True)
+        ingest_s = time.perf_counter() - started
+        if ingest.created != len(messages):
+            print(f"warning: {ingest.duplicates} of {len(messages)} turns were duplicates (repeated dia_id?)",
+                  file=sys.stderr)
+
+        vectors, encode_s = encode_batched(mem.embedder, [index_text(m) for m in messages])
+        qvecs, _ = encode_batched(mem.embedder, [q.question for q in questions])
+        query_vectors = {(q.sample_id, q.index): v for q, v in zip(questions, qvecs)}
+        corpora = build_corpora(messages, vectors, lambda m: m["user_id"], default_counter())
+
+        palimpsest = PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS)
+        systems = select(
+            [palimpsest.as_system(), *baseline_systems(corpora, query_vectors, max(K_VALUES), BUDGETS)],
+            args.systems.split(",") if args.systems else None,
+        )
+        rows = {s.name: [] for s in systems}
+        elapsed = {s.name: 0.0 for s in systems}
+        for q in tqdm(questions, desc="questions", unit="q"):
+            for s in systems:
+                t0 = time.perf_counter()
+                r = s.retrieve(q)
+                elapsed[s.name] += time.perf_counter() - t0
+                rows[s.name].append(score(q, r, K_VALUES, BUDGETS, max(BUDGETS)))
+
+        replays = mem.replay()
+        check_replay(replays)
+        events = sum(r.events for r in replays)
+        stats = mem.stats()
+        memory = peak_rss()
+    finally:
+        mem.close()
+        import ray
+
+        ray.shutdown()
+        if args.store is None:
+            shutil.rmtree(store, ignore_errors=True)
+
+    keys = metric_keys(K_VALUES, BUDGETS)
+    results = {name: aggregate(r, keys) for name, r in rows.items()}
+    speed = {
+        "ingest_messages_per_s": len(messages) / ingest_s if ingest_s else 0.0,
+        "encode_only_messages_per_s": len(messages) / encode_s if encode_s else 0.0,
+        "search_ms_p50": percentile(palimpsest.search_ms, 50),
+        "search_ms_p95": percentile(palimpsest.search_ms, 95),
+        "context_ms_p50": percentile(palimpsest.context_ms, 50),
+        "context_ms_p95": percentile(palimpsest.context_ms, 95),
+        "replay_events_per_s": events / max(r.seconds for r in replays),
+        "peak_rss_mb": memory["peak_rss_mb"],
+        "replay_events_per_s_sum": events / sum(r.seconds for r in replays),
+        "replay_seconds_per_shard": [r.seconds for r in replays],
+        "ingest_seconds": ingest_s,
+        "encode_only_seconds": encode_s,
+        "model_load_seconds": model_load_s,
+        "retrieve_ms_mean": {n: 1000 * t / max(1, len(questions)) for n, t in elapsed.items()},
+        "memory": {k: v for k, v in memory.items() if k != "peak_rss_mb"},
+    }
+    ratios = {"ingest_vs_encode": speed["ingest_messages_per_s"] / speed["encode_only_messages_per_s"]}
+    if "palimpsest" in results and "rrf" in results and results["rrf"]["recall@10"]:
+        ratios["palimpsest_vs_rrf_recall@10"] = results["palimpsest"]["recall@10"] / results["rrf"]["recall@10"]
+    extra = {
+        "questions_total": len(questions) + len(data.skipped),
+        "skipped_questions": len(data.skipped),
+        "skipped": [f"{q.sample_id}#{q.index} (cat {q.category}): {q.question[:60]!r}" for q in data.skipped],
+        "messages": len(messages),
+        "events": events,
+        "ratios": ratios,
+        "ceiling": {
+            "full_context_tokens_mean": float(np.mean([corpora[q.user_id].total_tokens for q in questions]))
+            if questions else None,
+        },
+        "data_quirks": data.stats.to_dict(),
+        "store_stats": {k: stats[k] for k in ("num_shards", "embedder", "users", "events", "messages", "touches")},
+        "config": {
+            "data": str(args.data),
+            "limit_samples": args.limit_samples,
+            "tenant": ds.TENANT,
+            "embedder": EMBEDDER,
+            "k": list(K_VALUES),
+            "budgets": list(BUDGETS),
+            "batch_size": BATCH_SIZE,
+            "rrf_k": 60,
+            "context_tokens_budget": max(BUDGETS),
+            "store": str(args.store) if args.store else "temporary",
+            "replay_equal": all(r.equal for r in replays),
+        },
+    }
+    return report.build(data.name, len(questions), results, speed, extra), keys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    result, keys = run(args)
+    md = report.write(result, args.out, keys)
+    print(md)
+    print(f"wrote {args.out} and {args.out.with_suffix('.md')}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

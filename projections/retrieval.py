@@ -16,13 +16,20 @@ from projections.state import UserMemory
 
 @dataclass(frozen=True, slots=True)
 class FusionConfig:
-    """Named, frozen retrieval parameters; pass another instance to re-rank with other weights."""
+    """Named, frozen retrieval parameters; pass another instance to re-rank with other weights.
 
-    rrf_k: int = 60
+    Defaults: a small RRF constant (5, not the classic 60) lets the top few
+    ranks of each list dominate, and BM25 weighs slightly more than the
+    dense list (1.3) because MiniLM is weak on names and rare words. With the
+    Anserini BM25 defaults (k1 0.9, b 0.4) this measured recall@10 0.679 vs
+    0.574 for plain RRF(k=60) on the LoCoMo dev file (benchmarks/).
+    """
+
+    rrf_k: int = 5
     dense_weight: float = 1.0
-    lexical_weight: float = 1.0
+    lexical_weight: float = 1.3
     candidates: int = 100
-    bm25: BM25Params = field(default_factory=BM25Params)
+    bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
 DEFAULT_FUSION = FusionConfig()

@@ -8,6 +8,7 @@ cluster, e.g. one started from ``ray_cluster.yaml``.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import ray
 
@@ -38,7 +39,7 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
 class ShardCluster:
     """The shard actors and the directory of one store, created or re-attached by name."""
 
-    def __init__(self, store_id: str, specs: list[ShardSpec]) -> None:
+    def __init__(self, store_id: str, specs: list[ShardSpec], routing_table: Path) -> None:
         self.names = [f"{store_id}/shard-{s.index:03d}" for s in specs]
         self.shards = [
             ShardActor.options(name=name, namespace=NAMESPACE, get_if_exists=True, scheduling_strategy="SPREAD").remote(
@@ -48,7 +49,7 @@ class ShardCluster:
         ]
         self.directory = DirectoryActor.options(
             name=f"{store_id}/directory", namespace=NAMESPACE, get_if_exists=True
-        ).remote(self.names, NAMESPACE)
+        ).remote(routing_table, self.names, NAMESPACE)
         ray.get([s.pid.remote() for s in self.shards])  # surfaces recovery errors now, not at first use
 
     def route(self, streams: list[tuple[str, str]]) -> list[int]:

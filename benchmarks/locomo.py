@@ -12,6 +12,7 @@ JSON plus a Markdown summary next to it (same stem, ``.md``).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -72,10 +73,11 @@ def check_replay(reports) -> None:
         raise SystemExit("replay FAILED, projections are not reproducible from the log:\n  " + "\n  ".join(lines))
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
     from palimpsest.memory import Memory  # imported late: --help and argument errors stay instant
     from projections.tokens import default_counter
 
+    load_start = os.getloadavg()
     data = ds.load(args.data, args.limit_samples)
     messages, questions = data.messages, data.questions
     print(f"{data.name}: {len(data.samples)} samples, {len(messages)} turns, {len(questions)} scored questions "
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> dict:
         )
         rows = {s.name: [] for s in systems}
         elapsed = {s.name: 0.0 for s in systems}
-        for q in tqdm(questions, desc="questions", unit="q"):
+        for q in tqdm(questions, desc="questions", unit="q", mininterval=1.0):
             for s in systems:
                 t0 = time.perf_counter()
                 r = s.retrieve(q)
@@ -118,6 +120,7 @@ def run(args: argparse.Namespace) -> dict:
         events = sum(r.events for r in replays)
         stats = mem.stats()
         memory = peak_rss()
+        load_end = os.getloadavg()
     finally:
         mem.close()
         import ray
@@ -135,10 +138,11 @@ def run(args: argparse.Namespace) -> dict:
         "search_ms_p95": percentile(palimpsest.search_ms, 95),
         "context_ms_p50": percentile(palimpsest.context_ms, 50),
         "context_ms_p95": percentile(palimpsest.context_ms, 95),
-        "replay_events_per_s": events / max(r.seconds for r in replays),
+        "replay_events_per_s": events / max(1e-9, max(r.seconds for r in replays)),
         "peak_rss_mb": memory["peak_rss_mb"],
-        "replay_events_per_s_sum": events / sum(r.seconds for r in replays),
+        "replay_events_per_s_sum": events / max(1e-9, sum(r.seconds for r in replays)),
         "replay_seconds_per_shard": [r.seconds for r in replays],
+        "replay_events_per_shard": [r.events for r in replays],
         "ingest_seconds": ingest_s,
         "encode_only_seconds": encode_s,
         "model_load_seconds": model_load_s,
@@ -173,6 +177,11 @@ def run(args: argparse.Namespace) -> dict:
             "context_tokens_budget": max(BUDGETS),
             "store": str(args.store) if args.store else "temporary",
             "replay_equal": all(r.equal for r in replays),
+        },
+        "host": {  # speed figures are only comparable on an otherwise idle machine
+            "cpu_count": os.cpu_count(),
+            "loadavg_1m_start": load_start[0],
+            "loadavg_1m_end": load_end[0],
         },
     }
     return report.build(data.name, len(questions), results, speed, extra), keys

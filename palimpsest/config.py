@@ -58,6 +58,10 @@ def log_path(path: Path, shard: int) -> Path:
     return path / "log" / f"shard-{shard:03d}.duckdb"
 
 
+def routing_table(path: Path) -> Path:
+    return path / "directory.jsonl"
+
+
 def lance_dir(path: Path) -> Path:
     return path / "vectors"
 

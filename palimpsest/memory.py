@@ -65,7 +65,7 @@ class Memory:
             )
             for i in range(cfg.num_shards)
         ]
-        self.cluster = ShardCluster(store_config.store_id(path), specs)
+        self.cluster = ShardCluster(store_config.store_id(path), specs, store_config.routing_table(path).resolve())
         self._embedder: Embedder | None = None
         self._routes: dict[tuple[str, str], int] = {}
 

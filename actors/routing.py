@@ -28,29 +28,39 @@ class RoutingTable:
     def _load(self) -> None:
         if not self.path.exists():
             return
-        with self.path.open(encoding="utf-8") as fh:
+        good = 0  # bytes of complete, acknowledged lines
+        with self.path.open("rb") as fh:
             for line in fh:
+                if not line.endswith(b"\n"):
+                    break
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError:
-                    break  # a torn last line: that assignment was never acknowledged
+                    break
                 self._shard_of[(row["tenant"], row["user_id"])] = int(row["shard"])
+                good += len(line)
+        if good < self.path.stat().st_size:
+            # A torn last line was never acknowledged: cut it off so the next append starts a fresh line.
+            with self.path.open("r+b") as fh:
+                fh.truncate(good)
+                os.fsync(fh.fileno())
 
     def route(self, streams: Sequence[Stream]) -> list[int]:
         """Shard of each stream, assigning (durably) the ones seen for the first time."""
-        new: list[dict] = []
+        new: dict[Stream, int] = {}
         load = [0] * self.num_shards
         for shard in self._shard_of.values():
             load[shard] += 1
         for stream in streams:
-            if stream in self._shard_of:
+            if stream in self._shard_of or stream in new:
                 continue
             shard = min(range(self.num_shards), key=lambda i: (load[i], i))
             load[shard] += 1
-            self._shard_of[stream] = shard
-            new.append({"tenant": stream[0], "user_id": stream[1], "shard": shard})
+            new[stream] = shard
         if new:
-            self._persist(new)
+            # Durable first: an assignment that did not reach the disk is not handed out.
+            self._persist([{"tenant": t, "user_id": u, "shard": s} for (t, u), s in new.items()])
+            self._shard_of.update(new)
         return [self._shard_of[s] for s in streams]
 
     def _persist(self, rows: list[dict]) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from palimpsest.locomo import TENANT, LocomoStats, sample_messages
+from palimpsest.locomo import LocomoStats, sample_messages
 
 EVIDENCE_ID = re.compile(r"D:?(\d+)\s*:\s*(\d+)")
 

@@ -8,6 +8,7 @@ name the field and say how to fix it.
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -58,7 +59,7 @@ class RecordMessage(BaseModel):
         if self.client_message_id:
             return self.client_message_id
         basis = "\x1f".join(
-            [self.conversation_id, self.role, self.speaker or "", self.turn_id or "", self.occurred_at.isoformat(), self.text]
+            [self.conversation_id, self.role, self.speaker or "", self.turn_id or "", self.occurred_at.astimezone(UTC).isoformat(), self.text]
         )
         return "sha1:" + hashlib.sha1(basis.encode("utf-8")).hexdigest()
 

@@ -58,8 +58,9 @@ def where_clause(flt: ScanFilter) -> tuple[str, list]:
         if value is not None:
             parts.append(f"{column} {op} ?")
             params.append(value)
-    if flt.kinds:
-        parts.append(f"kind IN ({', '.join('?' for _ in flt.kinds)})")
+    if flt.kinds is not None:
+        # An empty tuple selects no kind, as ScanFilter.matches does (`kind IN ()` is not SQL).
+        parts.append(f"kind IN ({', '.join('?' for _ in flt.kinds)})" if flt.kinds else "FALSE")
         params.extend(flt.kinds)
     return " AND ".join(parts), params
 

@@ -115,7 +115,8 @@ class InMemoryEventLog(EventLog):
 
     def _write(self, envelopes: list[Envelope]) -> None:
         ids = [e.event_id for e in envelopes]
-        clash = self._ids.intersection(ids) or (len(set(ids)) != len(ids))
+        repeated = {i for i in ids if ids.count(i) > 1} if len(set(ids)) != len(ids) else set()
+        clash = self._ids.intersection(ids) | repeated
         if clash:
             raise ConcurrencyError(f"event id already stored or repeated in the batch: {sorted(clash)[:3]}")
         for env in envelopes:

@@ -16,7 +16,8 @@ import jieba
 jieba.setLogLevel(logging.WARNING)
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# Letters and digits of any non-CJK script (accented Latin, Cyrillic, kana runs, Hangul…).
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 
 EN_STOP = frozenset(
     """a an the and or but if then else of to in on at by for with from into onto about as is are was were be been

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from events.envelope import Envelope, PendingEvent, seal
-from events.model import Event, MemoryTouched, MessageEmbedded, MessageRecorded
+from events.model import Event, MemoryTouched, MessageEmbedded, MessageRecorded, Touch
 from projections.embedding import HASH_ID
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
@@ -47,8 +47,14 @@ def embedding(message_event_id: str, vector: Iterable[float], model_id: str = HA
     )
 
 
-def touch(memory_id: str, reason: str = "search_hit", *, rank: int = 1, score: float = 0.5) -> MemoryTouched:
-    return MemoryTouched(memory_id=memory_id, reason=reason, query_id="q-1", query="query", rank=rank, score=score)
+def touch(*memory_ids: str, reason: str = "search_hit", query: str = "query") -> MemoryTouched:
+    """One query's touch event: the memories in rank order, scores 1, 1/2, 1/3, ..."""
+    return MemoryTouched(
+        reason=reason,
+        query_id="q-1",
+        query=query,
+        touches=tuple(Touch(memory_id=m, rank=r, score=1.0 / r) for r, m in enumerate(memory_ids, start=1)),
+    )
 
 
 def pending(event_id: str, event: Event, tenant: str = "acme", user_id: str = "alice") -> PendingEvent:

@@ -1,0 +1,192 @@
+"""ShardService without Ray: an in-memory log, a real LanceDB directory, the hash embedder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from actors.deciders import decide_record
+from actors.service import ShardService, ShardSpec
+from events.commands import validate_messages
+from events.errors import InvalidInputError
+from events.log import InMemoryEventLog, ScanFilter
+from projections.embedding import HashEmbedder
+from projections.tokens import default_counter
+from projections.vectors import VectorRow
+from tests.builders import command
+
+EMBED = HashEmbedder()
+
+CONVERSATION = [
+    command("I adopted a puppy named Biscuit last week", 0, speaker="Alice", turn_id="D1:1", client_message_id="c1"),
+    command("My sister works as a nurse in Boston", 1, speaker="Alice", turn_id="D1:2", client_message_id="c2"),
+    command("我喜欢在周末去爬山", 2, speaker="Alice", turn_id="D1:3", client_message_id="c3"),
+    command("We repainted the kitchen yellow", 3, speaker="Alice", turn_id="D1:4", client_message_id="c4"),
+]
+
+
+@pytest.fixture
+def spec(tmp_path) -> ShardSpec:
+    return ShardSpec(
+        index=0, log_path=tmp_path / "shard-000.duckdb", lance_dir=tmp_path / "vectors",
+        model_id=HashEmbedder.model_id, dim=384,
+    )
+
+
+@pytest.fixture
+def service(spec):
+    svc = ShardService(spec, log=InMemoryEventLog())
+    yield svc
+    svc.close()
+
+
+def record(svc: ShardService, items: list[dict]):
+    commands = validate_messages(items)
+    return svc.record(commands, EMBED.encode([c.index_text() for c in commands]), EMBED.model_id)
+
+
+def search(svc: ShardService, query: str, tenant: str = "acme", user_id: str = "alice", k: int = 3, **kw):
+    return svc.search(tenant, user_id, query, EMBED.encode([query])[0], k, **kw)
+
+
+def kinds(svc: ShardService) -> list[str]:
+    return [e.kind for e in svc.log.scan()]
+
+
+def test_record_appends_a_message_and_its_embedding_and_indexes_it(service):
+    outcomes = record(service, CONVERSATION)
+
+    assert [o.created for o in outcomes] == [True] * 4
+    assert kinds(service) == ["message_recorded", "message_embedded"] * 4
+    stats = service.stats()
+    assert (stats["users"], stats["events"], stats["messages"], stats["vectors_indexed"]) == (1, 8, 4, 4)
+    assert stats["streams"] == [["acme", "alice"]]
+    assert [o.memory_id for o in outcomes] == service.state.user("acme", "alice").messages.order
+
+
+def test_record_is_idempotent(service):
+    first = record(service, CONVERSATION)
+    again = record(service, CONVERSATION[:2])
+
+    assert [o.created for o in again] == [False, False]
+    assert [o.memory_id for o in again] == [o.memory_id for o in first[:2]]
+    assert service.log.count() == 8 and service.vectors.count() == 4
+
+
+def test_record_rejects_vectors_of_another_model(service):
+    commands = validate_messages(CONVERSATION)
+    vectors = EMBED.encode([c.index_text() for c in commands])
+    with pytest.raises(InvalidInputError, match="model_id"):
+        service.record(commands, vectors, "sentence-transformers/all-MiniLM-L6-v2")
+    assert service.log.count() == 0 and service.vectors.count() == 0
+
+
+def test_search_finds_english_and_chinese_turns(service):
+    record(service, CONVERSATION)
+
+    assert search(service, "puppy")[0].turn_id == "D1:1"
+    assert search(service, "爬山")[0].text == "我喜欢在周末去爬山"
+    assert search(service, "Boston nurse")[0].turn_id == "D1:2"
+
+
+def test_search_is_scoped_to_the_stream(service):
+    record(service, CONVERSATION)
+    record(service, [command("My secret is the blue door", tenant="globex", client_message_id="g1")])
+
+    # Dense search always returns neighbours: globex gets its only memory, never acme's puppy.
+    assert [h.text for h in search(service, "puppy", tenant="globex", k=10)] == ["My secret is the blue door"]
+    assert "My secret is the blue door" not in [h.text for h in search(service, "blue door", k=10)]
+    assert search(service, "puppy", user_id="nobody") == []
+
+
+def test_search_records_one_touch_event_for_its_hits(service):
+    record(service, CONVERSATION)
+
+    hits = search(service, "puppy", k=2)
+
+    [touch] = list(service.log.scan(ScanFilter(kinds=("memory_touched",))))
+    assert (touch.event.reason, touch.event.query) == ("search_hit", "puppy")
+    assert [(t.memory_id, t.rank) for t in touch.event.touches] == [(h.memory_id, h.rank) for h in hits]
+    touches = service.state.user("acme", "alice").touches
+    assert {m: s.count for m, s in touches.stats.items()} == {h.memory_id: 1 for h in hits}
+    assert service.stats()["touches"] == 2
+
+
+def test_search_without_touch_reason_writes_nothing(service):
+    record(service, CONVERSATION)
+    search(service, "puppy", touch_reason=None)
+    assert "memory_touched" not in kinds(service)
+
+
+def test_context_stays_within_budget_and_touches_only_what_it_used(service):
+    record(service, CONVERSATION)
+    counter = default_counter()
+
+    ctx = service.context("acme", "alice", "puppy", EMBED.encode(["puppy"])[0], token_budget=20)
+
+    assert ctx.items and ctx.items[0].turn_id == "D1:1"
+    assert ctx.tokens == sum(counter.count(i.line) for i in ctx.items) <= 20
+    assert len(ctx.items) < len(CONVERSATION)  # the budget really cut something
+    for item in ctx.items:
+        assert item.provenance["event_ids"][0] == item.memory_id
+        assert item.provenance["turn_id"] == item.turn_id
+    [touch] = list(service.log.scan(ScanFilter(kinds=("memory_touched",))))
+    assert touch.event.reason == "context"
+    assert [t.memory_id for t in touch.event.touches] == [i.memory_id for i in ctx.items]
+
+
+def test_replay_rebuilds_equal_projections(service):
+    record(service, CONVERSATION)
+    search(service, "puppy")
+    service.context("acme", "alice", "kitchen", EMBED.encode(["kitchen"])[0], token_budget=50)
+    before = service.digest()
+
+    report = service.replay()
+
+    assert report.equal
+    assert report.live == before == report.rebuilt
+    assert set(report.live) == {"messages", "lexical", "vectors", "touches", "combined", "lancedb"}
+    assert report.events == service.log.count() == 10
+    assert search(service, "puppy")[0].turn_id == "D1:1"  # still serves queries after the rebuild
+
+
+def test_replay_detects_a_diverged_projection(service):
+    record(service, CONVERSATION)
+    service.state.user("acme", "alice").messages.order.reverse()  # corrupt the live view, not the log
+
+    report = service.replay()
+
+    assert not report.equal
+    assert report.live["messages"] != report.rebuilt["messages"]
+    assert report.live["lexical"] == report.rebuilt["lexical"]
+
+
+def test_restart_recovers_from_the_log_and_reconciles_lancedb(spec, service):
+    record(service, CONVERSATION[:2])
+    # An append acknowledged by the log whose LanceDB write never happened (crash in between) ...
+    commands = validate_messages(CONVERSATION[2:])
+    pending, _ = decide_record(
+        service.state, commands, EMBED.encode([c.index_text() for c in commands]), EMBED.model_id, EMBED.dim
+    )
+    service.log.append(pending)
+    # ... and an index row the log does not know.
+    service.vectors.add([("acme", "alice", VectorRow("ghost", "ghost-e", 99, EMBED.model_id, np.ones(384, np.float32)))])
+    assert service.vectors.count() == 3
+
+    restarted = ShardService(spec, log=service.log)
+
+    assert restarted.vectors.count() == 4
+    assert {m for _, _, m in restarted.vectors.keys()} == set(restarted.state.user("acme", "alice").messages.order)
+    assert restarted.replay().equal
+    assert search(restarted, "爬山")[0].text == "我喜欢在周末去爬山"
+
+
+@pytest.mark.parametrize("tenant", ["o'brien", "x' OR tenant <> 'x"])
+def test_quotes_in_tenant_ids_do_not_widen_the_vector_filter(service, tenant):
+    record(service, [command("victim secret", client_message_id="v1")])
+    [own] = record(service, [command("my own note", tenant=tenant, client_message_id="o1")])
+
+    neighbours = service.vectors.search(tenant, "alice", EMBED.encode(["victim secret"])[0], 10)
+
+    assert [memory_id for memory_id, _ in neighbours] == [own.memory_id]
+    assert [h.text for h in search(service, "victim secret", tenant=tenant, k=10)] == ["my own note"]

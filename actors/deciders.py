@@ -13,7 +13,7 @@ import numpy as np
 from events.commands import RecordMessage
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
-from events.model import MemoryTouched, MessageEmbedded, MessageRecorded, Touch
+from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
 from projections.retrieval import Hit
 from projections.state import ShardState
 
@@ -89,6 +89,8 @@ def decide_touches(
         reason=reason,
         query_id=query_id,
         query=query,
-        touches=tuple(Touch(memory_id=h.memory_id, rank=h.rank, score=h.score) for h in hits),
+        memory_ids=tuple(h.memory_id for h in hits),
+        ranks=tuple(h.rank for h in hits),
+        scores=tuple(h.score for h in hits),
     )
     return [PendingEvent(tenant, user_id, new_event_id(), touched, correlation_id=query_id)]

@@ -28,6 +28,7 @@ from benchmarks.baselines import baseline_systems, build_corpora, index_text
 from benchmarks.metrics import aggregate, metric_keys, percentile, score
 from benchmarks.resources import peak_rss
 from benchmarks.systems import PalimpsestSystem, select
+from palimpsest.locomo import TENANT
 
 K_VALUES = (5, 10)
 BUDGETS = (500, 1000, 2000)
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         model_load_s = time.perf_counter() - started
 
         started = time.perf_counter()
-        ingest = mem.add_messages(messages, tenant=ds.TENANT, batch_size=BATCH_SIZE, progress=True)
+        ingest = mem.add_messages(messages, tenant=TENANT, batch_size=BATCH_SIZE, progress=True)
         ingest_s = time.perf_counter() - started
         if ingest.created != len(messages):
             print(f"warning: {ingest.duplicates} of {len(messages)} turns were duplicates (repeated dia_id?)",
@@ -168,7 +169,7 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         "config": {
             "data": str(args.data),
             "limit_samples": args.limit_samples,
-            "tenant": ds.TENANT,
+            "tenant": TENANT,
             "embedder": EMBEDDER,
             "k": list(K_VALUES),
             "budgets": list(BUDGETS),

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from benchmarks.dataset import TENANT, Question
+from benchmarks.dataset import Question
+from palimpsest.locomo import TENANT
 from projections.retrieval import DEFAULT_FUSION, FusionConfig
 
 

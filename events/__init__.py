@@ -10,7 +10,7 @@ from events.errors import (
     UnknownEventError,
 )
 from events.log import EventLog, InMemoryEventLog, ScanFilter
-from events.model import EVENT_TYPES, Event, MemoryTouched, MessageEmbedded, MessageRecorded, Touch
+from events.model import EVENT_TYPES, Event, MemoryTouched, MessageEmbedded, MessageRecorded
 
 __all__ = [
     "ENVELOPE_SCHEMA",
@@ -29,6 +29,5 @@ __all__ = [
     "ScanFilter",
     "ShardUnavailableError",
     "StoreError",
-    "Touch",
     "UnknownEventError",
 ]

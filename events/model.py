@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -85,21 +85,13 @@ class MessageEmbedded(Event):
 TouchReason = Literal["search_hit", "context", "used"]
 
 
-class Touch(BaseModel):
-    """One memory touched by a query, at its rank with its fused score."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    memory_id: str
-    rank: int = Field(ge=1)
-    score: float
-
-
 class MemoryTouched(Event):
     """Memories were accessed by one query: returned by a search, put into a context, or used by a reply.
 
     One event per query (not per memory) keeps the log small; the touch
-    projection still counts every memory separately.
+    projection still counts every memory. The touched memories are stored as
+    parallel columns (ids, 1-based ranks, fused scores): a context touches
+    dozens of memories, and flat tuples decode far faster than nested models.
     """
 
     kind: ClassVar[str] = "memory_touched"
@@ -108,7 +100,17 @@ class MemoryTouched(Event):
     reason: TouchReason
     query_id: str
     query: str
-    touches: tuple[Touch, ...] = Field(min_length=1)
+    memory_ids: tuple[str, ...] = Field(min_length=1)
+    ranks: tuple[int, ...]
+    scores: tuple[float, ...]
+
+    @model_validator(mode="after")
+    def _parallel(self) -> MemoryTouched:
+        if not len(self.memory_ids) == len(self.ranks) == len(self.scores):
+            raise ValueError("memory_ids, ranks and scores must have the same length")
+        if any(r < 1 for r in self.ranks):
+            raise ValueError("ranks start at 1")
+        return self
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

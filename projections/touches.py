@@ -34,8 +34,8 @@ class TouchLog:
 def evolve(state: TouchLog, env: Envelope) -> TouchLog:
     event = env.event
     if isinstance(event, MemoryTouched):
-        for touch in event.touches:
-            stats = state.stats.setdefault(touch.memory_id, AccessStats())
+        for memory_id in event.memory_ids:
+            stats = state.stats.setdefault(memory_id, AccessStats())
             stats.count += 1
             stats.by_reason[event.reason] = stats.by_reason.get(event.reason, 0) + 1
             stats.last_touched_at = env.occurred_at

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from events.envelope import Envelope, PendingEvent, seal
-from events.model import Event, MemoryTouched, MessageEmbedded, MessageRecorded, Touch
+from events.model import Event, MemoryTouched, MessageEmbedded, MessageRecorded
 from projections.embedding import HASH_ID
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
@@ -53,7 +53,9 @@ def touch(*memory_ids: str, reason: str = "search_hit", query: str = "query") ->
         reason=reason,
         query_id="q-1",
         query=query,
-        touches=tuple(Touch(memory_id=m, rank=r, score=1.0 / r) for r, m in enumerate(memory_ids, start=1)),
+        memory_ids=tuple(memory_ids),
+        ranks=tuple(range(1, len(memory_ids) + 1)),
+        scores=tuple(1.0 / r for r in range(1, len(memory_ids) + 1)),
     )
 
 

@@ -77,7 +77,7 @@ def test_search_records_a_touch_event(populated):
         e for e in populated.events("acme", "alice", kinds=["memory_touched"]) if e.event.query == "nurse Boston sister"
     ]
     assert len(touches) == 1
-    assert [t.memory_id for t in touches[0].event.touches] == [h.memory_id for h in hits]
+    assert list(touches[0].event.memory_ids) == [h.memory_id for h in hits]
     assert touches[0].event.reason == "search_hit"
 
 
@@ -123,7 +123,7 @@ def test_stats_and_replay_agree_with_the_log(populated):
     all_events = populated.events()
     assert (stats["num_shards"], stats["users"], stats["messages"]) == (2, 2, 7)
     assert stats["events"] == len(all_events)
-    assert stats["touches"] == sum(len(e.event.touches) for e in all_events if e.kind == "memory_touched")
+    assert stats["touches"] == sum(len(e.event.memory_ids) for e in all_events if e.kind == "memory_touched")
     assert sorted(tuple(s) for shard in stats["shards"] for s in shard["streams"]) == [("acme", "alice"), ("acme", "bob")]
     indexed = {tuple(s["streams"][0]): s["vectors_indexed"] for s in stats["shards"]}
     assert indexed == {("acme", "alice"): 5, ("acme", "bob"): 2}
@@ -218,7 +218,7 @@ def test_tenants_are_isolated_even_for_the_same_user_id(isolation_store):
             assert theirs not in ctx.text
 
     assert {e.stream for e in store.events(tenant="tenant-a")} == {a}
-    touched = {t.memory_id for e in store.events(tenant="tenant-a", kinds=["memory_touched"]) for t in e.event.touches}
+    touched = {m for e in store.events(tenant="tenant-a", kinds=["memory_touched"]) for m in e.event.memory_ids}
     assert touched and touched <= a_ids
 
 

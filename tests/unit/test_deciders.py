@@ -9,7 +9,7 @@ from actors.deciders import RecordOutcome, decide_record, decide_touches
 from events.commands import validate_messages
 from events.errors import InvalidInputError
 from events.log import InMemoryEventLog
-from events.model import MemoryTouched, MessageEmbedded, MessageRecorded, Touch
+from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
 from projections.embedding import HASH_ID, HashEmbedder
 from projections.retrieval import fuse
 from projections.state import ShardState, fold
@@ -106,9 +106,11 @@ def test_touches_are_one_event_per_query_in_hit_order():
     assert (touch.tenant, touch.user_id, touch.correlation_id) == ("acme", "alice", "q-7")
     assert touch.event == MemoryTouched(
         reason="search_hit", query_id="q-7", query="puppy",
-        touches=tuple(Touch(memory_id=h.memory_id, rank=h.rank, score=h.score) for h in hits),
+        memory_ids=tuple(h.memory_id for h in hits),
+        ranks=tuple(h.rank for h in hits),
+        scores=tuple(h.score for h in hits),
     )
-    assert [t.rank for t in touch.event.touches] == [1, 2]
+    assert touch.event.ranks == (1, 2)
 
 
 def test_no_hits_no_touch_event():

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA, PendingEvent, from_arrow, seal, to_arrow
 from events.log import InMemoryEventLog
-from events.model import EVENT_TYPES, ROLES, MemoryTouched, MessageEmbedded, MessageRecorded, Touch
+from events.model import EVENT_TYPES, ROLES, MemoryTouched, MessageEmbedded, MessageRecorded
 from projections.state import ShardState, digest, fold
 
 CHINESE = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
@@ -70,15 +70,17 @@ def message_embedded(draw, message_ids=IDS):
 
 
 def memory_touched(memory_ids=IDS):
-    touch_lists = st.lists(memory_ids, min_size=1, max_size=4).map(
-        lambda ids: tuple(Touch(memory_id=m, rank=r, score=1.0 / r) for r, m in enumerate(ids, start=1))
-    )
-    return st.builds(
-        MemoryTouched,
-        reason=st.sampled_from(["search_hit", "context", "used"]),
-        query_id=IDS,
-        query=TEXT,
-        touches=touch_lists,
+    ids = st.lists(memory_ids, min_size=1, max_size=4).map(tuple)
+    return ids.flatmap(
+        lambda mids: st.builds(
+            MemoryTouched,
+            reason=st.sampled_from(["search_hit", "context", "used"]),
+            query_id=IDS,
+            query=TEXT,
+            memory_ids=st.just(mids),
+            ranks=st.just(tuple(range(1, len(mids) + 1))),
+            scores=st.just(tuple(1.0 / r for r in range(1, len(mids) + 1))),
+        )
     )
 
 

@@ -106,7 +106,7 @@ def test_search_records_one_touch_event_for_its_hits(service):
 
     [touch] = list(service.log.scan(ScanFilter(kinds=("memory_touched",))))
     assert (touch.event.reason, touch.event.query) == ("search_hit", "puppy")
-    assert [(t.memory_id, t.rank) for t in touch.event.touches] == [(h.memory_id, h.rank) for h in hits]
+    assert list(zip(touch.event.memory_ids, touch.event.ranks)) == [(h.memory_id, h.rank) for h in hits]
     touches = service.state.user("acme", "alice").touches
     assert {m: s.count for m, s in touches.stats.items()} == {h.memory_id: 1 for h in hits}
     assert service.stats()["touches"] == 2
@@ -132,7 +132,7 @@ def test_context_stays_within_budget_and_touches_only_what_it_used(service):
         assert item.provenance["turn_id"] == item.turn_id
     [touch] = list(service.log.scan(ScanFilter(kinds=("memory_touched",))))
     assert touch.event.reason == "context"
-    assert [t.memory_id for t in touch.event.touches] == [i.memory_id for i in ctx.items]
+    assert list(touch.event.memory_ids) == [i.memory_id for i in ctx.items]
 
 
 def test_replay_rebuilds_equal_projections(service):

@@ -7,6 +7,7 @@ cluster, e.g. one started from ``ray_cluster.yaml``.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import ray
 from actors.directory import DirectoryActor
 from actors.service import ShardSpec
 from actors.shard import ShardActor
+from events.errors import StoreError
 
 NAMESPACE = "palimpsest"
 
@@ -26,6 +28,7 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     address = address or os.environ.get("RAY_ADDRESS")
     kwargs = dict(
         include_dashboard=False,
+        logging_level=logging.WARNING,
         log_to_driver=os.environ.get("PALIMPSEST_RAY_LOGS") == "1",
         namespace=NAMESPACE,
         runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}},
@@ -50,7 +53,13 @@ class ShardCluster:
         self.directory = DirectoryActor.options(
             name=f"{store_id}/directory", namespace=NAMESPACE, get_if_exists=True
         ).remote(routing_table, self.names, NAMESPACE)
-        ray.get([s.pid.remote() for s in self.shards])  # surfaces recovery errors now, not at first use
+        try:
+            # A probe without retries: a shard that cannot recover says why now, once, not at first use.
+            ray.get([s.pid.options(max_task_retries=0).remote() for s in self.shards])
+        except ray.exceptions.RayActorError as exc:
+            self.close()
+            cause = str(exc).strip().splitlines()[-1]
+            raise StoreError(f"a shard of the store could not start: {cause}") from None
 
     def route(self, streams: list[tuple[str, str]]) -> list[int]:
         return ray.get(self.directory.route.remote(streams))
@@ -58,6 +67,8 @@ class ShardCluster:
     def close(self) -> None:
         try:
             ray.get([s.close.remote() for s in self.shards], timeout=30)
+        except ray.exceptions.RayError:
+            pass  # a dead shard has nothing to flush: its log is durable at every acknowledgement
         finally:
             for actor in [*self.shards, self.directory]:
                 ray.kill(actor, no_restart=True)

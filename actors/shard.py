@@ -11,8 +11,10 @@ id, queries have no effects beyond touch events.
 from __future__ import annotations
 
 import os
+import sys
 
 import ray
+import structlog
 
 from actors.service import ShardService, ShardSpec
 
@@ -20,6 +22,8 @@ from actors.service import ShardService, ShardSpec
 @ray.remote(max_restarts=-1, max_task_retries=-1, num_cpus=0)
 class ShardActor:
     def __init__(self, spec: ShardSpec) -> None:
+        # Logs go to stderr: a driver that forwards worker output keeps its stdout for results.
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
         self._svc = ShardService(spec)
 
     def pid(self) -> int:

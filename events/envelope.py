@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pyarrow as pa
+from pydantic import ValidationError
 
 from events.errors import UnknownEventError
 from events.model import EVENT_TYPES, Event
@@ -106,9 +107,16 @@ def decode_payload(kind: str, version: int, payload: str) -> Event:
     cls = EVENT_TYPES.get(kind)
     if cls is None:
         raise UnknownEventError(f"unknown event kind {kind!r}; upgrade palimpsest to read this log")
-    if version == cls.schema_version:
-        return cls.model_validate_json(payload)
-    return cls.model_validate(upcast(kind, version, json.loads(payload)))
+    try:
+        if version == cls.schema_version:
+            return cls.model_validate_json(payload)
+        return cls.model_validate(upcast(kind, version, json.loads(payload)))
+    except ValidationError as exc:
+        raise UnknownEventError(
+            f"a stored {kind} v{version} payload does not decode ({exc.error_count()} problem(s): "
+            f"{exc.errors()[0]['loc']} {exc.errors()[0]['msg']}); its shape changed without a version bump "
+            "and an upcaster, or the log is corrupt"
+        ) from exc
 
 
 def from_arrow(table: pa.Table) -> list[Envelope]:

@@ -1,0 +1,117 @@
+"""The `palimpsest` command line end to end, in-process on the module's local Ray."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from events.errors import StoreError
+from palimpsest import Memory
+from palimpsest.cli import main
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = Path(str(resources.files("palimpsest") / "data" / "sample_dialogue.jsonl"))
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+@pytest.fixture
+def store(ray_cluster, tmp_path, capsys) -> str:
+    path = str(tmp_path / "store")
+    rc, out, _ = run(capsys, "--store", path, "ingest", str(SAMPLE), "--embedder", "hash", "--num-shards", "2", "--quiet")
+    assert rc == 0
+    assert "ingested 24 messages (24 new, 0 already stored)" in out
+    return path
+
+
+def test_ingest_is_idempotent_and_search_context_replay_work(store, capsys):
+    rc, out, _ = run(capsys, "--store", store, "ingest", str(SAMPLE), "--quiet")
+    assert (rc, "(0 new, 24 already stored)" in out) == (0, True)
+
+    rc, out, _ = run(capsys, "--store", store, "search", "--tenant", "demo", "--user", "maya", "周末爬山", "-k", "3", "--json")
+    hits = json.loads(out)
+    assert rc == 0 and hits[0]["turn_id"] == "atlas-2:1"
+    assert hits[0]["provenance"]["event_ids"][0] == hits[0]["memory_id"]
+
+    rc, out, _ = run(capsys, "--store", store, "context", "--tenant", "demo", "--user", "maya", "database", "--budget", "60", "--json")
+    ctx = json.loads(out)
+    assert rc == 0 and 0 < ctx["tokens"] <= 60
+    assert all(item["provenance"]["turn_id"] for item in ctx["items"])
+
+    rc, out, _ = run(capsys, "--store", store, "replay")
+    assert rc == 0 and "digests match" in out
+
+
+def test_audit_commands_read_the_logs_without_actors(store, capsys):
+    rc, out, _ = run(capsys, "--store", store, "events", "--tenant", "demo", "--user", "maya", "--kind", "message_recorded", "--json")
+    rows = json.loads(out)
+    assert rc == 0 and len(rows) == 24
+    assert [r["seq"] for r in rows] == sorted(r["seq"] for r in rows)
+
+    rc, out, _ = run(capsys, "--store", store, "sql", "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind", "--json")
+    assert rc == 0
+    assert {r["kind"]: r["n"] for r in json.loads(out)} == {"message_embedded": 24, "message_recorded": 24}
+
+
+def test_a_bad_file_is_rejected_whole_with_the_line_named(store, capsys, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    good = json.dumps({"text": "fine", "occurred_at": "2024-01-01T00:00:00+00:00", "tenant": "demo", "user_id": "maya"})
+    bad.write_text(good + "\n" + json.dumps({"text": "no zone", "occurred_at": "2024-01-01T10:00:00"}) + "\n")
+
+    rc, _, err = run(capsys, "--store", store, "ingest", str(bad), "--tenant", "demo", "--user", "maya", "--quiet")
+
+    assert rc == 2
+    assert "messages[1].occurred_at" in err and "timezone" in err
+    rc, out, _ = run(capsys, "--store", store, "sql", "SELECT count(*) AS n FROM events", "--json")
+    assert json.loads(out) == [{"n": 48}]
+
+
+def test_locomo_files_ingest_one_user_per_sample(ray_cluster, tmp_path, capsys):
+    sample = {
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I started pottery classes"},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Show me!", "blip_caption": "a photo of a clay bowl"},
+            ],
+            "session_2_date_time": "10:00 am on 9 June, 2023",
+            "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "My bowl came out of the kiln"}],
+            "session_3_date_time": "11:00 am on 10 June, 2023",
+        },
+        "qa": [],
+    }
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([sample]))
+    store = str(tmp_path / "store")
+
+    rc, out, _ = run(capsys, "--store", store, "ingest", str(path), "--embedder", "hash", "--quiet")
+    assert rc == 0 and "[locomo]" in out and "3 new" in out
+
+    rc, out, _ = run(capsys, "--store", store, "events", "--tenant", "locomo", "--user", "conv-x", "--kind", "message_recorded", "--json")
+    payloads = [json.loads(r["payload"]) for r in json.loads(out)]
+    assert [p["turn_id"] for p in payloads] == ["D1:1", "D1:2", "D2:1"]
+    assert payloads[1]["text"] == "Show me! [image: a photo of a clay bowl]"
+    assert payloads[0]["occurred_at"].startswith("2023-05-08T13:56:00")
+
+
+def test_a_log_that_does_not_decode_stops_the_store_with_the_reason(ray_cluster, tmp_path, capsys):
+    path = tmp_path / "store"
+    with Memory.open(path, num_shards=1, embedder="hash") as mem:
+        mem.add_messages([{"text": "hello", "occurred_at": "2024-01-01T00:00:00+00:00"}], tenant="t", user_id="u")
+    con = duckdb.connect(str(path / "log" / "shard-000.duckdb"))
+    con.execute("UPDATE events SET payload = '{\"reason\": \"search_hit\"}', kind = 'memory_touched' WHERE seq = 2")
+    con.close()
+
+    with pytest.raises(StoreError, match="memory_touched v1 payload does not decode"):
+        Memory.open(path)

@@ -10,7 +10,15 @@ from events.errors import (
     UnknownEventError,
 )
 from events.log import EventLog, InMemoryEventLog, ScanFilter
-from events.model import EVENT_TYPES, Event, MemoryTouched, MessageEmbedded, MessageRecorded
+from events.model import (
+    EVENT_TYPES,
+    Event,
+    LlmCallRecorded,
+    MemoryTouched,
+    MessageClassified,
+    MessageEmbedded,
+    MessageRecorded,
+)
 
 __all__ = [
     "ENVELOPE_SCHEMA",
@@ -21,7 +29,9 @@ __all__ = [
     "EventLog",
     "InMemoryEventLog",
     "InvalidInputError",
+    "LlmCallRecorded",
     "MemoryTouched",
+    "MessageClassified",
     "MessageEmbedded",
     "MessageRecorded",
     "PalimpsestError",

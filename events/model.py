@@ -113,6 +113,51 @@ class MemoryTouched(Event):
         return self
 
 
+MemoryType = Literal["decision", "config", "code", "error", "question", "chitchat", "preference", "fact", "unknown"]
+MEMORY_TYPES: tuple[str, ...] = ("decision", "config", "code", "error", "question", "chitchat", "preference", "fact", "unknown")
+
+
+class MessageClassified(Event):
+    """The memory type of a message, decided once (offline rules or an LLM) and recorded.
+
+    Retention reads the type to pick a stability; replay reads this record
+    and never classifies again.
+    """
+
+    kind: ClassVar[str] = "message_classified"
+    schema_version: ClassVar[int] = 1
+
+    message_event_id: str
+    memory_type: MemoryType
+    confidence: float = Field(ge=0.0, le=1.0)
+    classifier: str = Field(min_length=1)  # e.g. "rules-v1" or "llm:<model>"
+
+
+class LlmCallRecorded(Event):
+    """One call to a language model, recorded so replay reads it instead of calling again.
+
+    ``prompt_sha256`` is the hash of the canonical JSON of (model, messages,
+    parameters); ``parsed`` is the structured result (None when the call failed,
+    then ``error`` says why). API keys are never recorded.
+    """
+
+    kind: ClassVar[str] = "llm_call_recorded"
+    schema_version: ClassVar[int] = 1
+
+    purpose: str = Field(min_length=1)
+    model: str
+    base_url: str
+    prompt_sha256: str
+    messages_json: str
+    parameters: dict[str, MetadataValue] = Field(default_factory=dict)
+    raw_output: str | None = None
+    parsed_json: str | None = None
+    error: str | None = None
+    attempts: int = Field(default=1, ge=1)
+    latency_ms: float = Field(default=0.0, ge=0.0)
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.kind: cls for cls in (MessageRecorded, MessageEmbedded, MemoryTouched)
+    cls.kind: cls
+    for cls in (MessageRecorded, MessageEmbedded, MemoryTouched, MessageClassified, LlmCallRecorded)
 }

@@ -17,7 +17,16 @@ from hypothesis import strategies as st
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA, PendingEvent, from_arrow, seal, to_arrow
 from events.log import InMemoryEventLog
-from events.model import EVENT_TYPES, ROLES, MemoryTouched, MessageEmbedded, MessageRecorded
+from events.model import (
+    EVENT_TYPES,
+    MEMORY_TYPES,
+    ROLES,
+    LlmCallRecorded,
+    MemoryTouched,
+    MessageClassified,
+    MessageEmbedded,
+    MessageRecorded,
+)
 from projections.state import ShardState, digest, fold
 
 CHINESE = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
@@ -84,12 +93,37 @@ def memory_touched(memory_ids=IDS):
     )
 
 
-ANY_EVENT = st.one_of(message_recorded, message_embedded(), memory_touched())
+message_classified = st.builds(
+    MessageClassified,
+    message_event_id=IDS,
+    memory_type=st.sampled_from(MEMORY_TYPES),
+    confidence=st.floats(0.0, 1.0),
+    classifier=st.sampled_from(["rules-v1", "llm:qwen2.5"]),
+)
+
+llm_call_recorded = st.builds(
+    LlmCallRecorded,
+    purpose=st.sampled_from(["note_extraction", "classification"]),
+    model=IDS,
+    base_url=st.just("http://127.0.0.1:8000/v1"),
+    prompt_sha256=st.text("0123456789abcdef", min_size=64, max_size=64),
+    messages_json=TEXT,
+    parameters=st.dictionaries(IDS, st.none() | st.integers() | st.booleans() | TEXT, max_size=3),
+    raw_output=st.none() | TEXT,
+    parsed_json=st.none() | TEXT,
+    error=st.none() | TEXT,
+    attempts=st.integers(1, 5),
+    latency_ms=st.floats(0.0, 1e6),
+)
+
+ANY_EVENT = st.one_of(message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded)
 
 
 def test_the_strategies_cover_every_event_kind():
     # If a new kind is added to the model, this fails until the round-trip generates it.
-    assert set(EVENT_TYPES) == {"message_recorded", "message_embedded", "memory_touched"}
+    assert set(EVENT_TYPES) == {
+        "message_recorded", "message_embedded", "memory_touched", "message_classified", "llm_call_recorded"
+    }
 
 
 @given(

@@ -1,0 +1,273 @@
+"""Retention projection: the forgetting curve of every memory, with reinforcement.
+
+The fold keeps, per memory (a recorded message, keyed by its event id): when
+it was created, its memory type (from ``message_classified``; the last record
+wins, default ``unknown``), its seed-002 category, its stability S and its
+counted accesses. Queries compute, for a given ``now``,
+
+    R = base · e^(−Δt / S) · (1 + w · ln(1 + access_count)) · category factor
+
+with Δt in days since the last counted access (else since creation). Exempt
+items (metadata flag, exempt type, or a category that never decays) keep
+R = base and are never archived.
+
+Stability depends on the policy, so the state remembers the fold digest of
+the policy it was folded with (:meth:`RetentionPolicy.fold_digest`: stability,
+reinforcement and category-by-role parameters), and ``evolve`` and the
+queries refuse a policy whose fold parameters differ. A policy that differs
+only in query parameters (floor, bonus, base, exemptions, category rules)
+queries the same state. Re-projecting under policy B is
+``fold(RetentionState(), log, B)``.
+
+Like the other projections, ``evolve`` updates the state's dict in place and
+returns the state; the items themselves are immutable records.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import NamedTuple
+
+from events.envelope import Envelope
+from events.errors import PalimpsestError
+from events.model import MemoryTouched, MessageClassified, MessageRecorded
+from projections.policy import RetentionPolicy
+
+SECONDS_PER_DAY = 86_400.0
+EXEMPT_METADATA_KEYS = ("exempt", "compression_exempt")  # the latter is seed 000's column name
+CATEGORY_METADATA_KEY = "category"
+
+
+class PolicyMismatchError(PalimpsestError, ValueError):
+    """A retention state is being evolved or queried with a policy other than the one it was folded with."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """What retention knows about one memory; ``stability`` is in days."""
+
+    memory_id: str
+    seq: int
+    created_at: datetime
+    stability: float
+    memory_type: str = "unknown"
+    classifier: str | None = None
+    category: str | None = None
+    exempt: bool = False
+    access_count: int = 0
+    last_access: datetime | None = None
+    ignored_touches: int = 0  # touches whose reason the policy does not count
+
+    @property
+    def reference_time(self) -> datetime:
+        """Where Δt starts: the last counted access, else creation."""
+        if self.last_access is None:
+            return self.created_at
+        return max(self.last_access, self.created_at)
+
+
+@dataclass
+class RetentionState:
+    items: dict[str, MemoryItem] = field(default_factory=dict)
+    fold_digest: str | None = None
+
+    def canonical(self) -> list:
+        return [
+            self.fold_digest,
+            [
+                (i.memory_id, i.seq, i.created_at.isoformat(), repr(i.stability), i.memory_type, i.classifier,
+                 i.category, i.exempt, i.access_count, i.last_access.isoformat() if i.last_access else None,
+                 i.ignored_touches)
+                for i in sorted(self.items.values(), key=lambda i: i.seq)
+            ],
+        ]
+
+
+def _check_policy(state: RetentionState, policy: RetentionPolicy) -> None:
+    if state.fold_digest is not None and state.fold_digest != policy.fold_digest():
+        raise PolicyMismatchError(
+            f"this retention state was folded with stability/reinforcement parameters {state.fold_digest[:12]}, "
+            f"but policy {policy.name!r} has {policy.fold_digest()[:12]}; "
+            "re-project with fold(RetentionState(), log, policy)"
+        )
+
+
+def _stability(policy: RetentionPolicy, memory_type: str, access_count: int) -> float:
+    # Closed form rather than repeated multiplication: the value does not depend
+    # on whether the classification arrived before or after the touches.
+    return policy.stability_for(memory_type) * policy.reinforcement_factor**access_count
+
+
+def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> RetentionState:
+    """Apply one envelope. Messages create items, classifications set their type, counted touches reinforce."""
+    _check_policy(state, policy)
+    state.fold_digest = policy.fold_digest()
+    event = env.event
+    if isinstance(event, MessageRecorded):
+        meta = event.metadata
+        category = meta.get(CATEGORY_METADATA_KEY)
+        state.items[env.event_id] = MemoryItem(
+            memory_id=env.event_id,
+            seq=env.seq,
+            created_at=event.occurred_at,
+            stability=_stability(policy, "unknown", 0),
+            category=category if isinstance(category, str) else policy.role_categories.get(event.role),
+            exempt=any(meta.get(key) is True for key in EXEMPT_METADATA_KEYS),
+        )
+    elif isinstance(event, MessageClassified):
+        item = state.items.get(event.message_event_id)
+        if item is not None:
+            state.items[item.memory_id] = replace(
+                item,
+                memory_type=event.memory_type,
+                classifier=event.classifier,
+                stability=_stability(policy, event.memory_type, item.access_count),
+            )
+    elif isinstance(event, MemoryTouched):
+        counts = policy.counts(event.reason)
+        for memory_id in dict.fromkeys(event.memory_ids):  # one access per memory per touch event
+            item = state.items.get(memory_id)
+            if item is None:  # not a message memory (or not ours): nothing to reinforce
+                continue
+            if counts:
+                n = item.access_count + 1
+                last = env.occurred_at if item.last_access is None else max(item.last_access, env.occurred_at)
+                item = replace(item, access_count=n, last_access=last,
+                               stability=_stability(policy, item.memory_type, n))
+            else:
+                item = replace(item, ignored_touches=item.ignored_touches + 1)
+            state.items[memory_id] = item
+    return state
+
+
+def fold(state: RetentionState, envelopes: Iterable[Envelope], policy: RetentionPolicy) -> RetentionState:
+    for env in envelopes:
+        state = evolve(state, env, policy)
+    return state
+
+
+# -- queries: pure functions of (state or item, now, policy) ------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionRow:
+    """One item's retention at ``now``, with the numbers that produced it and a sentence saying why."""
+
+    memory_id: str
+    memory_type: str
+    category: str | None
+    retention: float
+    stability: float
+    delta_days: float
+    age_days: float
+    access_count: int
+    ignored_touches: int
+    exempt: bool
+    archive: bool
+    why: str
+
+
+def _days(now: datetime, then: datetime) -> float:
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
+    return max(0.0, (now - then).total_seconds() / SECONDS_PER_DAY)
+
+
+def _exempt_reason(item: MemoryItem, policy: RetentionPolicy) -> str | None:
+    if item.exempt:
+        return "exempt by its message metadata"
+    if item.memory_type in policy.exempt_types:
+        return f"type {item.memory_type} is exempt"
+    rule = policy.rule_for(item.category)
+    if rule is not None and not rule.decays:
+        return f"category {item.category} never decays"
+    return None
+
+
+class _Terms(NamedTuple):
+    delta: float
+    age: float
+    exempt: str | None
+    bonus: float
+    factor: float
+    value: float
+
+
+def _terms(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> _Terms:
+    delta = _days(now, item.reference_time)
+    age = _days(now, item.created_at)
+    exempt = _exempt_reason(item, policy)
+    if exempt is not None:
+        return _Terms(delta, age, exempt, 1.0, 1.0, policy.base_retention)
+    bonus = 1.0 + policy.access_bonus_weight * math.log1p(item.access_count)
+    rule = policy.rule_for(item.category)
+    factor = rule.step_multiplier(delta) if rule is not None else 1.0
+    value = policy.base_retention * math.exp(-delta / item.stability) * bonus * factor
+    return _Terms(delta, age, None, bonus, factor, value)
+
+
+def retention(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> float:
+    """R of one item at ``now`` (the item must come from a state folded with ``policy``)."""
+    return _terms(item, now, policy).value
+
+
+def assess(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> RetentionRow:
+    """Retention of one item at ``now`` under ``policy``, whether it is to be archived, and why."""
+    t = _terms(item, now, policy)
+    base = policy.base_retention
+    row = {"memory_id": item.memory_id, "memory_type": item.memory_type, "category": item.category,
+           "retention": t.value, "stability": item.stability, "delta_days": t.delta, "age_days": t.age,
+           "access_count": item.access_count, "ignored_touches": item.ignored_touches}
+    if t.exempt is not None:
+        return RetentionRow(**row, exempt=True, archive=False, why=f"{t.exempt}: R = base {base:g}; never archived")
+
+    since = "last access" if item.last_access is not None else "creation"
+    parts = [
+        f"type {item.memory_type}: S = {policy.stability_for(item.memory_type):g} d"
+        + (f" × {policy.reinforcement_factor:g}^{item.access_count}" if item.access_count else "")
+        + f" = {item.stability:.4g} d",
+        f"Δt = {t.delta:.4g} d since {since}",
+        f"R = {base:g} · e^(−{t.delta:.4g}/{item.stability:.4g})"
+        + (f" · bonus {t.bonus:.4g}" if t.bonus != 1.0 else "")
+        + (f" · category {item.category} ×{t.factor:.4g}" if t.factor != 1.0 else "")
+        + f" = {t.value:.4g}",
+    ]
+    if item.ignored_touches:
+        parts.append(f"{item.ignored_touches} touch(es) not counted by the policy")
+    rule = policy.rule_for(item.category)
+    own_floor = rule is not None and rule.archive_below is not None
+    floor = rule.archive_below if own_floor else policy.archive_floor
+    floor_name = f"category {item.category} floor" if own_floor else "floor"
+    if rule is not None and rule.archive_after_days is not None and t.age >= rule.archive_after_days:
+        archive, verdict = True, f"archive: category {item.category}, age {t.age:.4g} d ≥ {rule.archive_after_days:g} d"
+    elif t.value < floor:
+        archive, verdict = True, f"archive: R < {floor_name} {floor:g}"
+    else:
+        archive, verdict = False, f"kept: R ≥ {floor_name} {floor:g}"
+    parts.append(verdict)
+    return RetentionRow(**row, exempt=False, archive=archive, why="; ".join(parts))
+
+
+def retention_table(state: RetentionState, now: datetime, policy: RetentionPolicy) -> list[RetentionRow]:
+    """Every item's retention at ``now``, in log order: the explainability view."""
+    _check_policy(state, policy)
+    return [assess(item, now, policy) for item in sorted(state.items.values(), key=lambda i: i.seq)]
+
+
+def retention_scores(state: RetentionState, now: datetime, policy: RetentionPolicy) -> dict[str, float]:
+    """memory id → R at ``now``, for the retention term of a fused ranking score."""
+    _check_policy(state, policy)
+    return {mid: retention(item, now, policy) for mid, item in state.items.items()}
+
+
+def archival_candidates(state: RetentionState, now: datetime, policy: RetentionPolicy) -> list[RetentionRow]:
+    """Items to archive at ``now`` (below their floor, or past their category's age limit).
+
+    Weakest first: sorted by (R, creation time, memory id), so ties are deterministic.
+    """
+    rows = [row for row in retention_table(state, now, policy) if row.archive]
+    created = {i.memory_id: i.created_at for i in state.items.values()}
+    return sorted(rows, key=lambda r: (r.retention, created[r.memory_id], r.memory_id))

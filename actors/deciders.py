@@ -14,6 +14,7 @@ from events.commands import RecordMessage
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
+from projections.classify import classification_event
 from projections.retrieval import Hit
 from projections.state import ShardState
 
@@ -33,7 +34,10 @@ class RecordOutcome:
 def decide_record(
     state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int
 ) -> tuple[list[PendingEvent], list[RecordOutcome]]:
-    """Events for new messages (recorded + embedded); known client ids are acknowledged as duplicates."""
+    """Events for new messages (recorded, embedded, classified); known client ids are acknowledged as duplicates.
+
+    The embedding and the memory type are recorded here, once, so replay never recomputes them.
+    """
     if vectors.shape != (len(commands), dim):
         raise InvalidInputError(
             [("vectors", f"shape {vectors.shape}, expected ({len(commands)}, {dim}); embed with the store's model")],
@@ -70,10 +74,12 @@ def decide_record(
             vector=np.asarray(vec, dtype="<f4").tobytes(),
             input_text=input_text,
         )
+        classified = classification_event(message_id, cmd.text)
         pending.append(PendingEvent(cmd.tenant, cmd.user_id, message_id, recorded, correlation_id=message_id))
-        pending.append(
-            PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), embedded, causation_id=message_id, correlation_id=message_id)
-        )
+        for derived in (embedded, classified):
+            pending.append(
+                PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), derived, causation_id=message_id, correlation_id=message_id)
+            )
         outcomes.append(RecordOutcome(message_id, created=True))
     return pending, outcomes
 

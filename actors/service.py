@@ -10,7 +10,8 @@ message ids), ``digest``, ``scan``, ``stats``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,8 @@ from events.log import EventLog, ScanFilter
 from projections import state as shard_state
 from projections.context import Context, assemble
 from projections.lance import LanceVectorTable
+from projections.policy import DEFAULT_POLICY, RetentionPolicy
+from projections.retention import retention_table
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
 from projections.tokens import TokenCounter, default_counter
 
@@ -41,6 +44,7 @@ class ShardSpec:
     model_id: str
     dim: int
     record_search_touches: bool = True
+    retention_policy: RetentionPolicy = DEFAULT_POLICY
 
     @property
     def table(self) -> str:
@@ -69,7 +73,7 @@ class ShardService:
         self.counter = counter or default_counter()
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         started = time.perf_counter()
-        self.state = shard_state.fold(shard_state.ShardState(), self.log.scan())
+        self.state = shard_state.fold(self._empty_state(), self.log.scan())
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
         added, removed = self.vectors.reconcile(self._vector_rows(self.state))
         structlog.get_logger("palimpsest.shard").info(
@@ -150,6 +154,15 @@ class ShardService:
             cache.update(zip(missing, self.counter.count_many(missing)))
         return [cache[line] for line in lines]
 
+    def retention(self, tenant: str, user_id: str, now: datetime) -> list[dict]:
+        """Every memory of one user with its retention at ``now`` and why (log order)."""
+        memory = self.state.user(tenant, user_id)
+        if memory is None:
+            return []
+        rows = retention_table(memory.retention, now, self.state.policy)
+        by_id = memory.messages.by_id
+        return [{**asdict(row), "text": by_id[row.memory_id].text, "turn_id": by_id[row.memory_id].turn_id} for row in rows]
+
     def scan(self, flt: ScanFilter, limit: int | None = None) -> list[Envelope]:
         out = []
         for env in self.log.scan(flt):
@@ -167,7 +180,7 @@ class ShardService:
         """Rebuild every projection (LanceDB included) from the log and compare digests with the live ones."""
         live = self.digest()
         started = time.perf_counter()
-        rebuilt = shard_state.fold(shard_state.ShardState(), self.log.scan())
+        rebuilt = shard_state.fold(self._empty_state(), self.log.scan())
         self.vectors.rebuild(self._vector_rows(rebuilt))
         seconds = time.perf_counter() - started
         self.state = rebuilt
@@ -189,6 +202,9 @@ class ShardService:
 
     def close(self) -> None:
         self.log.close()
+
+    def _empty_state(self) -> shard_state.ShardState:
+        return shard_state.ShardState(policy=self.spec.retention_policy)
 
     @staticmethod
     def _vector_rows(state: shard_state.ShardState) -> list:

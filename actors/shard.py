@@ -38,6 +38,9 @@ class ShardActor:
     def context(self, tenant, user_id, query, query_vector, token_budget, fusion):
         return self._svc.context(tenant, user_id, query, query_vector, token_budget, fusion)
 
+    def retention(self, tenant, user_id, now):
+        return self._svc.retention(tenant, user_id, now)
+
     def scan(self, flt, limit=None):
         return self._svc.scan(flt, limit)
 

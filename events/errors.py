@@ -36,3 +36,11 @@ class StoreError(PalimpsestError):
 
 class ShardUnavailableError(PalimpsestError):
     """A shard actor could not be reached even after retries."""
+
+
+class LlmError(PalimpsestError):
+    """The LLM provider was misconfigured or misused, or replay found no recorded call.
+
+    Model misbehaviour (timeouts, bad JSON, server errors) is never raised: it is
+    recorded in an ``llm_call_recorded`` event and the offline fallback takes over.
+    """

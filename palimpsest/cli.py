@@ -86,6 +86,21 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_retention(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        rows = mem.retention(args.tenant, args.user, args.at)
+    if args.json:
+        _print_json(rows)
+        return 0
+    print(f"{'R':>6} {'S(d)':>7} {'Δt(d)':>7} {'uses':>4}  {'type':<10} {'turn':<10} text")
+    for r in rows:
+        flag = " ARCHIVE" if r["archive"] else ""
+        print(f"{r['retention']:6.3f} {r['stability']:7.1f} {r['delta_days']:7.1f} {r['access_count']:4d}  "
+              f"{r['memory_type']:<10} {str(r['turn_id'] or '-'):<10} {r['text'][:60]}{flag}")
+    print(f"-- {len(rows)} memories, {sum(r['archive'] for r in rows)} below the archival floor")
+    return 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         reports = mem.replay()
@@ -189,6 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             sp.add_argument("--budget", type=int, default=1000)
         sp.set_defaults(func=func)
+
+    sp = sub.add_parser("retention", help="forgetting curve of one user's memories at a time")
+    stream_args(sp)
+    sp.add_argument("--at", type=_when, help="ISO time with offset (default: now)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_retention)
 
     sp = sub.add_parser("replay", help="rebuild every projection from the log and compare digests")
     sp.set_defaults(func=cmd_replay)

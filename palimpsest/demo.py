@@ -61,7 +61,19 @@ def run_demo(store: Path) -> int:
         print(ctx.text)
         print(f"-- {ctx.tokens}/{ctx.budget} tokens; sources: {', '.join(i.turn_id or '-' for i in ctx.items)}")
 
-        _rule("5. replay: rebuild every projection from the log")
+        _rule("5. forgetting curve: retention now (the context above counted as an access)")
+        rows = sorted(mem.retention("demo", "maya"), key=lambda r: -r["retention"])
+        print(f"{'R':>6} {'S(d)':>6} {'uses':>4}  {'type':<10} text")
+        for r in rows[:4] + rows[-3:]:
+            print(f"{r['retention']:6.3f} {r['stability']:6.1f} {r['access_count']:4d}  {r['memory_type']:<10} {r['text'][:55]}")
+        touched = [r for r in rows if r["access_count"]]
+        untouched = [r for r in rows if not r["access_count"]]
+        if touched and untouched:
+            print(f"touched memories: R {min(r['retention'] for r in touched):.3f}..{max(r['retention'] for r in touched):.3f}; "
+                  f"untouched: R {min(r['retention'] for r in untouched):.3f}..{max(r['retention'] for r in untouched):.3f} "
+                  f"({sum(r['archive'] for r in rows)} below the archival floor)")
+
+        _rule("6. replay: rebuild every projection from the log")
         for r in mem.replay():
             verdict = "match" if r.equal else "DIFFER"
             print(f"shard {r.shard}: {r.events} events, live {r.live['combined'][:16]} / "
@@ -72,7 +84,7 @@ def run_demo(store: Path) -> int:
     finally:
         mem.close()
 
-    _rule("6. audit the log with DuckDB (read-only, across shards)")
+    _rule("7. audit the log with DuckDB (read-only, across shards)")
     audit = AuditReader(store_config.log_files(store))
     for row in audit.sql("SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind").to_pylist():
         print(f"  {row['kind']:<18} {row['n']}")

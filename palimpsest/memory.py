@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,6 +198,13 @@ class Memory:
             raise InvalidInputError([("token_budget", f"{token_budget}; give a positive number of tokens")], what="context")
         vec = self._query_vector(query)
         return ray.get(self._shard(tenant, user_id).context.remote(tenant, user_id, query, vec, token_budget, fusion))
+
+    def retention(self, tenant: str, user_id: str, now: datetime | None = None) -> list[dict]:
+        """Each memory's retention at ``now`` (default: the current time): R, stability, Δt, accesses, why."""
+        now = now or datetime.now(UTC)
+        if now.tzinfo is None:
+            raise InvalidInputError([("now", "naive datetime; give a timezone, e.g. datetime.now(UTC)")], what="query")
+        return ray.get(self._shard(tenant, user_id).retention.remote(tenant, user_id, now))
 
     def events(
         self,

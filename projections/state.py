@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from events.envelope import Envelope
-from projections import lexical, messages, touches, vectors
+from projections import lexical, messages, retention, touches, vectors
+from projections.policy import DEFAULT_POLICY, RetentionPolicy
 
 Stream = tuple[str, str]
 
@@ -24,6 +25,7 @@ class UserMemory:
     lexical: lexical.LexicalIndex = field(default_factory=lexical.LexicalIndex)
     vectors: vectors.VectorStore = field(default_factory=vectors.VectorStore)
     touches: touches.TouchLog = field(default_factory=touches.TouchLog)
+    retention: retention.RetentionState = field(default_factory=retention.RetentionState)
     head: int = 0
 
 
@@ -32,6 +34,10 @@ PROJECTIONS: dict[str, Callable] = {
     "lexical": lexical.evolve,
     "vectors": vectors.evolve,
     "touches": touches.evolve,
+}
+# Folds whose result depends on the shard's retention policy (re-project with another policy to compare).
+POLICY_PROJECTIONS: dict[str, Callable] = {
+    "retention": retention.evolve,
 }
 
 
@@ -42,6 +48,7 @@ class ProjectionOrderError(RuntimeError):
 @dataclass
 class ShardState:
     users: dict[Stream, UserMemory] = field(default_factory=dict)
+    policy: RetentionPolicy = DEFAULT_POLICY
 
     def user(self, tenant: str, user_id: str) -> UserMemory | None:
         return self.users.get((tenant, user_id))
@@ -59,6 +66,8 @@ def evolve(state: ShardState, env: Envelope) -> ShardState:
         raise ProjectionOrderError(f"{env.stream}: got seq {env.seq} after {memory.head}")
     for name, step in PROJECTIONS.items():
         setattr(memory, name, step(getattr(memory, name), env))
+    for name, step in POLICY_PROJECTIONS.items():
+        setattr(memory, name, step(getattr(memory, name), env, state.policy))
     memory.head = env.seq
     return state
 
@@ -72,7 +81,7 @@ def fold(state: ShardState, envelopes: Iterable[Envelope]) -> ShardState:
 def digest(state: ShardState) -> dict[str, str]:
     """sha256 of each projection's canonical form over all users, plus a combined digest."""
     out: dict[str, str] = {}
-    for name in PROJECTIONS:
+    for name in [*PROJECTIONS, *POLICY_PROJECTIONS]:
         h = hashlib.sha256()
         for stream in sorted(state.users):
             memory = state.users[stream]

@@ -59,7 +59,9 @@ def test_audit_commands_read_the_logs_without_actors(store, capsys):
 
     rc, out, _ = run(capsys, "--store", store, "sql", "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind", "--json")
     assert rc == 0
-    assert {r["kind"]: r["n"] for r in json.loads(out)} == {"message_embedded": 24, "message_recorded": 24}
+    assert {r["kind"]: r["n"] for r in json.loads(out)} == {
+        "message_classified": 24, "message_embedded": 24, "message_recorded": 24
+    }
 
 
 def test_a_bad_file_is_rejected_whole_with_the_line_named(store, capsys, tmp_path):
@@ -72,7 +74,7 @@ def test_a_bad_file_is_rejected_whole_with_the_line_named(store, capsys, tmp_pat
     assert rc == 2
     assert "messages[1].occurred_at" in err and "timezone" in err
     rc, out, _ = run(capsys, "--store", store, "sql", "SELECT count(*) AS n FROM events", "--json")
-    assert json.loads(out) == [{"n": 48}]
+    assert json.loads(out) == [{"n": 72}]
 
 
 def test_locomo_files_ingest_one_user_per_sample(ray_cluster, tmp_path, capsys):

@@ -108,7 +108,7 @@ def test_events_filters(populated):
     assert {e.stream for e in alice} == {("acme", "alice")}
 
     window = populated.events("acme", "bob", from_seq=2, to_seq=3)
-    assert [(e.seq, e.kind) for e in window] == [(2, "message_embedded"), (3, "message_recorded")]
+    assert [(e.seq, e.kind) for e in window] == [(2, "message_embedded"), (3, "message_classified")]
 
     assert [e.event.text for e in populated.events(since=datetime(2024, 5, 1, 9, 3, tzinfo=UTC),
                                                    kinds=["message_recorded"])] == [m["text"] for m in ALICE[3:]]
@@ -166,7 +166,7 @@ def test_idempotent_ingest_stores_messages_once(shared):
     assert (again.received, again.created, again.duplicates) == (5, 0, 5)
     assert again.memory_ids == first.memory_ids + first.memory_ids[:1]
     assert len(shared.events()) == count
-    assert len(shared.events("idem", "u1")) == 8
+    assert len(shared.events("idem", "u1")) == 12
     assert [e.event.text for e in shared.events("idem", "u1", kinds=["message_recorded"])] == [m["text"] for m in batch]
 
 
@@ -241,7 +241,7 @@ def test_reopen_recovers_state_from_the_log(ray_cluster, tmp_path):
         assert [e.event_id for e in mem.events()] == [e.event_id for e in events_before]
         assert mem.search("acme", "alice", "爬山")[0].text == "我喜欢在周末去爬山"
         [new_id] = mem.add_messages([command("I started pottery classes", 9)]).memory_ids
-        assert mem.events("acme", "alice")[-2].event_id == new_id  # seq continues after the recovered head
+        assert mem.events("acme", "alice")[-3].event_id == new_id  # seq continues after the recovered head
         assert all(r.equal for r in mem.replay())
     finally:
         mem.close()

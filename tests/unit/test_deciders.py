@@ -9,7 +9,7 @@ from actors.deciders import RecordOutcome, decide_record, decide_touches
 from events.commands import validate_messages
 from events.errors import InvalidInputError
 from events.log import InMemoryEventLog
-from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
+from events.model import MemoryTouched, MessageClassified, MessageEmbedded, MessageRecorded
 from projections.embedding import HASH_ID, HashEmbedder
 from projections.retrieval import fuse
 from projections.state import ShardState, fold
@@ -24,11 +24,14 @@ def decide(state, items):
     return decide_record(state, commands, vectors, HASH_ID, EMBED.dim)
 
 
-def test_new_messages_yield_a_recorded_and_an_embedded_event_each():
+def test_new_messages_yield_recorded_embedded_and_classified_events():
     pending, outcomes = decide(ShardState(), [command("I adopted a puppy", 0, speaker="Alice", client_message_id="c1")])
 
-    assert [type(p.event) for p in pending] == [MessageRecorded, MessageEmbedded]
-    recorded, embedded = pending
+    assert [type(p.event) for p in pending] == [MessageRecorded, MessageEmbedded, MessageClassified]
+    recorded, embedded, classified = pending
+    assert classified.event.message_event_id == recorded.event_id
+    assert classified.event.classifier == "rules-v1"
+    assert (classified.causation_id, classified.correlation_id) == (recorded.event_id, recorded.event_id)
     assert outcomes == [RecordOutcome(recorded.event_id, created=True)]
     assert (recorded.tenant, recorded.user_id, recorded.event.client_message_id) == ("acme", "alice", "c1")
     assert recorded.correlation_id == recorded.event_id
@@ -69,7 +72,7 @@ def test_duplicates_within_one_batch_yield_one_message():
 
     recorded = [p for p in pending if isinstance(p.event, MessageRecorded)]
     assert [p.event.text for p in recorded] == ["tea", "coffee"]
-    assert len(pending) == 4
+    assert len(pending) == 6  # recorded, embedded and classified for each distinct message
     assert [o.created for o in outcomes] == [True, True, False, False]
     assert outcomes[2].memory_id == outcomes[0].memory_id and outcomes[3].memory_id == outcomes[1].memory_id
 

@@ -57,9 +57,9 @@ def test_record_appends_a_message_and_its_embedding_and_indexes_it(service):
     outcomes = record(service, CONVERSATION)
 
     assert [o.created for o in outcomes] == [True] * 4
-    assert kinds(service) == ["message_recorded", "message_embedded"] * 4
+    assert kinds(service) == ["message_recorded", "message_embedded", "message_classified"] * 4
     stats = service.stats()
-    assert (stats["users"], stats["events"], stats["messages"], stats["vectors_indexed"]) == (1, 8, 4, 4)
+    assert (stats["users"], stats["events"], stats["messages"], stats["vectors_indexed"]) == (1, 12, 4, 4)
     assert stats["streams"] == [["acme", "alice"]]
     assert [o.memory_id for o in outcomes] == service.state.user("acme", "alice").messages.order
 
@@ -70,7 +70,7 @@ def test_record_is_idempotent(service):
 
     assert [o.created for o in again] == [False, False]
     assert [o.memory_id for o in again] == [o.memory_id for o in first[:2]]
-    assert service.log.count() == 8 and service.vectors.count() == 4
+    assert service.log.count() == 12 and service.vectors.count() == 4
 
 
 def test_record_rejects_vectors_of_another_model(service):
@@ -145,8 +145,8 @@ def test_replay_rebuilds_equal_projections(service):
 
     assert report.equal
     assert report.live == before == report.rebuilt
-    assert set(report.live) == {"messages", "lexical", "vectors", "touches", "combined", "lancedb"}
-    assert report.events == service.log.count() == 10
+    assert set(report.live) == {"messages", "lexical", "vectors", "touches", "retention", "combined", "lancedb"}
+    assert report.events == service.log.count() == 14
     assert search(service, "puppy")[0].turn_id == "D1:1"  # still serves queries after the rebuild
 
 

@@ -1,0 +1,188 @@
+"""A scripted OpenAI chat-completions server on a real socket, for tests of anything that calls an LLM.
+
+Each test queues the replies the server gives, in order, and afterwards
+reads what the server received::
+
+    with FakeOpenAI() as server:
+        server.script(Reply.json({"category": "preference"}), Reply.error(500))
+        config = LlmConfig(base_url=server.base_url, model="fake-model")
+        ...
+        assert server.requests[0].body["model"] == "fake-model"
+
+When the script runs out, the server answers 500 with a message saying so,
+so a test that makes more calls than it scripted fails visibly.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: an assistant message (``content``) or an error status, after ``delay_s``."""
+
+    status: int = 200
+    content: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    finish_reason: str = "stop"
+    raw_body: bytes | None = None  # sent verbatim instead of a chat completion
+
+    @classmethod
+    def text(cls, content: str, **kw: Any) -> Reply:
+        """The assistant replies with exactly ``content``."""
+        return cls(content=content, **kw)
+
+    @classmethod
+    def json(cls, value: Any, **kw: Any) -> Reply:
+        """The assistant replies with ``value`` as clean JSON."""
+        return cls(content=json.dumps(value, ensure_ascii=False), **kw)
+
+    @classmethod
+    def error(cls, status: int, message: str = "scripted error", **kw: Any) -> Reply:
+        """An OpenAI-style error body with ``status``."""
+        body = json.dumps({"error": {"message": message, "type": "fake_error", "code": status}}).encode()
+        return cls(status=status, raw_body=body, **kw)
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    """What the server received: path, headers (lower-case names) and the decoded JSON body."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+class FakeOpenAI:
+    """``POST /v1/chat/completions`` on 127.0.0.1 with an ephemeral port, answering from a script.
+
+    ``reject_json_schema=True`` emulates a server without structured-output
+    support: it answers 400 to ``response_format.type == "json_schema"``
+    without using up a scripted reply.
+    """
+
+    def __init__(self, *, reject_json_schema: bool = False) -> None:
+        self.reject_json_schema = reject_json_schema
+        self.requests: list[ReceivedRequest] = []
+        self._script: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The API root to configure a client with (``http://127.0.0.1:PORT/v1``)."""
+        if self._server is None:
+            raise RuntimeError("the fake server is not running; call start() or use it as a context manager")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue ``replies``; each request takes the next one."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def remaining(self) -> int:
+        """Scripted replies not yet given."""
+        with self._lock:
+            return len(self._script)
+
+    def start(self) -> FakeOpenAI:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True  # a handler still sleeping out a scripted delay must not block stop()
+        # A short poll interval: stop() waits for the serve loop to notice, and tests stop servers often.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Close the socket: afterwards every connection to ``base_url`` is refused."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join(timeout=5)
+            self._server = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _answer(self, request: ReceivedRequest) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if not request.path.endswith("/chat/completions"):
+                return Reply.error(404, f"unknown path {request.path}; this fake serves /v1/chat/completions")
+            response_format = request.body.get("response_format") or {}
+            if self.reject_json_schema and response_format.get("type") == "json_schema":
+                return Reply.error(400, "response_format type json_schema is not supported by this server")
+            if not self._script:
+                return Reply.error(500, "fake server: no scripted reply left for this request")
+            return self._script.popleft()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeOpenAI
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        length = int(self.headers.get("Content-Length", 0))
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {"_unparseable": raw.decode("utf-8", "replace")}
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        reply = self.fake._answer(ReceivedRequest(self.path, headers, body))
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
+        payload = reply.raw_body if reply.raw_body is not None else _completion(body, reply)
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Connection", "close")
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client timed out and hung up, which is what a delay tests
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+        pass  # keep test output clean
+
+
+def _completion(request: dict[str, Any], reply: Reply) -> bytes:
+    """A chat-completion response body carrying ``reply.content``."""
+    created = int(time.time())
+    return json.dumps(
+        {
+            "id": f"chatcmpl-fake-{created}",
+            "object": "chat.completion",
+            "created": created,
+            "model": request.get("model", "fake-model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.content},
+                    "finish_reason": reply.finish_reason,
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        },
+        ensure_ascii=False,
+    ).encode("utf-8")

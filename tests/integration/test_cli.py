@@ -117,3 +117,27 @@ def test_a_log_that_does_not_decode_stops_the_store_with_the_reason(ray_cluster,
 
     with pytest.raises(StoreError, match="memory_touched v1 payload does not decode"):
         Memory.open(path)
+
+
+def test_retention_shows_types_and_that_only_counted_touches_reinforce(store, capsys):
+    rc, out, _ = run(capsys, "--store", store, "search", "--tenant", "demo", "--user", "maya", "green tea", "--json")
+    searched = {h["memory_id"] for h in json.loads(out)}
+    rc, out, _ = run(capsys, "--store", store, "context", "--tenant", "demo", "--user", "maya", "database", "--budget", "40", "--json")
+    used = {i["memory_id"] for i in json.loads(out)["items"]}
+
+    rc, out, _ = run(capsys, "--store", store, "retention", "--tenant", "demo", "--user", "maya", "--json")
+    rows = {r["memory_id"]: r for r in json.loads(out)}
+
+    assert rc == 0 and len(rows) == 24
+    assert {m for m, r in rows.items() if r["access_count"]} == used  # a context counts as an access
+    assert all(rows[m]["ignored_touches"] >= 1 for m in searched - used)  # a plain search hit is recorded only
+    by_turn = {r["turn_id"]: r for r in rows.values()}
+    assert by_turn["atlas-1:4"]["memory_type"] == "decision"  # "We decided to use PostgreSQL ..."
+    # Now, years after the 2024 conversations, what was never used has faded below the floor; what was just used has not.
+    assert all(r["archive"] for m, r in rows.items() if m not in used and not r["exempt"])
+    assert not any(rows[m]["archive"] for m in used)
+
+    rc, out, _ = run(capsys, "--store", store, "retention", "--tenant", "demo", "--user", "maya",
+                     "--at", "2024-03-04T10:00:00+00:00", "--json")
+    early = {r["turn_id"]: r for r in json.loads(out)}
+    assert early["atlas-1:4"]["retention"] > 0.99 and not early["atlas-1:4"]["archive"]  # minutes after it was said

@@ -25,6 +25,7 @@ from events.errors import InvalidInputError
 from events.log import EventLog, ScanFilter
 from projections import state as shard_state
 from projections.context import Context, assemble
+from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.lance import LanceVectorTable
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
 from projections.retention import retention_table
@@ -45,6 +46,7 @@ class ShardSpec:
     dim: int
     record_search_touches: bool = True
     retention_policy: RetentionPolicy = DEFAULT_POLICY
+    segmentation: SegmentationConfig = DEFAULT_SEGMENTATION
 
     @property
     def table(self) -> str:
@@ -124,7 +126,7 @@ class ShardService:
         if memory is None:
             return []
         dense = self.vectors.search(tenant, user_id, query_vector, max(k, fusion.candidates))
-        hits = fuse(memory, query, dense, k, fusion)
+        hits = fuse(memory, query, dense, k, fusion, query_vector)
         if touch_reason and self.spec.record_search_touches and hits:
             self._commit(decide_touches(tenant, user_id, query, hits, touch_reason))
         return hits
@@ -204,7 +206,7 @@ class ShardService:
         self.log.close()
 
     def _empty_state(self) -> shard_state.ShardState:
-        return shard_state.ShardState(policy=self.spec.retention_policy)
+        return shard_state.ShardState(policy=self.spec.retention_policy, segmentation=self.spec.segmentation)
 
     @staticmethod
     def _vector_rows(state: shard_state.ShardState) -> list:

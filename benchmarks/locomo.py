@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from benchmarks.metrics import aggregate, metric_keys, percentile, score
 from benchmarks.resources import peak_rss
 from benchmarks.systems import PalimpsestSystem, select
 from palimpsest.locomo import TENANT
+from projections.retrieval import DEFAULT_FUSION
 
 K_VALUES = (5, 10)
 BUDGETS = (500, 1000, 2000)
@@ -103,8 +105,15 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         corpora = build_corpora(messages, vectors, lambda m: m["user_id"], default_counter())
 
         palimpsest = PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS)
+        # Ablations: the same store and API with one capability switched off (touches never feed ranking,
+        # so the systems do not influence each other).
+        ablations = [
+            PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name="palimpsest_no_episodes",
+                             fusion=replace(DEFAULT_FUSION, episode_weight=0.0)),
+        ]
         systems = select(
-            [palimpsest.as_system(), *baseline_systems(corpora, query_vectors, max(K_VALUES), BUDGETS)],
+            [palimpsest.as_system(), *(a.as_system() for a in ablations),
+             *baseline_systems(corpora, query_vectors, max(K_VALUES), BUDGETS)],
             args.systems.split(",") if args.systems else None,
         )
         rows = {s.name: [] for s in systems}
@@ -153,6 +162,10 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
     ratios = {"ingest_vs_encode": speed["ingest_messages_per_s"] / speed["encode_only_messages_per_s"]}
     if "palimpsest" in results and "rrf" in results and results["rrf"]["recall@10"]:
         ratios["palimpsest_vs_rrf_recall@10"] = results["palimpsest"]["recall@10"] / results["rrf"]["recall@10"]
+    for ablation in (name for name in results if name.startswith("palimpsest_no_")):
+        if "palimpsest" in results:
+            for key in ("recall@10", "budget_recall@1000"):
+                ratios[f"palimpsest_vs_{ablation}_{key}"] = results["palimpsest"][key] / results[ablation][key]
     extra = {
         "questions_total": len(questions) + len(data.skipped),
         "skipped_questions": len(data.skipped),

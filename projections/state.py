@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from events.envelope import Envelope
-from projections import lexical, messages, retention, touches, vectors
+from projections import episodes, lexical, messages, retention, touches, vectors
+from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
 
 Stream = tuple[str, str]
@@ -26,6 +27,7 @@ class UserMemory:
     vectors: vectors.VectorStore = field(default_factory=vectors.VectorStore)
     touches: touches.TouchLog = field(default_factory=touches.TouchLog)
     retention: retention.RetentionState = field(default_factory=retention.RetentionState)
+    episodes: episodes.EpisodeState = field(default_factory=episodes.EpisodeState)
     head: int = 0
 
 
@@ -35,9 +37,11 @@ PROJECTIONS: dict[str, Callable] = {
     "vectors": vectors.evolve,
     "touches": touches.evolve,
 }
-# Folds whose result depends on the shard's retention policy (re-project with another policy to compare).
-POLICY_PROJECTIONS: dict[str, Callable] = {
-    "retention": retention.evolve,
+# Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
+# same log with another policy or segmentation is a fold with another ShardState.
+CONFIGURED_PROJECTIONS: dict[str, tuple[Callable, str]] = {
+    "retention": (retention.evolve, "policy"),
+    "episodes": (episodes.evolve, "segmentation"),
 }
 
 
@@ -49,6 +53,7 @@ class ProjectionOrderError(RuntimeError):
 class ShardState:
     users: dict[Stream, UserMemory] = field(default_factory=dict)
     policy: RetentionPolicy = DEFAULT_POLICY
+    segmentation: SegmentationConfig = DEFAULT_SEGMENTATION
 
     def user(self, tenant: str, user_id: str) -> UserMemory | None:
         return self.users.get((tenant, user_id))
@@ -66,8 +71,8 @@ def evolve(state: ShardState, env: Envelope) -> ShardState:
         raise ProjectionOrderError(f"{env.stream}: got seq {env.seq} after {memory.head}")
     for name, step in PROJECTIONS.items():
         setattr(memory, name, step(getattr(memory, name), env))
-    for name, step in POLICY_PROJECTIONS.items():
-        setattr(memory, name, step(getattr(memory, name), env, state.policy))
+    for name, (step, config) in CONFIGURED_PROJECTIONS.items():
+        setattr(memory, name, step(getattr(memory, name), env, getattr(state, config)))
     memory.head = env.seq
     return state
 
@@ -81,7 +86,7 @@ def fold(state: ShardState, envelopes: Iterable[Envelope]) -> ShardState:
 def digest(state: ShardState) -> dict[str, str]:
     """sha256 of each projection's canonical form over all users, plus a combined digest."""
     out: dict[str, str] = {}
-    for name in [*PROJECTIONS, *POLICY_PROJECTIONS]:
+    for name in [*PROJECTIONS, *CONFIGURED_PROJECTIONS]:
         h = hashlib.sha256()
         for stream in sorted(state.users):
             memory = state.users[stream]

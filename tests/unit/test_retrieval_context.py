@@ -18,7 +18,7 @@ from tests.builders import T0, embedding, message, stream
 
 
 # Classic RRF, spelled out so the hand-computed scores do not move when the tuned defaults do.
-CLASSIC = FusionConfig(rrf_k=60, dense_weight=1.0, lexical_weight=1.0, bm25=BM25Params(k1=1.2, b=0.75))
+CLASSIC = FusionConfig(rrf_k=60, dense_weight=1.0, lexical_weight=1.0, episode_weight=0.0, bm25=BM25Params(k1=1.2, b=0.75))
 
 
 @pytest.fixture
@@ -182,3 +182,41 @@ def test_context_is_a_greedy_fill_in_rank_order(sizes, budget):
     assert kept == sorted(kept)  # rank order is kept
     for j in set(range(len(hits))) - set(kept):  # a line is skipped only if it did not fit when its turn came
         assert sum(sizes[i] for i in kept if i < j) + sizes[j] > budget
+
+
+def _two_topics():
+    """Conversation a (three turns near e1) and conversation b (three turns near e2): two episodes."""
+    items = []
+    for conv, vec in (("a", [1.0, 0.0]), ("b", [0.0, 1.0])):
+        for i in range(3):
+            mid = f"{conv}{i}"
+            items.append((mid, message(f"turn {mid}", mid, conversation_id=conv, turn_id=mid)))
+            items.append((f"v{mid}", embedding(mid, vec)))
+    return fold(ShardState(), stream(*items)).user("acme", "alice")
+
+
+def test_episode_term_lifts_members_of_the_episode_nearest_the_query():
+    memory = _two_topics()
+    assert len(memory.episodes.episodes()) == 2
+    dense = [("b0", 0.3)]  # the only dense neighbour lies in the other topic
+    query_vector = [0.96, 0.28]  # close to topic a's centroid
+
+    with_episodes = fuse(memory, "unrelated words", dense, k=10, config=CLASSIC_EP, query_vector=query_vector)
+    without = fuse(memory, "unrelated words", dense, k=10, config=CLASSIC, query_vector=query_vector)
+
+    assert [h.memory_id for h in without] == ["b0"]
+    ids = [h.memory_id for h in with_episodes]
+    assert ids[0] == "b0" and with_episodes[0].score == pytest.approx(1 / 61 + 1.5 / 62)  # dense 1 + episode 2
+    # Topic a's turns had no dense or lexical signal at all; its episode (rank 1) brings them in, ahead of b's rest.
+    assert set(ids[1:4]) == {"a0", "a1", "a2"} and set(ids[4:]) == {"b1", "b2"}
+    a = with_episodes[1]
+    assert a.score == pytest.approx(1.5 / 61)
+    assert (a.breakdown["episode_rank"], a.breakdown["episode_id"]) == (1, "a0")
+
+
+def test_episode_term_needs_the_query_vector():
+    memory = _two_topics()
+    assert [h.memory_id for h in fuse(memory, "unrelated words", [("b0", 0.3)], k=10, config=CLASSIC_EP)] == ["b0"]
+
+
+CLASSIC_EP = dataclasses.replace(CLASSIC, episode_weight=1.5, episode_candidates=2)

@@ -141,9 +141,10 @@ def mean_direction(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
     """The normalised mean of ``vectors`` (float64), or None when there are none or they cancel out."""
     if not vectors:
         return None
-    mean = np.mean(np.stack(vectors).astype(np.float64), axis=0)
-    norm = float(np.linalg.norm(mean))
-    return mean / norm if norm > 0.0 else None
+    with np.errstate(invalid="ignore", over="ignore"):  # a corrupt (non-finite) vector must not warn in a fold
+        mean = np.mean(np.stack(vectors).astype(np.float64), axis=0)
+        norm = float(np.linalg.norm(mean))
+    return mean / norm if norm > 0.0 and np.isfinite(norm) else None
 
 
 def window_similarity(before: Sequence[np.ndarray], after: Sequence[np.ndarray]) -> float | None:

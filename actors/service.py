@@ -29,6 +29,7 @@ from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.lance import LanceVectorTable
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
 from projections.retention import retention_table
+from projections.summaries import summarize
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
 from projections.tokens import TokenCounter, default_counter
 
@@ -164,6 +165,29 @@ class ShardService:
         rows = retention_table(memory.retention, now, self.state.policy)
         by_id = memory.messages.by_id
         return [{**asdict(row), "text": by_id[row.memory_id].text, "turn_id": by_id[row.memory_id].turn_id} for row in rows]
+
+    def episodes(self, tenant: str, user_id: str) -> list[dict]:
+        """One user's episodes in order, each with its turns, boundary reason and extractive summary."""
+        memory = self.state.user(tenant, user_id)
+        if memory is None:
+            return []
+        out = []
+        for episode in memory.episodes.episodes():
+            summary = summarize(episode, memory.messages.by_id, memory.lexical)
+            start, end = episode.span
+            out.append({
+                "episode_id": episode.episode_id,
+                "reason": episode.reason,
+                "open": episode.is_open,
+                "start": start.isoformat(),
+                "end": end.isoformat(),
+                "turn_ids": list(episode.turn_ids),
+                "member_ids": list(episode.member_ids),
+                "title": summary.title,
+                "keywords": list(summary.keywords),
+                "summary": summary.text,
+            })
+        return out
 
     def scan(self, flt: ScanFilter, limit: int | None = None) -> list[Envelope]:
         out = []

@@ -38,6 +38,9 @@ class ShardActor:
     def context(self, tenant, user_id, query, query_vector, token_budget, fusion):
         return self._svc.context(tenant, user_id, query, query_vector, token_budget, fusion)
 
+    def episodes(self, tenant, user_id):
+        return self._svc.episodes(tenant, user_id)
+
     def retention(self, tenant, user_id, now):
         return self._svc.retention(tenant, user_id, now)
 

@@ -86,6 +86,20 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_episodes(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        episodes = mem.episodes(args.tenant, args.user)
+    if args.json:
+        _print_json(episodes)
+        return 0
+    for ep in episodes:
+        turns = f"{ep['turn_ids'][0]}..{ep['turn_ids'][-1]}" if ep["turn_ids"] else "-"
+        state = " (open)" if ep["open"] else ""
+        print(f"{ep['start'][:16]}  {len(ep['member_ids']):>3} turns {turns:<24} {ep['reason']:<20} {ep['title']}{state}")
+    print(f"-- {len(episodes)} episodes")
+    return 0
+
+
 def cmd_retention(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         rows = mem.retention(args.tenant, args.user, args.at)
@@ -204,6 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             sp.add_argument("--budget", type=int, default=1000)
         sp.set_defaults(func=func)
+
+    sp = sub.add_parser("episodes", help="one user's episodes with their turns and summaries")
+    stream_args(sp)
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_episodes)
 
     sp = sub.add_parser("retention", help="forgetting curve of one user's memories at a time")
     stream_args(sp)

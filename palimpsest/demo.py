@@ -61,7 +61,12 @@ def run_demo(store: Path) -> int:
         print(ctx.text)
         print(f"-- {ctx.tokens}/{ctx.budget} tokens; sources: {', '.join(i.turn_id or '-' for i in ctx.items)}")
 
-        _rule("5. forgetting curve: retention now (the context above counted as an access)")
+        _rule("5. episodes found in the dialogue (topic shifts, time gaps, conversation boundaries)")
+        for ep in mem.episodes("demo", "maya"):
+            turns = f"{ep['turn_ids'][0]}..{ep['turn_ids'][-1]}" if ep["turn_ids"] else "-"
+            print(f"  {ep['start'][:10]} {turns:<22} {ep['reason']:<20} {ep['title']}")
+
+        _rule("6. forgetting curve: retention now (the context above counted as an access)")
         rows = sorted(mem.retention("demo", "maya"), key=lambda r: -r["retention"])
         print(f"{'R':>6} {'S(d)':>6} {'uses':>4}  {'type':<10} text")
         for r in rows[:4] + rows[-3:]:
@@ -73,7 +78,7 @@ def run_demo(store: Path) -> int:
                   f"untouched: R {min(r['retention'] for r in untouched):.3f}..{max(r['retention'] for r in untouched):.3f} "
                   f"({sum(r['archive'] for r in rows)} below the archival floor)")
 
-        _rule("6. replay: rebuild every projection from the log")
+        _rule("7. replay: rebuild every projection from the log")
         for r in mem.replay():
             verdict = "match" if r.equal else "DIFFER"
             print(f"shard {r.shard}: {r.events} events, live {r.live['combined'][:16]} / "
@@ -84,7 +89,7 @@ def run_demo(store: Path) -> int:
     finally:
         mem.close()
 
-    _rule("7. audit the log with DuckDB (read-only, across shards)")
+    _rule("8. audit the log with DuckDB (read-only, across shards)")
     audit = AuditReader(store_config.log_files(store))
     for row in audit.sql("SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind").to_pylist():
         print(f"  {row['kind']:<18} {row['n']}")

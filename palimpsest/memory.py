@@ -199,6 +199,10 @@ class Memory:
         vec = self._query_vector(query)
         return ray.get(self._shard(tenant, user_id).context.remote(tenant, user_id, query, vec, token_budget, fusion))
 
+    def episodes(self, tenant: str, user_id: str) -> list[dict]:
+        """The user's episodes (topic/time/role segments) with turn ids, boundary reason and summary."""
+        return ray.get(self._shard(tenant, user_id).episodes.remote(tenant, user_id))
+
     def retention(self, tenant: str, user_id: str, now: datetime | None = None) -> list[dict]:
         """Each memory's retention at ``now`` (default: the current time): R, stability, Δt, accesses, why."""
         now = now or datetime.now(UTC)

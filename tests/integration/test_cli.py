@@ -141,3 +141,19 @@ def test_retention_shows_types_and_that_only_counted_touches_reinforce(store, ca
                      "--at", "2024-03-04T10:00:00+00:00", "--json")
     early = {r["turn_id"]: r for r in json.loads(out)}
     assert early["atlas-1:4"]["retention"] > 0.99 and not early["atlas-1:4"]["archive"]  # minutes after it was said
+
+
+def test_episodes_follow_the_conversations_with_summaries_in_their_language(store, capsys):
+    rc, out, _ = run(capsys, "--store", store, "episodes", "--tenant", "demo", "--user", "maya", "--json")
+    episodes = json.loads(out)
+
+    assert rc == 0
+    starts = {ep["turn_ids"][0]: ep["reason"] for ep in episodes}
+    # Every conversation opens an episode (the hash encoder of this store may also split inside one on topic).
+    assert [starts.get(f"atlas-{i}:1") for i in range(1, 7)] == ["start"] + ["conversation_change"] * 5
+    assert all(len({t.split(":")[0] for t in ep["turn_ids"]}) == 1 for ep in episodes)  # never across conversations
+    assert sum(len(ep["turn_ids"]) for ep in episodes) == 24
+    chinese = next(ep for ep in episodes if ep["turn_ids"][0] == "atlas-2:1")
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in chinese["title"])  # the Chinese conversation keeps Chinese
+    switch = next(ep for ep in episodes if ep["turn_ids"][0] == "atlas-4:1")
+    assert "mysql" in [k.lower() for k in switch["keywords"]]

@@ -19,4 +19,5 @@ def test_demo_ingests_queries_and_replays_with_matching_digests(ray_cluster, tmp
     # The Chinese question finds the Chinese turn about climbing first.
     chinese = out.split("Q: 周末去哪里爬山？")[1]
     assert chinese.split("\n")[1].strip().startswith("1. [2024-03-12] Maya: 这个周末我们俱乐部要去黄山爬山")
+    assert "episodes found in the dialogue" in out and "atlas-4:1..atlas-4:3" in out
     assert "message_recorded   24" in out and "message_classified 24" in out

@@ -23,6 +23,7 @@ from events.duckdb_log import DuckDBEventLog
 from events.envelope import Envelope
 from events.errors import InvalidInputError
 from events.log import EventLog, ScanFilter
+from projections import counterfactual
 from projections import state as shard_state
 from projections.context import Context, assemble
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
@@ -188,6 +189,15 @@ class ShardService:
                 "summary": summary.text,
             })
         return out
+
+    def counterfactual(self, policy: RetentionPolicy, now: datetime) -> list[dict]:
+        """Re-project retention under ``policy`` from the log (read only) and compare with the live policy."""
+        report = counterfactual.compare(list(self.log.scan()), self.state.policy, policy, now)
+        for user in report:
+            by_id = self.state.users[(user["tenant"], user["user_id"])].messages.by_id
+            for key in ("archived_only_under_other", "kept_only_under_other"):
+                user[key] = [{"memory_id": m, "turn_id": by_id[m].turn_id, "text": by_id[m].text} for m in user[key]]
+        return report
 
     def scan(self, flt: ScanFilter, limit: int | None = None) -> list[Envelope]:
         out = []

@@ -38,6 +38,9 @@ class ShardActor:
     def context(self, tenant, user_id, query, query_vector, token_budget, fusion):
         return self._svc.context(tenant, user_id, query, query_vector, token_budget, fusion)
 
+    def counterfactual(self, policy, now):
+        return self._svc.counterfactual(policy, now)
+
     def episodes(self, tenant, user_id):
         return self._svc.episodes(tenant, user_id)
 

@@ -15,6 +15,7 @@ from events.log import ScanFilter
 from palimpsest import config as store_config
 from palimpsest import formats
 from palimpsest.logs import configure
+from projections.policy import RetentionPolicy
 
 DEFAULT_STORE = os.environ.get("PALIMPSEST_STORE", ".store")
 
@@ -115,7 +116,26 @@ def cmd_retention(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_counterfactual(args: argparse.Namespace) -> int:
+    policy = RetentionPolicy.load(args.policy)
+    with _open(args) as mem:
+        report = mem.counterfactual(policy, args.at)
+    if args.json:
+        _print_json(report)
+        return 0
+    print(f"re-projected retention under policy {policy.name!r} (the log was only read)")
+    for user in report:
+        print(f"\n{user['tenant']}/{user['user_id']}: {user['memories']} memories; archived now "
+              f"{user['archived_current']} -> under {policy.name!r} {user['archived_other']}")
+        for key, label in (("archived_only_under_other", "would be archived"), ("kept_only_under_other", "would be kept")):
+            for item in user[key][:10]:
+                print(f"  {label:<17} {str(item['turn_id'] or '-'):<10} {item['text'][:70]}")
+    return 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
+    if args.policy:
+        return cmd_counterfactual(args)
     with _open(args) as mem:
         reports = mem.replay()
     ok = True
@@ -231,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_retention)
 
     sp = sub.add_parser("replay", help="rebuild every projection from the log and compare digests")
+    sp.add_argument("--policy", help="a retention policy file (.json/.toml): report what would change under it instead")
+    sp.add_argument("--at", type=_when, help="with --policy: the time to compare at (ISO with offset; default now)")
+    sp.add_argument("--json", action="store_true", help="with --policy: the report as JSON")
     sp.set_defaults(func=cmd_replay)
 
     sp = sub.add_parser("events", help="audit the log (read-only, no actors)")

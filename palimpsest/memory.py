@@ -31,6 +31,7 @@ from events.log import ScanFilter
 from palimpsest import config as store_config
 from projections.context import Context
 from projections.embedding import Embedder, make_embedder
+from projections.policy import RetentionPolicy
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
@@ -198,6 +199,12 @@ class Memory:
             raise InvalidInputError([("token_budget", f"{token_budget}; give a positive number of tokens")], what="context")
         vec = self._query_vector(query)
         return ray.get(self._shard(tenant, user_id).context.remote(tenant, user_id, query, vec, token_budget, fusion))
+
+    def counterfactual(self, policy: RetentionPolicy, now: datetime | None = None) -> list[dict]:
+        """What every user would keep and lose under ``policy`` at ``now``; the log is only read."""
+        now = now or datetime.now(UTC)
+        parts = ray.get([s.counterfactual.remote(policy, now) for s in self.cluster.shards])
+        return sorted((u for part in parts for u in part), key=lambda u: (u["tenant"], u["user_id"]))
 
     def episodes(self, tenant: str, user_id: str) -> list[dict]:
         """The user's episodes (topic/time/role segments) with turn ids, boundary reason and summary."""

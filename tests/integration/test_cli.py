@@ -157,3 +157,27 @@ def test_episodes_follow_the_conversations_with_summaries_in_their_language(stor
     assert any("\u4e00" <= ch <= "\u9fff" for ch in chinese["title"])  # the Chinese conversation keeps Chinese
     switch = next(ep for ep in episodes if ep["turn_ids"][0] == "atlas-4:1")
     assert "mysql" in [k.lower() for k in switch["keywords"]]
+
+
+def test_replay_with_another_policy_reports_what_would_change_and_writes_nothing(store, capsys, tmp_path):
+    patient = tmp_path / "patient.json"
+    patient.write_text(json.dumps({"stability_days": {t: 100_000 for t in ("question", "chitchat", "unknown", "fact")}}))
+    rc, out, _ = run(capsys, "--store", store, "sql", "SELECT count(*) AS n FROM events", "--json")
+    events_before = json.loads(out)
+
+    rc, out, _ = run(capsys, "--store", store, "replay", "--policy", str(patient), "--json")
+    [user] = json.loads(out)
+
+    assert rc == 0 and (user["tenant"], user["user_id"], user["memories"]) == ("demo", "maya", 24)
+    # Years after 2024, the default policy has archived nearly everything; the patient one keeps the slow types.
+    assert user["archived_other"] < user["archived_current"]
+    kept = {item["turn_id"] for item in user["kept_only_under_other"]}
+    assert kept and "atlas-1:2" in kept  # "Sounds fun. What stack are you thinking about?" is a question
+    assert user["archived_only_under_other"] == []
+    rc, out, _ = run(capsys, "--store", store, "sql", "SELECT count(*) AS n FROM events", "--json")
+    assert json.loads(out) == events_before  # the log was only read
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"reinforcement_factor": "fast"}))
+    rc, _, err = run(capsys, "--store", store, "replay", "--policy", str(bad))
+    assert rc == 2 and "reinforcement_factor" in err

@@ -34,7 +34,7 @@ from projections.summaries import summarize
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
 from projections.tokens import TokenCounter, default_counter
 
-log = structlog.get_logger("palimpsest.shard")
+logger = structlog.get_logger("palimpsest.shard")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,7 @@ class ShardService:
         self.state = shard_state.fold(self._empty_state(), self.log.scan())
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
         added, removed = self.vectors.reconcile(self._vector_rows(self.state))
-        structlog.get_logger("palimpsest.shard").info(
+        logger.info(
             "shard_recovered",
             shard=spec.index,
             events=self.state.events_applied,
@@ -221,7 +221,7 @@ class ShardService:
         seconds = time.perf_counter() - started
         self.state = rebuilt
         report = ReplayReport(self.spec.index, rebuilt.events_applied, seconds, live, self.digest())
-        log.info("shard_replayed", shard=self.spec.index, events=report.events, equal=report.equal)
+        logger.info("shard_replayed", shard=self.spec.index, events=report.events, equal=report.equal)
         return report
 
     def stats(self) -> dict:

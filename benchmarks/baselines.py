@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
+
+import events.model
 from rank_bm25 import BM25Okapi
 
 from benchmarks.dataset import Question
@@ -33,7 +35,7 @@ def bm25_tokens(text: str) -> list[str]:
 
 def index_text(message: dict) -> str:
     """Same as ``RecordMessage.index_text``: what the system embeds and indexes."""
-    return f"{message['speaker']}: {message['text']}" if message.get("speaker") else message["text"]
+    return events.model.index_text(message.get("speaker"), message["text"])
 
 
 def context_line(message: dict) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from events.errors import InvalidInputError
-from events.model import MetadataValue, Role
+from events.model import MetadataValue, Role, index_text
 
 FIX_HINTS: dict[str, str] = {
     "text": "give the message's text as a non-empty string",
@@ -65,7 +65,7 @@ class RecordMessage(BaseModel):
 
     def index_text(self) -> str:
         """The text that is embedded and indexed: the speaker's name makes "what did X say" findable."""
-        return f"{self.speaker}: {self.text}" if self.speaker else self.text
+        return index_text(self.speaker, self.text)
 
 
 def _describe(error: Mapping[str, Any], prefix: str) -> tuple[str, str]:

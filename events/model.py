@@ -22,6 +22,11 @@ ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 MetadataValue = str | int | float | bool | None
 
 
+def index_text(speaker: str | None, text: str) -> str:
+    """What is embedded and indexed for a message: the speaker's name makes "what did X say" findable."""
+    return f"{speaker}: {text}" if speaker else text
+
+
 class Event(BaseModel):
     """Base payload model: frozen, strict about unknown fields."""
 

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from events.envelope import Envelope
-from events.model import MessageRecorded
+from events.model import MessageRecorded, index_text
 from projections.text import tokenize
 
 
@@ -54,7 +54,7 @@ class LexicalIndex:
 def evolve(state: LexicalIndex, env: Envelope) -> LexicalIndex:
     event = env.event
     if isinstance(event, MessageRecorded):
-        tokens = tokenize(f"{event.speaker}: {event.text}" if event.speaker else event.text)
+        tokens = tokenize(index_text(event.speaker, event.text))
         doc = len(state.doc_ids)
         state.doc_ids.append(env.event_id)
         state.doc_len.append(len(tokens))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from events.envelope import Envelope
-from events.model import MessageRecorded
+from events.model import MessageRecorded, index_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +23,7 @@ class StoredMessage:
 
     @property
     def index_text(self) -> str:
-        return f"{self.speaker}: {self.text}" if self.speaker else self.text
+        return index_text(self.speaker, self.text)
 
 
 @dataclass

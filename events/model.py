@@ -162,7 +162,179 @@ class LlmCallRecorded(Event):
     latency_ms: float = Field(default=0.0, ge=0.0)
 
 
+NoteCategory = Literal["preference", "decision", "constraint", "fact"]
+NOTE_CATEGORIES: tuple[str, ...] = ("preference", "decision", "constraint", "fact")
+NoteLifecycle = Literal["core", "fact", "episode", "system"]  # seed 002's lifecycle classes
+NoteOp = Literal["add", "update", "boost", "delete", "skip"]
+NOTE_OPS: tuple[str, ...] = ("add", "update", "boost", "delete", "skip")
+
+
+class NoteContent(BaseModel):
+    """What a note states. Nested in :class:`NoteOperation` (``add`` and ``update``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    category: NoteCategory
+    text: str = Field(min_length=1)  # a standalone statement in the language of the conversation
+    subject: str = "user"
+    key_terms: tuple[str, ...] = ()
+    polarity: Literal["positive", "negative"] = "positive"
+    slot: str | None = None  # a one-valued attribute ("residence"), None for open statements
+    value: str | None = None
+    confidence: float = Field(default=0.7, ge=0.0, le=1.0)
+    language: Literal["en", "zh"] = "en"
+    lifecycle: NoteLifecycle = "fact"
+
+
+class NoteOperation(Event):
+    """One memory operation on the user's notes (seed 002 KnowledgeMonitor), with its reason.
+
+    ``add`` creates a note whose id is this event's id; ``update`` creates a
+    new version (id = this event's id) and closes ``target_note_id`` (valid-to
+    = ``valid_from``, superseded-by = the new note); ``boost`` reinforces the
+    target; ``delete`` retracts it (valid-to set, nothing removed from the
+    log); ``skip`` records a considered candidate that changed nothing.
+    """
+
+    kind: ClassVar[str] = "note_operation"
+    schema_version: ClassVar[int] = 1
+
+    op: NoteOp
+    target_note_id: str | None = None
+    note: NoteContent | None = None
+    source_message_ids: tuple[str, ...] = ()
+    valid_from: AwareDatetime  # when the statement was made (the source message's time)
+    relation: str | None = None  # the contradiction detector's verdict that led here, if any
+    reason: str = Field(min_length=1)
+    decider: str = Field(min_length=1)  # "rules-v1" or "llm:<model>"
+    llm_call_id: str | None = None  # the llm_call_recorded event this decision was read from
+
+    @model_validator(mode="after")
+    def _shape(self) -> NoteOperation:
+        if self.op in ("add", "update") and self.note is None:
+            raise ValueError(f"op {self.op!r} needs note (the content to store)")
+        if self.op in ("update", "boost", "delete") and not self.target_note_id:
+            raise ValueError(f"op {self.op!r} needs target_note_id (the note it acts on)")
+        return self
+
+    def occurred(self, recorded_at: datetime) -> datetime:
+        return self.valid_from
+
+
+class NoteReviewed(Event):
+    """A reviewer's decision on a note whose importance crossed a threshold (seed 002 MemoryReviewer)."""
+
+    kind: ClassVar[str] = "note_reviewed"
+    schema_version: ClassVar[int] = 1
+
+    note_id: str
+    trigger: Literal["promotion", "retraction"]
+    importance: float
+    decision: Literal["promote", "keep", "delete"]
+    reason: str = Field(min_length=1)
+    reviewer: str = Field(min_length=1)
+    at: AwareDatetime
+    llm_call_id: str | None = None
+
+    def occurred(self, recorded_at: datetime) -> datetime:
+        return self.at
+
+
+ArchiveReason = Literal["retention_floor", "category_rule", "lfu_eviction", "manual"]
+
+
+class MemoryArchived(Event):
+    """Memories left default retrieval (they stay in the log and in the archive search).
+
+    ``retentions`` holds each memory's retention when archived (NaN when the
+    reason is not a retention score, e.g. an LFU eviction).
+    """
+
+    kind: ClassVar[str] = "memory_archived"
+    schema_version: ClassVar[int] = 1
+
+    memory_ids: tuple[str, ...] = Field(min_length=1)
+    reason: ArchiveReason
+    at: AwareDatetime
+    policy: str = ""  # the retention policy name, or the tier that evicted
+    retentions: tuple[float, ...] = ()
+    detail: str = ""
+
+    @model_validator(mode="after")
+    def _parallel(self) -> MemoryArchived:
+        if self.retentions and len(self.retentions) != len(self.memory_ids):
+            raise ValueError("retentions must be empty or as long as memory_ids")
+        return self
+
+    def occurred(self, recorded_at: datetime) -> datetime:
+        return self.at
+
+
+class MemoryRestored(Event):
+    """Archived memories returned to default retrieval."""
+
+    kind: ClassVar[str] = "memory_restored"
+    schema_version: ClassVar[int] = 1
+
+    memory_ids: tuple[str, ...] = Field(min_length=1)
+    at: AwareDatetime
+    reason: str = Field(min_length=1)
+
+    def occurred(self, recorded_at: datetime) -> datetime:
+        return self.at
+
+
+class ProfileDistilled(Event):
+    """A hot mid-term session's pages distilled into long-term memory (MemoryOS), recorded once.
+
+    ``traits`` are user-profile attributes (name → value); ``user_knowledge``
+    and ``assistant_knowledge`` are standalone statements.
+    """
+
+    kind: ClassVar[str] = "profile_distilled"
+    schema_version: ClassVar[int] = 1
+
+    session_id: str
+    page_ids: tuple[str, ...] = Field(min_length=1)
+    traits: dict[str, str] = Field(default_factory=dict)
+    user_knowledge: tuple[str, ...] = ()
+    assistant_knowledge: tuple[str, ...] = ()
+    heat: float
+    at: AwareDatetime
+    distiller: str = Field(min_length=1)
+    llm_call_id: str | None = None
+
+    def occurred(self, recorded_at: datetime) -> datetime:
+        return self.at
+
+
+class EpisodeTitled(Event):
+    """A title and summary for an episode written by a language model, recorded so replay never asks again."""
+
+    kind: ClassVar[str] = "episode_titled"
+    schema_version: ClassVar[int] = 1
+
+    episode_id: str
+    member_ids: tuple[str, ...] = Field(min_length=1)
+    title: str = Field(min_length=1)
+    summary: str = ""
+    titler: str = Field(min_length=1)
+    llm_call_id: str | None = None
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
-    for cls in (MessageRecorded, MessageEmbedded, MemoryTouched, MessageClassified, LlmCallRecorded)
+    for cls in (
+        MessageRecorded,
+        MessageEmbedded,
+        MemoryTouched,
+        MessageClassified,
+        LlmCallRecorded,
+        NoteOperation,
+        NoteReviewed,
+        MemoryArchived,
+        MemoryRestored,
+        ProfileDistilled,
+        EpisodeTitled,
+    )
 }

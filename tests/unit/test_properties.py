@@ -26,6 +26,13 @@ from events.model import (
     MessageClassified,
     MessageEmbedded,
     MessageRecorded,
+    EpisodeTitled,
+    MemoryArchived,
+    MemoryRestored,
+    NoteContent,
+    NoteOperation,
+    NoteReviewed,
+    ProfileDistilled,
 )
 from projections.state import ShardState, digest, fold
 
@@ -116,13 +123,63 @@ llm_call_recorded = st.builds(
     latency_ms=st.floats(0.0, 1e6),
 )
 
-ANY_EVENT = st.one_of(message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded)
+note_content = st.builds(
+    NoteContent,
+    category=st.sampled_from(["preference", "decision", "constraint", "fact"]),
+    text=TEXT,
+    subject=IDS,
+    key_terms=st.lists(TEXT, max_size=3).map(tuple),
+    polarity=st.sampled_from(["positive", "negative"]),
+    slot=st.none() | IDS,
+    value=st.none() | TEXT,
+    confidence=st.floats(0.0, 1.0),
+    language=st.sampled_from(["en", "zh"]),
+    lifecycle=st.sampled_from(["core", "fact", "episode", "system"]),
+)
+note_operation = st.one_of(
+    st.builds(NoteOperation, op=st.just("add"), note=note_content, source_message_ids=st.lists(IDS, max_size=2).map(tuple),
+              valid_from=WHEN, reason=TEXT, decider=st.just("rules-v1")),
+    st.builds(NoteOperation, op=st.just("update"), target_note_id=IDS, note=note_content, valid_from=WHEN,
+              relation=st.none() | st.just("supersedes"), reason=TEXT, decider=st.just("llm:m"), llm_call_id=IDS),
+    st.builds(NoteOperation, op=st.sampled_from(["boost", "delete"]), target_note_id=IDS, valid_from=WHEN,
+              reason=TEXT, decider=st.just("rules-v1")),
+    st.builds(NoteOperation, op=st.just("skip"), valid_from=WHEN, reason=TEXT, decider=st.just("rules-v1")),
+)
+note_reviewed = st.builds(
+    NoteReviewed, note_id=IDS, trigger=st.sampled_from(["promotion", "retraction"]),
+    importance=st.floats(0.0, 10.0), decision=st.sampled_from(["promote", "keep", "delete"]), reason=TEXT,
+    reviewer=st.just("rules-v1"), at=WHEN,
+)
+memory_archived = st.lists(IDS, min_size=1, max_size=3).map(tuple).flatmap(
+    lambda ids: st.builds(
+        MemoryArchived, memory_ids=st.just(ids),
+        reason=st.sampled_from(["retention_floor", "category_rule", "lfu_eviction", "manual"]), at=WHEN,
+        policy=IDS, retentions=st.just(tuple(0.1 for _ in ids)) | st.just(()), detail=TEXT,
+    )
+)
+memory_restored = st.builds(MemoryRestored, memory_ids=st.lists(IDS, min_size=1, max_size=3).map(tuple), at=WHEN, reason=TEXT)
+profile_distilled = st.builds(
+    ProfileDistilled, session_id=IDS, page_ids=st.lists(IDS, min_size=1, max_size=3).map(tuple),
+    traits=st.dictionaries(IDS, TEXT, max_size=2), user_knowledge=st.lists(TEXT, max_size=2).map(tuple),
+    assistant_knowledge=st.lists(TEXT, max_size=2).map(tuple), heat=st.floats(0.0, 100.0), at=WHEN,
+    distiller=st.just("rules-v1"),
+)
+episode_titled = st.builds(
+    EpisodeTitled, episode_id=IDS, member_ids=st.lists(IDS, min_size=1, max_size=3).map(tuple), title=TEXT,
+    summary=TEXT, titler=st.just("llm:m"), llm_call_id=st.none() | IDS,
+)
+
+ANY_EVENT = st.one_of(
+    message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded, note_operation,
+    note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled,
+)
 
 
 def test_the_strategies_cover_every_event_kind():
     # If a new kind is added to the model, this fails until the round-trip generates it.
     assert set(EVENT_TYPES) == {
-        "message_recorded", "message_embedded", "memory_touched", "message_classified", "llm_call_recorded"
+        "message_recorded", "message_embedded", "memory_touched", "message_classified", "llm_call_recorded",
+        "note_operation", "note_reviewed", "memory_archived", "memory_restored", "profile_distilled", "episode_titled",
     }
 
 

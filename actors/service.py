@@ -17,19 +17,20 @@ from pathlib import Path
 import numpy as np
 import structlog
 
-from actors.deciders import RecordOutcome, decide_record, decide_touches
+from actors.deciders import RecordOutcome, decide_record, decide_touches, new_event_id
 from events.commands import RecordMessage
 from events.duckdb_log import DuckDBEventLog
-from events.envelope import Envelope
+from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError
 from events.log import EventLog, ScanFilter
+from events.model import MemoryArchived, MemoryRestored
 from projections import counterfactual
 from projections import state as shard_state
 from projections.context import Context, assemble
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.lance import LanceVectorTable
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
-from projections.retention import retention_table
+from projections.retention import archival_candidates, retention_table
 from projections.summaries import summarize
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
 from projections.tokens import TokenCounter, default_counter
@@ -123,12 +124,18 @@ class ShardService:
         k: int = 10,
         fusion: FusionConfig = DEFAULT_FUSION,
         touch_reason: str | None = "search_hit",
+        now: datetime | None = None,
+        scope: str = "active",
     ) -> list[Hit]:
+        """Fused top-``k``; ``now`` is the query time for the retention term, ``scope`` active/archive/all."""
         memory = self.state.user(tenant, user_id)
         if memory is None:
             return []
-        dense = self.vectors.search(tenant, user_id, query_vector, max(k, fusion.candidates))
-        hits = fuse(memory, query, dense, k, fusion, query_vector)
+        wanted = max(k, fusion.candidates)
+        if scope != "active":  # archived rows are a minority of the dense neighbours: look further
+            wanted += len(memory.archive.archived)
+        dense = self.vectors.search(tenant, user_id, query_vector, wanted)
+        hits = fuse(memory, query, dense, k, fusion, query_vector, now=now, policy=self.state.policy, scope=scope)
         if touch_reason and self.spec.record_search_touches and hits:
             self._commit(decide_touches(tenant, user_id, query, hits, touch_reason))
         return hits
@@ -141,8 +148,9 @@ class ShardService:
         query_vector: np.ndarray,
         token_budget: int,
         fusion: FusionConfig = DEFAULT_FUSION,
+        now: datetime | None = None,
     ) -> Context:
-        hits = self.search(tenant, user_id, query, query_vector, fusion.candidates, fusion, touch_reason=None)
+        hits = self.search(tenant, user_id, query, query_vector, fusion.candidates, fusion, touch_reason=None, now=now)
         ctx = assemble(query, hits, token_budget, self._count_tokens)
         if self.spec.record_search_touches and ctx.items:
             used = {i.memory_id for i in ctx.items}
@@ -165,7 +173,87 @@ class ShardService:
             return []
         rows = retention_table(memory.retention, now, self.state.policy)
         by_id = memory.messages.by_id
-        return [{**asdict(row), "text": by_id[row.memory_id].text, "turn_id": by_id[row.memory_id].turn_id} for row in rows]
+        archived = memory.archive.archived
+        return [
+            {**asdict(row), "text": by_id[row.memory_id].text, "turn_id": by_id[row.memory_id].turn_id,
+             "archived": archived[row.memory_id].reason if row.memory_id in archived else None}
+            for row in rows
+        ]
+
+    # -- archive ----------------------------------------------------
+    def sweep(self, now: datetime, tenant: str | None = None, user_id: str | None = None, dry_run: bool = False) -> list[dict]:
+        """Archive every memory whose retention at ``now`` fell below the policy's floor (or past its age limit).
+
+        One ``memory_archived`` event per user and reason; already archived
+        memories are left alone. ``dry_run`` reports without writing.
+        """
+        policy = self.state.policy
+        pending, report = [], []
+        for (t, u), memory in sorted(self.state.users.items()):
+            if (tenant and t != tenant) or (user_id and u != user_id):
+                continue
+            rows = [r for r in archival_candidates(memory.retention, now, policy) if not memory.archive.is_archived(r.memory_id)]
+            for reason in ("retention_floor", "category_rule"):
+                chosen = [r for r in rows if r.archive_reason == reason]
+                if not chosen:
+                    continue
+                event = MemoryArchived(
+                    memory_ids=tuple(r.memory_id for r in chosen), reason=reason, at=now, policy=policy.name,
+                    retentions=tuple(r.retention for r in chosen),
+                )
+                pending.append(PendingEvent(t, u, new_event_id(), event))
+                report.append({"tenant": t, "user_id": u, "reason": reason, "memory_ids": list(event.memory_ids),
+                               "texts": [memory.messages.by_id[m].text for m in event.memory_ids]})
+        if pending and not dry_run:
+            self._commit(pending)
+        return report
+
+    def archive(self, tenant: str, user_id: str, memory_ids: list[str], now: datetime, reason: str) -> list[str]:
+        """Archive the given memories by hand (reason ``manual``); returns those newly archived."""
+        memory = self._known(tenant, user_id, memory_ids, "archive")
+        fresh = [m for m in dict.fromkeys(memory_ids) if not memory.archive.is_archived(m)]
+        if fresh:
+            event = MemoryArchived(memory_ids=tuple(fresh), reason="manual", at=now, policy="", detail=reason)
+            self._commit([PendingEvent(tenant, user_id, new_event_id(), event)])
+        return fresh
+
+    def restore(self, tenant: str, user_id: str, memory_ids: list[str], now: datetime, reason: str) -> list[str]:
+        """Bring archived memories back into default retrieval; restoring counts as an access."""
+        memory = self._known(tenant, user_id, memory_ids, "restore")
+        not_archived = [m for m in memory_ids if not memory.archive.is_archived(m)]
+        if not_archived:
+            raise InvalidInputError(
+                [("memory_ids", f"{', '.join(not_archived)} not archived; list archived ones with `palimpsest archive list`")],
+                what="restore",
+            )
+        ids = tuple(dict.fromkeys(memory_ids))
+        self._commit([PendingEvent(tenant, user_id, new_event_id(), MemoryRestored(memory_ids=ids, at=now, reason=reason))])
+        return list(ids)
+
+    def archived(self, tenant: str, user_id: str) -> list[dict]:
+        """The user's archived memories: when, why, retention at the time, and the text."""
+        memory = self.state.user(tenant, user_id)
+        if memory is None:
+            return []
+        by_id = memory.messages.by_id
+        return [
+            {"memory_id": e.memory_id, "reason": e.reason, "at": e.at.isoformat(), "policy": e.policy,
+             "retention": e.retention, "detail": e.detail, "turn_id": by_id[e.memory_id].turn_id,
+             "text": by_id[e.memory_id].text}
+            for e in sorted(memory.archive.archived.values(), key=lambda e: (e.at, by_id[e.memory_id].seq))
+        ]
+
+    def _known(self, tenant: str, user_id: str, memory_ids: list[str], what: str):
+        memory = self.state.user(tenant, user_id)
+        if not memory_ids:
+            raise InvalidInputError([("memory_ids", "empty; name at least one memory id")], what=what)
+        unknown = [m for m in memory_ids if memory is None or m not in memory.messages.by_id]
+        if unknown:
+            raise InvalidInputError(
+                [("memory_ids", f"{', '.join(unknown)} not memories of {tenant}/{user_id}; ids come from search results")],
+                what=what,
+            )
+        return memory
 
     def episodes(self, tenant: str, user_id: str) -> list[dict]:
         """One user's episodes in order, each with its turns, boundary reason and extractive summary."""
@@ -190,13 +278,36 @@ class ShardService:
             })
         return out
 
-    def counterfactual(self, policy: RetentionPolicy, now: datetime) -> list[dict]:
-        """Re-project retention under ``policy`` from the log (read only) and compare with the live policy."""
-        report = counterfactual.compare(list(self.log.scan()), self.state.policy, policy, now)
+    def counterfactual(
+        self, policy: RetentionPolicy, now: datetime, queries: list[tuple] = (), k: int = 10,
+        fusion: FusionConfig = DEFAULT_FUSION,
+    ) -> list[dict]:
+        """Re-project retention under ``policy`` from the log (read only) and compare with the live policy.
+
+        ``queries`` are ``(tenant, user_id, query, query_vector)``: each is
+        ranked under both policies (retention term and archived set of each)
+        and the rank changes are reported under the user's ``queries`` key.
+        Nothing is appended (no touch events).
+        """
+        envelopes = list(self.log.scan())
+        report = counterfactual.compare(envelopes, self.state.policy, policy, now)
+        alt = counterfactual.fold_per_user(envelopes, policy) if queries else {}
         for user in report:
-            by_id = self.state.users[(user["tenant"], user["user_id"])].messages.by_id
+            stream = (user["tenant"], user["user_id"])
+            memory = self.state.users[stream]
+            by_id = memory.messages.by_id
             for key in ("archived_only_under_other", "kept_only_under_other"):
                 user[key] = [{"memory_id": m, "turn_id": by_id[m].turn_id, "text": by_id[m].text} for m in user[key]]
+            user["queries"] = []
+            for tenant, user_id, query, vector in queries:
+                if (tenant, user_id) != stream:
+                    continue
+                dense = self.vectors.search(tenant, user_id, vector, max(k, fusion.candidates))
+                sides = []
+                for pol, state in ((self.state.policy, memory.retention), (policy, alt[stream])):
+                    view = counterfactual.as_policy_would_archive(memory, state, pol, now)
+                    sides.append(fuse(view, query, dense, k, fusion, vector, now=now, policy=pol))
+                user["queries"].append({"query": query, "ranks": counterfactual.rank_changes(*sides)})
         return report
 
     def scan(self, flt: ScanFilter, limit: int | None = None) -> list[Envelope]:

@@ -6,6 +6,9 @@ actor (``max_restarts=-1``); ``__init__`` folds the log again and reconciles
 LanceDB, so nothing acknowledged is lost. Calls in flight when it died are
 retried (``max_task_retries``): ``record`` is idempotent by client message
 id, queries have no effects beyond touch events.
+
+Each method forwards to the :class:`ShardService` method of the same name
+(see there for arguments); the actor adds only process isolation.
 """
 
 from __future__ import annotations
@@ -29,35 +32,47 @@ class ShardActor:
     def pid(self) -> int:
         return os.getpid()
 
-    def record(self, commands, vectors, model_id):
-        return self._svc.record(commands, vectors, model_id)
+    def record(self, *args, **kwargs):
+        return self._svc.record(*args, **kwargs)
 
-    def search(self, tenant, user_id, query, query_vector, k, fusion, touch_reason="search_hit"):
-        return self._svc.search(tenant, user_id, query, query_vector, k, fusion, touch_reason)
+    def search(self, *args, **kwargs):
+        return self._svc.search(*args, **kwargs)
 
-    def context(self, tenant, user_id, query, query_vector, token_budget, fusion):
-        return self._svc.context(tenant, user_id, query, query_vector, token_budget, fusion)
+    def context(self, *args, **kwargs):
+        return self._svc.context(*args, **kwargs)
 
-    def counterfactual(self, policy, now):
-        return self._svc.counterfactual(policy, now)
+    def counterfactual(self, *args, **kwargs):
+        return self._svc.counterfactual(*args, **kwargs)
 
-    def episodes(self, tenant, user_id):
-        return self._svc.episodes(tenant, user_id)
+    def episodes(self, *args, **kwargs):
+        return self._svc.episodes(*args, **kwargs)
 
-    def retention(self, tenant, user_id, now):
-        return self._svc.retention(tenant, user_id, now)
+    def retention(self, *args, **kwargs):
+        return self._svc.retention(*args, **kwargs)
 
-    def scan(self, flt, limit=None):
-        return self._svc.scan(flt, limit)
+    def sweep(self, *args, **kwargs):
+        return self._svc.sweep(*args, **kwargs)
 
-    def digest(self):
-        return self._svc.digest()
+    def archive(self, *args, **kwargs):
+        return self._svc.archive(*args, **kwargs)
 
-    def replay(self):
-        return self._svc.replay()
+    def restore(self, *args, **kwargs):
+        return self._svc.restore(*args, **kwargs)
 
-    def stats(self):
-        return self._svc.stats()
+    def archived(self, *args, **kwargs):
+        return self._svc.archived(*args, **kwargs)
+
+    def scan(self, *args, **kwargs):
+        return self._svc.scan(*args, **kwargs)
+
+    def digest(self, *args, **kwargs):
+        return self._svc.digest(*args, **kwargs)
+
+    def replay(self, *args, **kwargs):
+        return self._svc.replay(*args, **kwargs)
+
+    def stats(self, *args, **kwargs):
+        return self._svc.stats(*args, **kwargs)
 
     def close(self):
         self._svc.close()

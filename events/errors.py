@@ -16,10 +16,18 @@ class InvalidInputError(PalimpsestError, ValueError):
 
     def __init__(self, problems: list[tuple[str, str]], *, what: str = "input") -> None:
         self.problems = tuple(problems)
+        self.what = what
         lines = [f"  - {loc}: {msg}" for loc, msg in self.problems]
         super().__init__(
             f"rejected {what}: {len(self.problems)} problem(s); nothing was written\n" + "\n".join(lines)
         )
+
+    def __reduce__(self):  # crosses process boundaries (Ray) with its problems intact
+        return _rebuild_invalid_input, (list(self.problems), self.what)
+
+
+def _rebuild_invalid_input(problems: list[tuple[str, str]], what: str) -> InvalidInputError:
+    return InvalidInputError(problems, what=what)
 
 
 class ConcurrencyError(PalimpsestError):

@@ -4,38 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from events.audit import AuditReader
 from events.errors import PalimpsestError
 from events.log import ScanFilter
 from palimpsest import config as store_config
-from palimpsest import formats
+from palimpsest import cli_archive, formats
+from palimpsest.cli_common import DEFAULT_STORE, open_store, print_json, parse_when, stream_args
 from palimpsest.logs import configure
+from projections.archive import SCOPES
 from projections.policy import RetentionPolicy
-
-DEFAULT_STORE = os.environ.get("PALIMPSEST_STORE", ".store")
-
-
-def _when(value: str) -> datetime:
-    stamp = datetime.fromisoformat(value)
-    if stamp.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"{value!r} has no timezone; add one, e.g. {value}+00:00")
-    return stamp
-
-
-def _open(args: argparse.Namespace, **create):
-    from palimpsest.memory import Memory  # imports Ray: only for commands that need the actors
-
-    return Memory.open(args.store, create=bool(create), **create)
-
-
-def _print_json(obj) -> None:
-    print(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
-
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     path = Path(args.file)
@@ -43,7 +23,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise PalimpsestError(f"no such file: {path}; give a LoCoMo JSON or a JSONL message file")
     fmt = formats.detect_format(path) if args.format == "auto" else args.format
     messages = formats.read_locomo(path, args.tenant or "locomo") if fmt == "locomo" else formats.read_jsonl(path)
-    with _open(args, num_shards=args.num_shards, embedder=args.embedder) as mem:
+    with open_store(args, num_shards=args.num_shards, embedder=args.embedder) as mem:
         report = mem.add_messages(messages, tenant=args.tenant, user_id=args.user, progress=not args.quiet)
     print(
         f"ingested {report.received} messages ({report.created} new, {report.duplicates} already stored) "
@@ -63,10 +43,10 @@ def _print_hits(hits) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
-        hits = mem.search(args.tenant, args.user, args.query, k=args.k)
+    with open_store(args) as mem:
+        hits = mem.search(args.tenant, args.user, args.query, k=args.k, now=args.at, scope=args.scope)
     if args.json:
-        _print_json([h.to_dict() for h in hits])
+        print_json([h.to_dict() for h in hits])
     elif not hits:
         print(f"no memories for tenant {args.tenant!r}, user {args.user!r}")
     else:
@@ -75,10 +55,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
-        ctx = mem.build_context(args.tenant, args.user, args.query, token_budget=args.budget)
+    with open_store(args) as mem:
+        ctx = mem.build_context(args.tenant, args.user, args.query, token_budget=args.budget, now=args.at)
     if args.json:
-        _print_json(ctx.to_dict())
+        print_json(ctx.to_dict())
         return 0
     print(ctx.text)
     print(f"\n-- {len(ctx.items)} items, {ctx.tokens}/{ctx.budget} tokens; provenance:")
@@ -88,10 +68,10 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 
 def cmd_episodes(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
+    with open_store(args) as mem:
         episodes = mem.episodes(args.tenant, args.user)
     if args.json:
-        _print_json(episodes)
+        print_json(episodes)
         return 0
     for ep in episodes:
         turns = f"{ep['turn_ids'][0]}..{ep['turn_ids'][-1]}" if ep["turn_ids"] else "-"
@@ -102,10 +82,10 @@ def cmd_episodes(args: argparse.Namespace) -> int:
 
 
 def cmd_retention(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
+    with open_store(args) as mem:
         rows = mem.retention(args.tenant, args.user, args.at)
     if args.json:
-        _print_json(rows)
+        print_json(rows)
         return 0
     print(f"{'R':>6} {'S(d)':>7} {'Δt(d)':>7} {'uses':>4}  {'type':<10} {'turn':<10} text")
     for r in rows:
@@ -116,12 +96,28 @@ def cmd_retention(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_queries(path: str, tenant: str | None, user: str | None) -> list[tuple[str, str, str]]:
+    """A query file: one query per line, plain text (needs --tenant/--user) or JSON {"query", "tenant", "user"}."""
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = json.loads(line) if line.lstrip().startswith("{") else {"query": line.strip()}
+        t, u = row.get("tenant", tenant), row.get("user", row.get("user_id", user))
+        if not (t and u and row.get("query")):
+            raise PalimpsestError(f"{path}:{n}: a query needs a tenant and a user; pass --tenant/--user or give "
+                                  'JSON lines like {"query": "...", "tenant": "acme", "user": "alice"}')
+        out.append((t, u, row["query"]))
+    return out
+
+
 def cmd_counterfactual(args: argparse.Namespace) -> int:
     policy = RetentionPolicy.load(args.policy)
-    with _open(args) as mem:
-        report = mem.counterfactual(policy, args.at)
+    queries = read_queries(args.queries, args.tenant, args.user) if args.queries else []
+    with open_store(args) as mem:
+        report = mem.counterfactual(policy, args.at, queries=queries, k=args.k)
     if args.json:
-        _print_json(report)
+        print_json(report)
         return 0
     print(f"re-projected retention under policy {policy.name!r} (the log was only read)")
     for user in report:
@@ -130,13 +126,19 @@ def cmd_counterfactual(args: argparse.Namespace) -> int:
         for key, label in (("archived_only_under_other", "would be archived"), ("kept_only_under_other", "would be kept")):
             for item in user[key][:10]:
                 print(f"  {label:<17} {str(item['turn_id'] or '-'):<10} {item['text'][:70]}")
+        for q in user["queries"]:
+            moved = [r for r in q["ranks"] if r["rank_current"] != r["rank_other"]]
+            print(f"  query {q['query']!r}: {len(moved)} of top {args.k} change rank (current -> {policy.name})")
+            for r in moved:
+                a, b = (str(r[k] or "-") for k in ("rank_current", "rank_other"))
+                print(f"    {a:>3} -> {b:<3} {str(r['turn_id'] or '-'):<10} {r['text'][:60]}")
     return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     if args.policy:
         return cmd_counterfactual(args)
-    with _open(args) as mem:
+    with open_store(args) as mem:
         reports = mem.replay()
     ok = True
     for r in reports:
@@ -160,7 +162,7 @@ def cmd_events(args: argparse.Namespace) -> int:
     table = _audit(args).events(flt, args.limit)
     rows = table.to_pylist()
     if args.json:
-        _print_json(rows)
+        print_json(rows)
         return 0
     for row in rows:
         payload = json.loads(row["payload"])
@@ -174,7 +176,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_sql(args: argparse.Namespace) -> int:
     table = _audit(args).sql(args.query)
     if args.json:
-        _print_json(table.to_pylist())
+        print_json(table.to_pylist())
     else:
         print(" | ".join(table.column_names))
         for row in table.to_pylist():
@@ -189,10 +191,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
+    with open_store(args) as mem:
         stats = mem.stats()
     if args.json:
-        _print_json(stats)
+        print_json(stats)
         return 0
     print(f"store {stats['path']}: {stats['num_shards']} shards, embedder {stats['embedder']}")
     print(f"users {stats['users']} · messages {stats['messages']} · touches {stats['touches']} · events {stats['events']}")
@@ -213,10 +215,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="warning", help="structlog level (default: warning)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def stream_args(sp: argparse.ArgumentParser, required: bool = True) -> None:
-        sp.add_argument("--tenant", required=required)
-        sp.add_argument("--user", required=required)
-
     sp = sub.add_parser("ingest", help="add messages from a LoCoMo JSON or a JSONL file")
     sp.add_argument("file")
     sp.add_argument("--format", choices=["auto", "locomo", "jsonl"], default="auto")
@@ -233,8 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
         stream_args(sp)
         sp.add_argument("query")
         sp.add_argument("--json", action="store_true")
+        sp.add_argument("--at", type=parse_when, help="when the question is asked (ISO with offset; default now)")
         if name == "search":
             sp.add_argument("-k", type=int, default=10)
+            sp.add_argument("--scope", choices=SCOPES, default="active",
+                            help="active memories (default), the archive, or all")
         else:
             sp.add_argument("--budget", type=int, default=1000)
         sp.set_defaults(func=func)
@@ -246,23 +247,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("retention", help="forgetting curve of one user's memories at a time")
     stream_args(sp)
-    sp.add_argument("--at", type=_when, help="ISO time with offset (default: now)")
+    sp.add_argument("--at", type=parse_when, help="ISO time with offset (default: now)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_retention)
 
     sp = sub.add_parser("replay", help="rebuild every projection from the log and compare digests")
     sp.add_argument("--policy", help="a retention policy file (.json/.toml): report what would change under it instead")
-    sp.add_argument("--at", type=_when, help="with --policy: the time to compare at (ISO with offset; default now)")
+    sp.add_argument("--at", type=parse_when, help="with --policy: the time to compare at (ISO with offset; default now)")
     sp.add_argument("--json", action="store_true", help="with --policy: the report as JSON")
+    sp.add_argument("--queries", help="with --policy: a query file (one per line, or JSON lines) to compare rankings")
+    sp.add_argument("--tenant", help="with --queries: tenant of plain-text queries")
+    sp.add_argument("--user", help="with --queries: user of plain-text queries")
+    sp.add_argument("-k", type=int, default=10, help="with --queries: top k compared (default 10)")
     sp.set_defaults(func=cmd_replay)
+
+    cli_archive.register(sub)
 
     sp = sub.add_parser("events", help="audit the log (read-only, no actors)")
     stream_args(sp, required=False)
     sp.add_argument("--kind", action="append", help="event kind, e.g. message_recorded (repeatable)")
     sp.add_argument("--from-seq", type=int)
     sp.add_argument("--to-seq", type=int)
-    sp.add_argument("--since", type=_when, help="ISO time with offset")
-    sp.add_argument("--until", type=_when, help="ISO time with offset")
+    sp.add_argument("--since", type=parse_when, help="ISO time with offset")
+    sp.add_argument("--until", type=parse_when, help="ISO time with offset")
     sp.add_argument("--limit", type=int)
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_events)

@@ -26,15 +26,35 @@ from actors.runtime import ShardCluster, ensure_ray
 from actors.service import ReplayReport, ShardSpec
 from events.commands import RecordMessage, validate_messages
 from events.envelope import Envelope
-from events.errors import InvalidInputError
+from events.errors import InvalidInputError, PalimpsestError
 from events.log import ScanFilter
 from palimpsest import config as store_config
+from projections.archive import SCOPES
 from projections.context import Context
 from projections.embedding import Embedder, make_embedder
 from projections.policy import RetentionPolicy
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
+
+
+def _get(refs):
+    """``ray.get`` that raises a shard's own Palimpsest error as itself, without Ray's wrapping and traceback."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(exc.cause, PalimpsestError):
+            raise exc.cause from None
+        raise
+
+
+def _aware(now: datetime | None, what: str) -> datetime:
+    """``now`` or the current time; a naive datetime is ambiguous and refused."""
+    if now is None:
+        return datetime.now(UTC)
+    if not isinstance(now, datetime) or now.tzinfo is None:
+        raise InvalidInputError([("now", f"{now!r} is not a timezone-aware datetime; e.g. datetime.now(UTC)")], what=what)
+    return now
 
 
 @dataclass
@@ -157,10 +177,10 @@ class Memory:
             # Keep the encoder busy while shards append: wait only for work older than one chunk.
             while len(in_flight) > 2 * max(1, len(by_shard)):
                 ref, idx = in_flight.pop(0)
-                results.update(zip(idx, ray.get(ref)))
+                results.update(zip(idx, _get(ref)))
             bar.update(len(chunk))
         for ref, idx in in_flight:
-            results.update(zip(idx, ray.get(ref)))
+            results.update(zip(idx, _get(ref)))
         bar.close()
         for i in range(len(commands)):
             outcome = results[i]
@@ -180,42 +200,109 @@ class Memory:
         return self.embedder.encode([query])[0]
 
     def search(
-        self, tenant: str, user_id: str, query: str, k: int = 10, *, fusion: FusionConfig = DEFAULT_FUSION
+        self,
+        tenant: str,
+        user_id: str,
+        query: str,
+        k: int = 10,
+        *,
+        fusion: FusionConfig = DEFAULT_FUSION,
+        now: datetime | None = None,
+        scope: str = "active",
     ) -> list[Hit]:
         """The ``k`` best memories of one user for ``query``, each with score breakdown and provenance.
 
-        Every hit is recorded as a ``memory_touched`` event (reason ``search_hit``).
+        ``now`` (default: the current time) is when the question is asked: the
+        retention term of the score is computed then. ``scope`` is ``active``
+        (default: archived memories left out), ``archive`` or ``all``. Every
+        hit is recorded as a ``memory_touched`` event (reason ``search_hit``).
         """
         if k < 1:
             raise InvalidInputError([("k", f"{k}; ask for at least 1 result")], what="search")
+        if scope not in SCOPES:
+            raise InvalidInputError([("scope", f"{scope!r}; choose one of {', '.join(SCOPES)}")], what="search")
+        now = _aware(now, "search")
         vec = self._query_vector(query)
-        return ray.get(self._shard(tenant, user_id).search.remote(tenant, user_id, query, vec, k, fusion))
+        return _get(
+            self._shard(tenant, user_id).search.remote(tenant, user_id, query, vec, k, fusion, now=now, scope=scope)
+        )
 
     def build_context(
-        self, tenant: str, user_id: str, query: str, token_budget: int = 1000, *, fusion: FusionConfig = DEFAULT_FUSION
+        self,
+        tenant: str,
+        user_id: str,
+        query: str,
+        token_budget: int = 1000,
+        *,
+        fusion: FusionConfig = DEFAULT_FUSION,
+        now: datetime | None = None,
     ) -> Context:
         """Prompt-ready memory text for ``query``, at most ``token_budget`` tokens, provenance per line."""
         if token_budget < 1:
             raise InvalidInputError([("token_budget", f"{token_budget}; give a positive number of tokens")], what="context")
+        now = _aware(now, "context")
         vec = self._query_vector(query)
-        return ray.get(self._shard(tenant, user_id).context.remote(tenant, user_id, query, vec, token_budget, fusion))
+        return _get(
+            self._shard(tenant, user_id).context.remote(tenant, user_id, query, vec, token_budget, fusion, now=now)
+        )
 
-    def counterfactual(self, policy: RetentionPolicy, now: datetime | None = None) -> list[dict]:
-        """What every user would keep and lose under ``policy`` at ``now``; the log is only read."""
-        now = now or datetime.now(UTC)
-        parts = ray.get([s.counterfactual.remote(policy, now) for s in self.cluster.shards])
+    # -- archive ----------------------------------------------------
+    def sweep(
+        self, now: datetime | None = None, *, tenant: str | None = None, user_id: str | None = None, dry_run: bool = False
+    ) -> list[dict]:
+        """Archive, on every shard, the memories whose retention at ``now`` fell below the policy's floor.
+
+        Returns what was (or, with ``dry_run``, would be) archived, per user and reason.
+        """
+        now = _aware(now, "sweep")
+        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
+        parts = _get([s.sweep.remote(now, tenant, user_id, dry_run) for s in shards])
+        return [row for part in parts for row in part]
+
+    def archive(self, tenant: str, user_id: str, memory_ids: list[str], *, reason: str = "archived by hand") -> list[str]:
+        """Move memories out of default retrieval by hand (an event; nothing is deleted)."""
+        now = datetime.now(UTC)
+        return _get(self._shard(tenant, user_id).archive.remote(tenant, user_id, list(memory_ids), now, reason))
+
+    def restore(self, tenant: str, user_id: str, memory_ids: list[str], *, reason: str = "restored by hand") -> list[str]:
+        """Bring archived memories back into default retrieval (restoring counts as an access)."""
+        now = datetime.now(UTC)
+        return _get(self._shard(tenant, user_id).restore.remote(tenant, user_id, list(memory_ids), now, reason))
+
+    def archived(self, tenant: str, user_id: str) -> list[dict]:
+        """One user's archived memories with when, why and the retention they had."""
+        return _get(self._shard(tenant, user_id).archived.remote(tenant, user_id))
+
+    def counterfactual(
+        self, policy: RetentionPolicy, now: datetime | None = None, *, queries: Iterable[tuple[str, str, str]] = (),
+        k: int = 10,
+    ) -> list[dict]:
+        """What every user would keep and lose under ``policy`` at ``now``; the log is only read.
+
+        ``queries`` are ``(tenant, user_id, query)``: each is ranked under the
+        live policy and under ``policy`` and its rank changes are reported.
+        """
+        now = _aware(now, "counterfactual")
+        queries = [(t, u, q, self._query_vector(q)) for t, u, q in queries]
+        routes = self._route([(t, u) for t, u, _, _ in queries]) if queries else []
+        parts = _get([
+            s.counterfactual.remote(policy, now, [q for q, r in zip(queries, routes) if r == i], k)
+            for i, s in enumerate(self.cluster.shards)
+        ])
         return sorted((u for part in parts for u in part), key=lambda u: (u["tenant"], u["user_id"]))
 
     def episodes(self, tenant: str, user_id: str) -> list[dict]:
         """The user's episodes (topic/time/role segments) with turn ids, boundary reason and summary."""
-        return ray.get(self._shard(tenant, user_id).episodes.remote(tenant, user_id))
+        return _get(self._shard(tenant, user_id).episodes.remote(tenant, user_id))
 
     def retention(self, tenant: str, user_id: str, now: datetime | None = None) -> list[dict]:
-        """Each memory's retention at ``now`` (default: the current time): R, stability, Δt, accesses, why."""
-        now = now or datetime.now(UTC)
-        if now.tzinfo is None:
-            raise InvalidInputError([("now", "naive datetime; give a timezone, e.g. datetime.now(UTC)")], what="query")
-        return ray.get(self._shard(tenant, user_id).retention.remote(tenant, user_id, now))
+        """Each memory's retention at ``now`` (default: the current time): R, stability, Δt, accesses, why.
+
+        A ``now`` in the past shows the memory as it was then: later messages
+        are absent and later accesses are not counted.
+        """
+        now = _aware(now, "retention")
+        return _get(self._shard(tenant, user_id).retention.remote(tenant, user_id, now))
 
     def events(
         self,
@@ -233,20 +320,20 @@ class Memory:
         flt = ScanFilter(tenant, user_id, from_seq, to_seq, since, until, tuple(kinds) if kinds else None)
         shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
         out: list[Envelope] = []
-        for part in ray.get([s.scan.remote(flt, limit) for s in shards]):
+        for part in _get([s.scan.remote(flt, limit) for s in shards]):
             out.extend(part)
         out.sort(key=lambda e: (e.tenant, e.user_id, e.seq))
         return out[:limit] if limit is not None else out
 
     def replay(self) -> list[ReplayReport]:
         """Rebuild every projection of every shard from the log (in parallel) and compare digests."""
-        return ray.get([s.replay.remote() for s in self.cluster.shards])
+        return _get([s.replay.remote() for s in self.cluster.shards])
 
     def digest(self) -> list[dict]:
-        return ray.get([s.digest.remote() for s in self.cluster.shards])
+        return _get([s.digest.remote() for s in self.cluster.shards])
 
     def stats(self) -> dict:
-        shards = ray.get([s.stats.remote() for s in self.cluster.shards])
+        shards = _get([s.stats.remote() for s in self.cluster.shards])
         return {
             "path": str(self.path),
             "num_shards": self.config.num_shards,

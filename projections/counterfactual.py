@@ -2,17 +2,23 @@
 
 Pure: given the log's envelopes, the live policy and another one, fold
 retention under both and report, per user, which memories each would archive
-at ``now`` and how much their retention moves. The log is only read.
+at ``now`` and how much their retention moves; and, for a set of queries,
+how the ranking changes (the retention term and what each policy archives).
+The log is only read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 
 from events.envelope import Envelope
 from projections import retention
+from projections.archive import ArchiveEntry, ArchiveState
 from projections.policy import RetentionPolicy
+from projections.retrieval import Hit
+from projections.state import UserMemory
 
 Stream = tuple[str, str]
 
@@ -58,3 +64,35 @@ def compare(
             }
         )
     return report
+
+
+def as_policy_would_archive(memory: UserMemory, state: retention.RetentionState, policy: RetentionPolicy,
+                            now: datetime) -> UserMemory:
+    """A view of ``memory`` whose retention is ``state`` and whose archive is what ``policy`` archives at ``now``.
+
+    Both sides of a rank comparison are built this way, so the only difference
+    between them is the policy. The live memory is not modified.
+    """
+    archived = ArchiveState()
+    for row in retention.archival_candidates(state, now, policy):
+        archived.archived[row.memory_id] = ArchiveEntry(
+            row.memory_id, row.archive_reason or "retention_floor", now, policy.name, row.retention, "counterfactual"
+        )
+    return replace(memory, retention=state, archive=archived)
+
+
+def rank_changes(current: list[Hit], other: list[Hit]) -> list[dict]:
+    """Every memory in either top list with its rank under each policy (None: not in that top list)."""
+    a = {h.memory_id: h for h in current}
+    b = {h.memory_id: h for h in other}
+    rows = []
+    for memory_id in dict.fromkeys([*a, *b]):
+        hit = a.get(memory_id) or b[memory_id]
+        rows.append({
+            "memory_id": memory_id,
+            "turn_id": hit.turn_id,
+            "text": hit.text,
+            "rank_current": a[memory_id].rank if memory_id in a else None,
+            "rank_other": b[memory_id].rank if memory_id in b else None,
+        })
+    return rows

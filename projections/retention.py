@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 from events.envelope import Envelope
 from events.errors import PalimpsestError
-from events.model import MemoryTouched, MessageClassified, MessageRecorded
+from events.model import MemoryRestored, MemoryTouched, MessageClassified, MessageRecorded
 from projections.policy import RetentionPolicy
 
 SECONDS_PER_DAY = 86_400.0
@@ -60,6 +60,7 @@ class MemoryItem:
     access_count: int = 0
     last_access: datetime | None = None
     ignored_touches: int = 0  # touches whose reason the policy does not count
+    accesses: tuple[datetime, ...] = ()  # when each counted access happened, in log order (for time travel)
 
     @property
     def reference_time(self) -> datetime:
@@ -80,7 +81,7 @@ class RetentionState:
             [
                 (i.memory_id, i.seq, i.created_at.isoformat(), repr(i.stability), i.memory_type, i.classifier,
                  i.category, i.exempt, i.access_count, i.last_access.isoformat() if i.last_access else None,
-                 i.ignored_touches)
+                 i.ignored_touches, tuple(a.isoformat() for a in i.accesses))
                 for i in sorted(self.items.values(), key=lambda i: i.seq)
             ],
         ]
@@ -138,12 +139,25 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
                 n = item.access_count + 1
                 last = env.occurred_at if item.last_access is None else max(item.last_access, env.occurred_at)
                 stability, ignored = _stability(policy, item.memory_type, n), item.ignored_touches
+                accesses = (*item.accesses, env.occurred_at)
             else:
                 n, last, stability, ignored = item.access_count, item.last_access, item.stability, item.ignored_touches + 1
+                accesses = item.accesses
             state.items[memory_id] = MemoryItem(
                 item.memory_id, item.seq, item.created_at, stability, item.memory_type, item.classifier,
-                item.category, item.exempt, n, last, ignored,
+                item.category, item.exempt, n, last, ignored, accesses,
             )
+    elif isinstance(event, MemoryRestored):
+        # Bringing a memory back from the archive is a deliberate recall: it counts as an access.
+        for memory_id in dict.fromkeys(event.memory_ids):
+            item = state.items.get(memory_id)
+            if item is not None:
+                n = item.access_count + 1
+                last = event.at if item.last_access is None else max(item.last_access, event.at)
+                state.items[memory_id] = replace(
+                    item, access_count=n, last_access=last, stability=_stability(policy, item.memory_type, n),
+                    accesses=(*item.accesses, event.at),
+                )
     return state
 
 
@@ -172,6 +186,23 @@ class RetentionRow:
     exempt: bool
     archive: bool
     why: str
+    archive_reason: str | None = None  # "retention_floor" or "category_rule" when ``archive``
+
+
+def as_of(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> MemoryItem | None:
+    """The item as it stood at ``now``: None if created later; accesses after ``now`` not yet counted."""
+    if item.created_at > now:
+        return None
+    if item.last_access is None or item.last_access <= now:
+        return item
+    past = [a for a in item.accesses if a <= now]
+    return replace(
+        item,
+        access_count=len(past),
+        last_access=max(past) if past else None,
+        stability=_stability(policy, item.memory_type, len(past)),
+        accesses=tuple(past),
+    )
 
 
 def _days(now: datetime, then: datetime) -> float:
@@ -246,25 +277,47 @@ def assess(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> Retentio
     floor = rule.archive_below if own_floor else policy.archive_floor
     floor_name = f"category {item.category} floor" if own_floor else "floor"
     if rule is not None and rule.archive_after_days is not None and t.age >= rule.archive_after_days:
-        archive, verdict = True, f"archive: category {item.category}, age {t.age:.4g} d ≥ {rule.archive_after_days:g} d"
+        archive, verdict = "category_rule", f"archive: category {item.category}, age {t.age:.4g} d ≥ {rule.archive_after_days:g} d"
     elif t.value < floor:
-        archive, verdict = True, f"archive: R < {floor_name} {floor:g}"
+        archive, verdict = "retention_floor", f"archive: R < {floor_name} {floor:g}"
     else:
-        archive, verdict = False, f"kept: R ≥ {floor_name} {floor:g}"
+        archive, verdict = None, f"kept: R ≥ {floor_name} {floor:g}"
     parts.append(verdict)
-    return RetentionRow(**row, exempt=False, archive=archive, why="; ".join(parts))
+    return RetentionRow(**row, exempt=False, archive=archive is not None, why="; ".join(parts), archive_reason=archive)
+
+
+def _items_at(state: RetentionState, now: datetime, policy: RetentionPolicy) -> list[MemoryItem]:
+    """The items that existed at ``now``, as they stood then, in log order (time travel is exact)."""
+    _check_policy(state, policy)
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
+    items = (as_of(item, now, policy) for item in sorted(state.items.values(), key=lambda i: i.seq))
+    return [item for item in items if item is not None]
 
 
 def retention_table(state: RetentionState, now: datetime, policy: RetentionPolicy) -> list[RetentionRow]:
-    """Every item's retention at ``now``, in log order: the explainability view."""
-    _check_policy(state, policy)
-    return [assess(item, now, policy) for item in sorted(state.items.values(), key=lambda i: i.seq)]
+    """Every item's retention at ``now``, in log order: the explainability view.
+
+    Items created after ``now`` are absent and accesses after ``now`` are not
+    counted, so ``--at`` in the past shows the memory as it was then.
+    """
+    return [assess(item, now, policy) for item in _items_at(state, now, policy)]
 
 
-def retention_scores(state: RetentionState, now: datetime, policy: RetentionPolicy) -> dict[str, float]:
-    """memory id → R at ``now``, for the retention term of a fused ranking score."""
+def retention_scores(
+    state: RetentionState, now: datetime, policy: RetentionPolicy, memory_ids=None
+) -> dict[str, float]:
+    """memory id → R at ``now`` (of ``memory_ids`` only, when given), for the ranking's retention term."""
     _check_policy(state, policy)
-    return {mid: retention(item, now, policy) for mid, item in state.items.items()}
+    if memory_ids is None:
+        return {item.memory_id: retention(item, now, policy) for item in _items_at(state, now, policy)}
+    out = {}
+    for mid in memory_ids:
+        item = state.items.get(mid)
+        item = as_of(item, now, policy) if item is not None else None
+        if item is not None:
+            out[mid] = retention(item, now, policy)
+    return out
 
 
 def archival_candidates(state: RetentionState, now: datetime, policy: RetentionPolicy) -> list[RetentionRow]:

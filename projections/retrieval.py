@@ -12,8 +12,11 @@ from datetime import datetime
 
 import numpy as np
 
+from projections.archive import in_scope
 from projections.episodes import Episode
 from projections.lexical import BM25Params
+from projections.policy import RetentionPolicy
+from projections.retention import retention_scores
 from projections.state import UserMemory
 
 
@@ -31,6 +34,10 @@ class FusionConfig:
     ``episode_weight / (rrf_k + episode rank)``, a topical prior that lifts
     turns of the conversation stretch the question is about (0.679 → 0.695
     recall@10 on the same file). ``episode_weight=0`` turns episodes off.
+    Retention adds ``retention_weight · min(R, 2) / (rrf_k + 1)``, R being
+    the memory's retention at the query time under the shard's policy: among
+    equally relevant memories the reinforced and recent one wins, while a
+    strong textual match still outranks it. ``retention_weight=0`` turns it off.
     """
 
     rrf_k: int = 5
@@ -38,6 +45,7 @@ class FusionConfig:
     lexical_weight: float = 1.3
     episode_weight: float = 0.5  # members of the episodes nearest the query get a third RRF term
     episode_candidates: int = 5
+    retention_weight: float = 0.1  # R at the query time, as a fraction of a rank-1 RRF term (a tie-breaker)
     candidates: int = 100
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
@@ -94,8 +102,17 @@ def fuse(
     k: int,
     config: FusionConfig = DEFAULT_FUSION,
     query_vector: np.ndarray | None = None,
+    *,
+    now: datetime | None = None,
+    policy: RetentionPolicy | None = None,
+    scope: str = "active",
 ) -> list[Hit]:
-    """Top-``k`` hits from dense neighbours plus a BM25 search (and episodes), fused with weighted RRF."""
+    """Top-``k`` hits from dense neighbours plus a BM25 search (and episodes), fused with weighted RRF.
+
+    ``scope`` picks the memories searched: ``active`` (not archived, the
+    default), ``archive`` (archived only) or ``all``. With ``now`` and
+    ``policy`` the retention term joins the score (see :class:`FusionConfig`).
+    """
     lexical = memory.lexical.search(query, config.candidates, config.bm25)
     parts: dict[str, dict] = {}
     for rank, (memory_id, sim) in enumerate(dense, start=1):
@@ -107,10 +124,16 @@ def fuse(
             for memory_id in episode.member_ids:
                 parts.setdefault(memory_id, {}).setdefault("episode", (rank, sim, episode))
 
+    parts = {
+        mid: p for mid, p in parts.items()
+        # an index row the projections do not know yet is never surfaced; archived ones only when asked for
+        if mid in memory.messages.by_id and in_scope(memory.archive, mid, scope)
+    }
+    recall = {}
+    if config.retention_weight > 0 and now is not None and policy is not None:
+        recall = retention_scores(memory.retention, now, policy, parts)
     scored = []
     for memory_id, p in parts.items():
-        if memory_id not in memory.messages.by_id:
-            continue  # an index row the projections do not know yet; never surface it
         score = 0.0
         breakdown: dict = {}
         if "dense" in p:
@@ -125,6 +148,11 @@ def fuse(
             rank, sim, episode = p["episode"]
             score += config.episode_weight / (config.rrf_k + rank)
             breakdown.update(episode_rank=rank, episode_similarity=round(sim, 6), episode_id=episode.episode_id)
+        if memory_id in recall:
+            score += config.retention_weight * min(recall[memory_id], 2.0) / (config.rrf_k + 1)
+            breakdown["retention"] = round(recall[memory_id], 6)
+        if scope != "active" and memory.archive.is_archived(memory_id):
+            breakdown["archived"] = memory.archive.archived[memory_id].reason
         breakdown["rrf"] = round(score, 8)
         seq = memory.messages.by_id[memory_id].seq
         scored.append((score, -seq, memory_id, breakdown))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from events.envelope import Envelope
-from projections import episodes, lexical, messages, retention, touches, vectors
+from projections import archive, episodes, lexical, messages, retention, touches, vectors
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
 
@@ -28,6 +28,7 @@ class UserMemory:
     touches: touches.TouchLog = field(default_factory=touches.TouchLog)
     retention: retention.RetentionState = field(default_factory=retention.RetentionState)
     episodes: episodes.EpisodeState = field(default_factory=episodes.EpisodeState)
+    archive: archive.ArchiveState = field(default_factory=archive.ArchiveState)
     head: int = 0
 
 
@@ -36,6 +37,7 @@ PROJECTIONS: dict[str, Callable] = {
     "lexical": lexical.evolve,
     "vectors": vectors.evolve,
     "touches": touches.evolve,
+    "archive": archive.evolve,
 }
 # Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
 # same log with another policy or segmentation is a fold with another ShardState.

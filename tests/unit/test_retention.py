@@ -7,6 +7,7 @@ from datetime import datetime
 
 import pytest
 
+from events.model import MemoryRestored
 from projections.policy import DEFAULT_POLICY, SEED_000_STABILITY_DAYS, RetentionPolicy
 from projections.retention import (
     PolicyMismatchError,
@@ -250,3 +251,31 @@ def test_seed_000_touch_resets_decay():
     score_after = r(after_state, "m1", 20)
     assert score_after >= score_before
     assert score_after == pytest.approx(1 + math.log(2))
+
+
+# -- time travel: a query at ``now`` sees only what had happened by then ------------
+
+
+def test_retention_at_a_time_before_a_touch_ignores_the_touch():
+    state = project(*typed("decision"), (30, "t1", touch("m1", reason="context")), policy=NO_BONUS)
+    before = {row.memory_id: row for row in retention_table(state, day(20), NO_BONUS)}["m1"]
+    assert (before.access_count, before.stability) == (0, 90.0)
+    assert before.retention == pytest.approx(math.exp(-20 / 90))
+    after = {row.memory_id: row for row in retention_table(state, day(40), NO_BONUS)}["m1"]
+    assert (after.access_count, after.stability) == (1, pytest.approx(117.0))
+    assert after.retention == pytest.approx(math.exp(-10 / 117))
+
+
+def test_retention_at_a_time_before_creation_omits_the_memory():
+    state = project(*typed("decision"), (5, "m2", remembered("later", "c2", at=5)))
+    assert [row.memory_id for row in retention_table(state, day(3), DEFAULT_POLICY)] == ["m1"]
+    assert set(retention_scores(state, day(3), DEFAULT_POLICY)) == {"m1"}
+    assert set(retention_scores(state, day(3), DEFAULT_POLICY, ["m1", "m2", "nope"])) == {"m1"}
+
+
+def test_restoring_from_the_archive_counts_as_an_access():
+    restored = MemoryRestored(memory_ids=("m1",), at=day(50), reason="asked for it")
+    state = project(*typed("decision"), (50, "r1", restored), policy=NO_BONUS)
+    item = state.items["m1"]
+    assert (item.access_count, item.last_access, item.accesses) == (1, day(50), (day(50),))
+    assert r(state, "m1", 50, NO_BONUS) == pytest.approx(1.0)

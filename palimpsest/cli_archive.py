@@ -1,0 +1,74 @@
+"""``palimpsest archive ...``: sweep by retention, list, archive and restore by hand.
+
+Archival never deletes: it is a ``memory_archived`` event; default retrieval
+skips archived memories, ``palimpsest search --scope archive`` still finds
+them, and ``restore`` brings them back (an event, counted as an access).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        rows = mem.sweep(args.at, tenant=args.tenant, user_id=args.user, dry_run=args.dry_run)
+    if args.json:
+        print_json(rows)
+        return 0
+    verb = "would archive" if args.dry_run else "archived"
+    for row in rows:
+        print(f"{row['tenant']}/{row['user_id']}: {verb} {len(row['memory_ids'])} ({row['reason']})")
+        for memory_id, text in zip(row["memory_ids"], row["texts"]):
+            print(f"   {memory_id}  {text[:70]}")
+    total = sum(len(r["memory_ids"]) for r in rows)
+    print(f"-- {verb} {total} memories" + (" (dry run: nothing written)" if args.dry_run else ""))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        rows = mem.archived(args.tenant, args.user)
+    if args.json:
+        print_json(rows)
+        return 0
+    for row in rows:
+        r = f"R={row['retention']:.3f}" if row["retention"] is not None else row["detail"][:20]
+        print(f"{row['at'][:16]}  {row['reason']:<15} {r:<10} {row['memory_id']}  {row['text'][:60]}")
+    print(f"-- {len(rows)} archived memories")
+    return 0
+
+
+def cmd_move(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        act = mem.restore if args.archive_command == "restore" else mem.archive
+        done = act(args.tenant, args.user, args.memory_ids, reason=args.reason)
+    print(f"{args.archive_command}d {len(done)} memories: {', '.join(done) or '-'}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("archive", help="archived memories: sweep by retention, list, restore")
+    asub = p.add_subparsers(dest="archive_command", required=True)
+
+    sp = asub.add_parser("sweep", help="archive every memory whose retention fell below the policy's floor")
+    stream_args(sp, required=False)
+    sp.add_argument("--at", type=parse_when, help="ISO time with offset (default: now)")
+    sp.add_argument("--dry-run", action="store_true", help="report only; write nothing")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_sweep)
+
+    sp = asub.add_parser("list", help="one user's archived memories")
+    stream_args(sp)
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_list)
+
+    for name, help_ in (("restore", "bring archived memories back into default retrieval"),
+                        ("archive", "archive memories by hand")):
+        sp = asub.add_parser(name, help=help_)
+        stream_args(sp)
+        sp.add_argument("memory_ids", nargs="+", metavar="MEMORY_ID")
+        sp.add_argument("--reason", default=f"{name}d from the command line")
+        sp.set_defaults(func=cmd_move)

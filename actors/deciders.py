@@ -15,6 +15,7 @@ from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
 from projections.classify import classification_event
+from projections.note_ops import decide_note_operations
 from projections.retrieval import Hit
 from projections.state import ShardState
 
@@ -81,7 +82,33 @@ def decide_record(
                 PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), derived, causation_id=message_id, correlation_id=message_id)
             )
         outcomes.append(RecordOutcome(message_id, created=True))
+    pending += decide_notes(state, [p for p in pending if isinstance(p.event, MessageRecorded)])
     return pending, outcomes
+
+
+def decide_notes(state: ShardState, recorded: list[PendingEvent]) -> list[PendingEvent]:
+    """Note operations (add / update / boost / delete / skip) for newly recorded messages, per user.
+
+    Decided with the offline rules against the user's active notes, in
+    message order, so a note added earlier in the batch can be superseded
+    later in it. Appended in the same batch as the messages: a message and
+    the notes read from it are durable together.
+    """
+    out: list[PendingEvent] = []
+    by_stream: dict[tuple[str, str], list[PendingEvent]] = {}
+    for p in recorded:
+        by_stream.setdefault((p.tenant, p.user_id), []).append(p)
+    for (tenant, user_id), items in by_stream.items():
+        memory = state.user(tenant, user_id)
+        active = memory.notes.active() if memory else []
+        previous = memory.messages.by_id[memory.messages.order[-1]].text if memory and memory.messages.order else None
+        ops = decide_note_operations(
+            active, [(p.event_id, p.event) for p in items], new_event_id, previous_text=previous
+        )
+        for event_id, op in ops:
+            source = op.source_message_ids[0] if op.source_message_ids else None
+            out.append(PendingEvent(tenant, user_id, event_id, op, causation_id=source, correlation_id=source))
+    return out
 
 
 def decide_touches(

@@ -26,7 +26,8 @@ from events.log import EventLog, ScanFilter
 from events.model import MemoryArchived, MemoryRestored
 from projections import counterfactual
 from projections import state as shard_state
-from projections.context import Context, assemble
+from projections.context import Context, NoteEntry, assemble
+from projections.episode_search import search_episodes
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.lance import LanceVectorTable
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
@@ -151,11 +152,46 @@ class ShardService:
         now: datetime | None = None,
     ) -> Context:
         hits = self.search(tenant, user_id, query, query_vector, fusion.candidates, fusion, touch_reason=None, now=now)
-        ctx = assemble(query, hits, token_budget, self._count_tokens)
+        memory = self.state.user(tenant, user_id)
+        notes = self._note_entries(memory, hits, fusion) if memory is not None and fusion.note_tokens else []
+        ctx = assemble(query, hits, token_budget, self._count_tokens, notes, fusion.note_tokens)
         if self.spec.record_search_touches and ctx.items:
             used = {i.memory_id for i in ctx.items}
             self._commit(decide_touches(tenant, user_id, query, [h for h in hits if h.memory_id in used], "context"))
         return ctx
+
+    @staticmethod
+    def _note_entries(memory, hits: list[Hit], fusion: FusionConfig) -> list[NoteEntry]:
+        """Active notes for a context: the notes stated by the best hits (in hit order), then core notes.
+
+        A note enters because the turn it was read from is among the top
+        ``2 · note_candidates`` hits for the query (notes matching the query
+        lift their turns there through the note term of the fusion), so the
+        notes section is the compact, current form of the most relevant turns.
+        """
+        active = memory.notes.active()
+        by_source: dict[str, list] = {}
+        for note in active:
+            for source in note.source_message_ids:
+                by_source.setdefault(source, []).append(note)
+        chosen: dict[str, float] = {}
+        for hit in hits[: 2 * fusion.note_candidates]:
+            for note in by_source.get(hit.memory_id, ()):
+                chosen.setdefault(note.note_id, hit.score)
+        for note in active:
+            if note.lifecycle == "core":
+                chosen.setdefault(note.note_id, 0.0)
+        entries = []
+        by_id = memory.messages.by_id
+        for note_id, score in chosen.items():
+            note = memory.notes.notes[note_id]
+            sources = tuple(m for m in note.source_message_ids if m in by_id)
+            entries.append(NoteEntry(
+                note_id, note.category, note.text, note.version, note.valid_from, sources,
+                tuple(t for t in (by_id[m].turn_id for m in sources) if t),
+                by_id[sources[0]].conversation_id if sources else "", score,
+            ))
+        return entries
 
     def _count_tokens(self, lines: list[str]) -> list[int]:
         cache = self._line_tokens
@@ -255,28 +291,41 @@ class ShardService:
             )
         return memory
 
-    def episodes(self, tenant: str, user_id: str) -> list[dict]:
-        """One user's episodes in order, each with its turns, boundary reason and extractive summary."""
+    def episodes(
+        self, tenant: str, user_id: str, query: str | None = None, query_vector: np.ndarray | None = None, k: int = 5,
+        fusion: FusionConfig = DEFAULT_FUSION,
+    ) -> list[dict]:
+        """One user's episodes in order, each with its turns, boundary reason and summary.
+
+        With a ``query`` (and its vector): the ``k`` best-matching episodes,
+        best first, each with its rank, score and score breakdown.
+        """
         memory = self.state.user(tenant, user_id)
         if memory is None:
             return []
-        out = []
-        for episode in memory.episodes.episodes():
-            summary = summarize(episode, memory.messages.by_id, memory.lexical)
-            start, end = episode.span
-            out.append({
-                "episode_id": episode.episode_id,
-                "reason": episode.reason,
-                "open": episode.is_open,
-                "start": start.isoformat(),
-                "end": end.isoformat(),
-                "turn_ids": list(episode.turn_ids),
-                "member_ids": list(episode.member_ids),
-                "title": summary.title,
-                "keywords": list(summary.keywords),
-                "summary": summary.text,
-            })
-        return out
+        if query is None:
+            return [self._episode_view(memory, episode) for episode in memory.episodes.episodes()]
+        return [
+            {**self._episode_view(memory, hit.episode), "rank": hit.rank, "score": hit.score, "breakdown": hit.breakdown}
+            for hit in search_episodes(memory, query, query_vector, k, fusion)
+        ]
+
+    @staticmethod
+    def _episode_view(memory, episode) -> dict:
+        summary = summarize(episode, memory.messages.by_id, memory.lexical)
+        start, end = episode.span
+        return {
+            "episode_id": episode.episode_id,
+            "reason": episode.reason,
+            "open": episode.is_open,
+            "start": start.isoformat(),
+            "end": end.isoformat(),
+            "turn_ids": list(episode.turn_ids),
+            "member_ids": list(episode.member_ids),
+            "title": summary.title,
+            "keywords": list(summary.keywords),
+            "summary": summary.text,
+        }
 
     def counterfactual(
         self, policy: RetentionPolicy, now: datetime, queries: list[tuple] = (), k: int = 10,

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ class Question:
     evidence: frozenset[str]  # normalised dia ids "D<s>:<t>"
     answer: str
     adversarial: bool
+    asked_at: datetime | None = None  # when the question is put: right after the sample's last turn
 
     @property
     def user_id(self) -> str:
@@ -115,5 +117,8 @@ def load(path: str | Path, limit_samples: int | None = None) -> Dataset:
         sample_id = str(raw.get("sample_id") or f"sample-{pos}")
         messages = sample_messages(sample_id, raw.get("conversation") or {}, stats)
         scored, skipped = _questions(sample_id, raw.get("qa") or [], {m["turn_id"] for m in messages}, stats)
+        if messages:
+            asked_at = max(datetime.fromisoformat(m["occurred_at"]) for m in messages) + timedelta(minutes=1)
+            scored = [replace(q, asked_at=asked_at) for q in scored]
         samples.append(Sample(sample_id, messages, scored, skipped))
     return Dataset(name=path.name, samples=samples, stats=stats)

@@ -105,11 +105,14 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         corpora = build_corpora(messages, vectors, lambda m: m["user_id"], default_counter())
 
         palimpsest = PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS)
-        # Ablations: the same store and API with one capability switched off (touches never feed ranking,
-        # so the systems do not influence each other).
+        # Ablations: the same store and API with one capability switched off. Questions are asked "right after
+        # the conversation" (Question.asked_at), before any touch the benchmark records, so systems and
+        # questions do not influence each other through reinforcement.
         ablations = [
             PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name="palimpsest_no_episodes",
                              fusion=replace(DEFAULT_FUSION, episode_weight=0.0)),
+            PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name="palimpsest_no_notes",
+                             fusion=replace(DEFAULT_FUSION, note_weight=0.0, note_tokens=0)),
         ]
         systems = select(
             [palimpsest.as_system(), *(a.as_system() for a in ablations),

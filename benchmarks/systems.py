@@ -69,13 +69,17 @@ class PalimpsestSystem:
 
     def retrieve(self, q: Question) -> Retrieval:
         started = time.perf_counter()
-        hits = self.mem.search(self.tenant, q.user_id, q.question, k=self.k, fusion=self.fusion)
+        # Asked right after the conversation (``asked_at``): retention is computed then, and the touches the
+        # benchmark itself records (later, in wall-clock time) do not count, so questions do not influence each other.
+        hits = self.mem.search(self.tenant, q.user_id, q.question, k=self.k, fusion=self.fusion, now=q.asked_at)
         self.search_ms.append((time.perf_counter() - started) * 1000)
         contexts = {}
         timed = max(self.budgets)
         for budget in self.budgets:
             started = time.perf_counter()
-            ctx = self.mem.build_context(self.tenant, q.user_id, q.question, token_budget=budget, fusion=self.fusion)
+            ctx = self.mem.build_context(
+                self.tenant, q.user_id, q.question, token_budget=budget, fusion=self.fusion, now=q.asked_at
+            )
             if budget == timed:
                 self.context_ms.append((time.perf_counter() - started) * 1000)
             contexts[budget] = BudgetContext(

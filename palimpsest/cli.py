@@ -69,7 +69,7 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 def cmd_episodes(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
-        episodes = mem.episodes(args.tenant, args.user)
+        episodes = mem.episodes(args.tenant, args.user, args.query, k=args.k)
     if args.json:
         print_json(episodes)
         return 0
@@ -240,8 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--budget", type=int, default=1000)
         sp.set_defaults(func=func)
 
-    sp = sub.add_parser("episodes", help="one user's episodes with their turns and summaries")
+    sp = sub.add_parser("episodes", help="one user's episodes with their turns and summaries (or those matching a query)")
     stream_args(sp)
+    sp.add_argument("query", nargs="?", help="rank the episodes for this query instead of listing them all")
+    sp.add_argument("-k", type=int, default=5, help="with a query: how many episodes (default 5)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_episodes)
 

@@ -291,9 +291,17 @@ class Memory:
         ])
         return sorted((u for part in parts for u in part), key=lambda u: (u["tenant"], u["user_id"]))
 
-    def episodes(self, tenant: str, user_id: str) -> list[dict]:
-        """The user's episodes (topic/time/role segments) with turn ids, boundary reason and summary."""
-        return _get(self._shard(tenant, user_id).episodes.remote(tenant, user_id))
+    def episodes(self, tenant: str, user_id: str, query: str | None = None, *, k: int = 5) -> list[dict]:
+        """The user's episodes (topic/time/role segments) with turn ids, boundary reason and summary.
+
+        With a ``query``: the ``k`` episodes that match it best (episodes as retrievable units), best first.
+        """
+        shard = self._shard(tenant, user_id)
+        if query is None:
+            return _get(shard.episodes.remote(tenant, user_id))
+        if k < 1:
+            raise InvalidInputError([("k", f"{k}; ask for at least 1 episode")], what="episode search")
+        return _get(shard.episodes.remote(tenant, user_id, query, self._query_vector(query), k))
 
     def retention(self, tenant: str, user_id: str, now: datetime | None = None) -> list[dict]:
         """Each memory's retention at ``now`` (default: the current time): R, stability, Δt, accesses, why.

@@ -46,6 +46,10 @@ _NOT_MY = r"(?!point|question|guess|idea|concern|worry|thought|feeling|bet|fault
 _DECIDE_VERB = r"(?:go\s+with|use|stick\s+with|switch\s+to|adopt|pick|choose|migrate\s+to|move\s+to)"
 _ZH_NOT_IDENTITY = r"(?!说|不是|觉得|这么|那么|在|想|真的|来|因为|为了|故意|开玩笑)"
 
+# Verbs that make "never …" / "always …" at the start of a sentence an instruction.
+IMPERATIVES = (r"(?:use|store|keep|run|deploy|commit|push|share|send|call|check|ask|write|test|log|delete|remove"
+               r"|merge|put|save|back\s+up|make\s+sure|include|mention|book|schedule|eat|drink)\b")
+
 # First match wins, in this order: preference, decision, constraint, fact.
 EN_RULES = _rules(
     "en",
@@ -80,10 +84,13 @@ EN_RULES = _rules(
     ("constraint", "Constraint: {o}", "negative", 0.8, None,
      (r"^(?!i\b)(?P<o>.*?\b(?:must\s+not|mustn't|must\s+never|(?:are|is|aren't|isn't)\s+not\s+allowed\s+to"
       r"|(?:are|is)\s+(?:forbidden|prohibited)|don't\s+ever|do\s+not\s+ever)\b.+)")),
-    ("constraint", "Constraint: {o}", "negative", 0.75, None, r"^(?P<o>(?:(?:we|you)\s+)?(?:should\s+)?never\s+.+)"),
+    # A rule, not a description or an exclamation: "we should never …", "never store …" (not "never saw this coming").
+    ("constraint", "Constraint: {o}", "negative", 0.75, None,
+     r"^(?P<o>(?:(?:we|you)\s+(?:should|must)\s+never|never\s+(?=" + IMPERATIVES + r"))\s*.+)"),
     ("constraint", "Constraint: {o}", "positive", 0.75, None,
-     r"^(?!i\b)(?P<o>.*?\bmust\s+(?!not\b|never\b|be\s+(?:joking|kidding)).+)"),
-    ("constraint", "Constraint: {o}", "positive", 0.7, None, r"^(?P<o>(?:(?:we|you)\s+)?always\s+.+)"),
+     r"^(?!i\b)(?P<o>.*?\bmust\s+(?!not\b|never\b|be\b|have\b|feel\b|'ve\b|'ve\b).+)"),  # "must be tough" guesses
+    ("constraint", "Constraint: {o}", "positive", 0.7, None,
+     r"^(?P<o>(?:(?:we|you)\s+(?:should|must|need\s+to)\s+always|always\s+(?=" + IMPERATIVES + r"))\s*.+)"),
     ("fact", "{s}'s birthday is {o}", "positive", 0.8, "birthday",
      r"\bmy\s+(?:date\s+of\s+)?birth(?:day|date)\s+is\s+(?:on\s+)?(?P<o>.+)"),
     ("fact", "{s}'s name is {o}", "positive", 0.8, "name", r"\bmy\s+name\s+is\s+(?P<o>.+)"),

@@ -38,6 +38,10 @@ class FusionConfig:
     the memory's retention at the query time under the shard's policy: among
     equally relevant memories the reinforced and recent one wins, while a
     strong textual match still outranks it. ``retention_weight=0`` turns it off.
+    Notes are retrieval keys (LongMemEval's fact-augmented keys): the active
+    notes ranked by BM25 against the query lift their source turns by
+    ``note_weight / (rrf_k + note rank)``; a context puts the matching notes
+    first, within ``note_tokens``. ``note_weight=0, note_tokens=0`` turns notes off.
     """
 
     rrf_k: int = 5
@@ -46,6 +50,9 @@ class FusionConfig:
     episode_weight: float = 0.5  # members of the episodes nearest the query get a third RRF term
     episode_candidates: int = 5
     retention_weight: float = 0.1  # R at the query time, as a fraction of a rank-1 RRF term (a tie-breaker)
+    note_weight: float = 0.5  # source turns of the active notes that match the query get a fourth RRF term
+    note_candidates: int = 10
+    note_tokens: int = 500  # the notes' share of a context (seed 000: under ~500 tokens); 0 leaves notes out
     candidates: int = 100
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
@@ -124,6 +131,10 @@ def fuse(
             for memory_id in episode.member_ids:
                 parts.setdefault(memory_id, {}).setdefault("episode", (rank, sim, episode))
 
+    if config.note_weight > 0:
+        for rank, (note_id, bm25) in enumerate(memory.notes.search(query, config.note_candidates, config.bm25), 1):
+            for memory_id in memory.notes.notes[note_id].source_message_ids:
+                parts.setdefault(memory_id, {}).setdefault("note", (rank, bm25, note_id))
     parts = {
         mid: p for mid, p in parts.items()
         # an index row the projections do not know yet is never surfaced; archived ones only when asked for
@@ -148,6 +159,10 @@ def fuse(
             rank, sim, episode = p["episode"]
             score += config.episode_weight / (config.rrf_k + rank)
             breakdown.update(episode_rank=rank, episode_similarity=round(sim, 6), episode_id=episode.episode_id)
+        if "note" in p:
+            rank, bm25, note_id = p["note"]
+            score += config.note_weight / (config.rrf_k + rank)
+            breakdown.update(note_rank=rank, note_bm25=round(bm25, 6), note_id=note_id)
         if memory_id in recall:
             score += config.retention_weight * min(recall[memory_id], 2.0) / (config.rrf_k + 1)
             breakdown["retention"] = round(recall[memory_id], 6)

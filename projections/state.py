@@ -13,9 +13,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from events.envelope import Envelope
-from projections import archive, episodes, lexical, messages, retention, touches, vectors
+from projections import archive, episodes, lexical, messages, notes, profile, retention, tiers, touches, vectors, working
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
+from projections.tiers import DEFAULT_TIERS, TierConfig
+from projections.working import DEFAULT_WORKING, WorkingConfig
 
 Stream = tuple[str, str]
 
@@ -29,6 +31,10 @@ class UserMemory:
     retention: retention.RetentionState = field(default_factory=retention.RetentionState)
     episodes: episodes.EpisodeState = field(default_factory=episodes.EpisodeState)
     archive: archive.ArchiveState = field(default_factory=archive.ArchiveState)
+    notes: notes.NoteState = field(default_factory=notes.NoteState)
+    profile: profile.UserProfile = field(default_factory=profile.UserProfile)
+    tiers: tiers.TierState = field(default_factory=tiers.TierState)
+    working: working.WorkingState = field(default_factory=working.WorkingState)
     head: int = 0
 
 
@@ -38,12 +44,16 @@ PROJECTIONS: dict[str, Callable] = {
     "vectors": vectors.evolve,
     "touches": touches.evolve,
     "archive": archive.evolve,
+    "notes": notes.evolve,
+    "profile": profile.evolve,
 }
 # Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
 # same log with another policy or segmentation is a fold with another ShardState.
 CONFIGURED_PROJECTIONS: dict[str, tuple[Callable, str]] = {
     "retention": (retention.evolve, "policy"),
     "episodes": (episodes.evolve, "segmentation"),
+    "tiers": (tiers.evolve, "tier_config"),
+    "working": (working.evolve, "working_config"),
 }
 
 
@@ -56,6 +66,8 @@ class ShardState:
     users: dict[Stream, UserMemory] = field(default_factory=dict)
     policy: RetentionPolicy = DEFAULT_POLICY
     segmentation: SegmentationConfig = DEFAULT_SEGMENTATION
+    tier_config: TierConfig = DEFAULT_TIERS
+    working_config: WorkingConfig = DEFAULT_WORKING
 
     def user(self, tenant: str, user_id: str) -> UserMemory | None:
         return self.users.get((tenant, user_id))

@@ -83,6 +83,13 @@ NOTES = [
 
 # Questions, chitchat, hypotheticals and statements about nothing in particular state no note.
 NOTHING = [
+    # LoCoMo-style small talk: guesses, exclamations and descriptions are not rules.
+    "That must have been tough for you",
+    "Seeing everyone come together for a shared cause must have been inspiring",
+    "Never saw this coming",
+    "Never give up!",
+    "Always here to cheer you on",
+    "You never shy away from a challenge and always try something new",
     "Should we use PostgreSQL?",
     "should we use X",
     "If we decided to use MySQL, we would need a migration.",

@@ -1,0 +1,151 @@
+"""Graph-expanded retrieval: seeds, BFS depth and relation filters, hand-computed scores, filters that do not cut
+paths, provenance, and the auto mode's English and Chinese cues.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import pytest
+
+from events.errors import InvalidInputError
+from events.graph_events import GraphEdgeLinked, GraphMemoryStatusChanged
+from projections.graph_search import (
+    GraphSearchConfig,
+    expansion_depth,
+    needs_expansion,
+    search,
+    search_graph,
+    top_similarity,
+)
+from tests.builders import touch
+from tests.graph_builders import E0, E1, E2, E3, T0, graph, memory, unit
+
+NOW = T0 + timedelta(days=30)
+
+
+def link(eid: str, source: str, target: str, relation_type: str, relation: str) -> tuple[str, GraphEdgeLinked]:
+    return eid, GraphEdgeLinked(source_id=source, target_id=target, relation_type=relation_type, relation=relation,
+                                occurred_at=T0, reason="told so", discovered_by="tool:link_memories")
+
+
+CHAIN = [
+    ("m1", memory("I", "mood", "bad", topic_vec=E0, importance=0.8, turn="t1")),
+    ("m2", memory("I", "sleep", "poor", topic_vec=E1, importance=0.6, at=T0 - timedelta(hours=10), turn="t2")),
+    ("m3", memory("I", "coffee", "late", memory_type="fact", topic_vec=E2, at=T0 - timedelta(hours=12), turn="t3")),
+    ("m4", memory("I", "argument", "Bob", memory_type="relation", topic_vec=E3, at=T0 + timedelta(hours=1))),
+    link("c1", "m2", "m1", "causality", "caused"),
+    link("c2", "m3", "m2", "causality", "caused"),
+    link("r1", "m1", "m4", "reference", "related"),
+]
+
+
+def found(hits) -> dict[str, int]:
+    return {h.memory_id: h.distance for h in hits}
+
+
+def test_depth_limits_the_bfs_and_paths_record_the_hops():
+    state = graph(*CHAIN)
+    assert found(search_graph(state, E0, now=NOW, depth=0)) == {"m1": 0}
+    assert found(search_graph(state, E0, now=NOW, depth=1)) == {"m1": 0, "m2": 1, "m4": 1}
+    hits = {h.memory_id: h for h in search_graph(state, E0, now=NOW, depth=2)}
+    assert {m: h.distance for m, h in hits.items()} == {"m1": 0, "m2": 1, "m4": 1, "m3": 2}
+    assert hits["m3"].path == ("m1", "m2", "m3")  # walked against the edges' direction: effect → cause
+    assert hits["m3"].via == ("causality:caused", "causality:caused")
+    assert (hits["m3"].turn_ids, hits["m3"].message_ids) == (("t3",), ("msg-t3",))
+
+
+@pytest.mark.parametrize(
+    ("relation_filter", "expected"),
+    [
+        (("causality",), {"m1", "m2", "m3"}),
+        (("caused",), {"m1", "m2", "m3"}),
+        (("related",), {"m1", "m4"}),
+        (("reference", "causality"), {"m1", "m2", "m3", "m4"}),
+        ((), {"m1"}),
+    ],
+)
+def test_relation_filters_name_edge_types_or_relation_names(relation_filter, expected):
+    state = graph(*CHAIN)
+    assert set(found(search_graph(state, E0, now=NOW, depth=2, relation_filter=relation_filter))) == expected
+
+
+def test_memories_sharing_a_topic_or_object_are_one_hop_apart_but_subjects_are_not_hops():
+    state = graph(("m1", memory("I", "walk", "park", topic_vec=E0)), ("m2", memory("Bob", "picnic", "park", topic_vec=E1)),
+                  ("m3", memory("Cy", "picnic", "lake")), ("m4", memory("I", "read", "book", topic_vec=E2)))
+    hits = {h.memory_id: h for h in search_graph(state, E0, now=NOW, depth=2)}
+    assert {m: h.distance for m, h in hits.items()} == {"m1": 0, "m2": 1, "m3": 2}
+    assert hits["m3"].via == ("shared_node:park", "shared_node:picnic")
+    assert set(found(search_graph(state, E0, now=NOW, depth=2, relation_filter=("causality",)))) == {"m1"}
+    assert set(found(search_graph(state, E0, now=NOW, depth=2, relation_filter=("shared_node",)))) == {"m1", "m2", "m3"}
+
+
+def test_scores_follow_the_formula_with_the_seed_weights():
+    state = graph(*CHAIN, ("t1", touch("m1")), ("t2", touch("m1")), ("t3", touch("m1", "m1")))
+    hits = {h.memory_id: h for h in search_graph(state, E0, now=NOW, depth=1)}
+    m1, m2 = hits["m1"], hits["m2"]
+    access = math.log(1 + 3) / math.log(1 + 10)  # three touch events (a repeat within one counts once); saturation 10
+    assert m1.terms == pytest.approx({"semantic": 1.0, "importance": 0.8, "graph": 1.0, "time_decay": math.exp(-1),
+                                      "access": access})
+    assert m1.score == pytest.approx(0.4 + 0.2 * 0.8 + 0.2 + 0.1 * math.exp(-1) + 0.1 * access)
+    assert m2.score == pytest.approx(0.2 * 0.6 + 0.2 * 0.5 + 0.1 * math.exp(-(30 + 10 / 24) / 30))
+    assert m2.score == pytest.approx(sum(m2.contributions.values()))
+    assert [h.memory_id for h in search_graph(state, E0, now=NOW, depth=1)] == ["m1", "m2", "m4"]
+    only_semantic = GraphSearchConfig(alpha=1, beta=0, gamma=0, delta=0, epsilon=0)
+    near = unit(1, 0.5)  # seeds both "mood" (0.894) and "sleep" (0.447 >= 0.3): m3 is one hop from m2
+    assert {h.memory_id: round(h.score, 6) for h in search_graph(state, near, now=NOW, config=only_semantic)} == {
+        "m1": round(1 / math.sqrt(1.25), 6), "m2": round(0.5 / math.sqrt(1.25), 6), "m3": 0.0, "m4": 0.0}
+
+
+def test_type_and_time_filters_select_results_without_cutting_paths():
+    state = graph(*CHAIN)
+    (fact,) = search_graph(state, E0, now=NOW, depth=2, memory_types=("fact",))
+    assert (fact.memory_id, fact.distance, fact.path) == ("m3", 2, ("m1", "m2", "m3"))
+    window = (T0 - timedelta(hours=11), T0)
+    assert set(found(search_graph(state, E0, now=NOW, depth=2, time_range=window))) == {"m1", "m2"}
+    assert len(search_graph(state, E0, now=NOW, depth=2, max_results=2)) == 2
+
+
+def test_inactive_memories_are_neither_returned_nor_walked_through():
+    state = graph(*CHAIN, ("s", GraphMemoryStatusChanged(memory_id="m2", status="archived", reason="decayed")))
+    assert set(found(search_graph(state, E0, now=NOW, depth=2))) == {"m1", "m4"}
+
+
+def test_bad_depths_and_naive_times_are_rejected():
+    state = graph(*CHAIN)
+    with pytest.raises(InvalidInputError, match="depth"):
+        search_graph(state, E0, now=NOW, depth=3)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        search_graph(state, E0, now=NOW.replace(tzinfo=None))
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["Why am I in a bad mood?", "Is it because of the coffee?", "What is related to Bob?", "what caused the fight",
+     "我为什么今天不开心?", "因为昨晚没睡好", "和小明有关的记忆", "这件事的原因是什么"],
+)
+def test_causal_and_relational_questions_expand_in_auto_mode(query):
+    assert needs_expansion(query, 0.99)
+    assert expansion_depth("auto", query, 0.99) == 1
+    assert expansion_depth("fast", query, 0.99) == 0
+
+
+@pytest.mark.parametrize("query", ["What did I eat today?", "Whyte street address", "我今天吃了什么"])
+def test_plain_questions_expand_only_when_the_best_seed_is_weak(query):
+    assert not needs_expansion(query, 0.9)
+    assert needs_expansion(query, 0.5) and needs_expansion(query, None)
+    assert expansion_depth("deep", query, 0.9) == 1
+    with pytest.raises(InvalidInputError, match="mode"):
+        expansion_depth("slow", query, 0.9)
+
+
+def test_search_picks_the_depth_for_the_mode():
+    state = graph(*CHAIN)
+    assert top_similarity(state, E0) == pytest.approx(1.0)
+    depth, hits = search(state, "Why am I in a bad mood?", E0, now=NOW)
+    assert depth == 1 and set(found(hits)) == {"m1", "m2", "m4"}
+    depth, hits = search(state, "How is my mood?", E0, now=NOW, relation_filter=("causality",))
+    assert depth == 0 and set(found(hits)) == {"m1"}
+    depth, hits = search(state, "How is my mood?", E0, now=NOW, mode="deep", relation_filter=("causality",))
+    assert depth == 1 and set(found(hits)) == {"m1", "m2"}

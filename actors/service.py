@@ -10,6 +10,7 @@ message ids), ``digest``, ``scan``, ``stats``.
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,13 +19,14 @@ import numpy as np
 import structlog
 
 from actors.deciders import RecordOutcome, decide_record, decide_touches, new_event_id
+from actors.followups import decide_user_followups, latest_time
 from events.commands import RecordMessage
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError
 from events.log import EventLog, ScanFilter
-from events.model import MemoryArchived, MemoryRestored
-from projections import counterfactual
+from events.model import MemoryArchived, MemoryRestored, MemoryTouched
+from projections import counterfactual, views
 from projections import state as shard_state
 from projections.context import Context, NoteEntry, assemble
 from projections.episode_search import search_episodes
@@ -32,6 +34,8 @@ from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.lance import LanceVectorTable
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
 from projections.retention import archival_candidates, retention_table
+from projections.review import review_notes
+from projections.usage import judge_usage
 from projections.summaries import summarize
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
 from projections.tokens import TokenCounter, default_counter
@@ -82,6 +86,8 @@ class ShardService:
         self.state = shard_state.fold(self._empty_state(), self.log.scan())
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
         added, removed = self.vectors.reconcile(self._vector_rows(self.state))
+        # Decisions a crash may have left unwritten (the pending state is in the folds): write them now.
+        self._follow_up({s: t for s, m in self.state.users.items() if (t := latest_time(m)) is not None})
         logger.info(
             "shard_recovered",
             shard=spec.index,
@@ -104,7 +110,7 @@ class ShardService:
         self._commit(pending)
         return outcomes
 
-    def _commit(self, pending) -> list[Envelope]:
+    def _commit(self, pending, *, followups: bool = True) -> list[Envelope]:
         envelopes = self.log.append(pending)
         shard_state.fold(self.state, envelopes)
         rows = [
@@ -113,7 +119,21 @@ class ShardService:
             if e.kind == "message_embedded"
         ]
         self.vectors.add(rows)
+        if followups:
+            latest: dict[tuple[str, str], datetime] = {}
+            for e in envelopes:
+                latest[e.stream] = max(latest.get(e.stream, e.occurred_at), e.occurred_at)
+            self._follow_up(latest)
         return envelopes
+
+    def _follow_up(self, streams: dict[tuple[str, str], datetime]) -> None:
+        """Write the decisions the folds now call for (tier evictions, distillations); see actors.followups."""
+        pending = []
+        for (tenant, user_id), now in sorted(streams.items()):
+            memory = self.state.users[(tenant, user_id)]
+            pending += decide_user_followups(tenant, user_id, memory, now, self.state)
+        if pending:
+            self._commit(pending, followups=False)
 
     # -- queries ----------------------------------------------------
     def search(
@@ -215,6 +235,80 @@ class ShardService:
              "archived": archived[row.memory_id].reason if row.memory_id in archived else None}
             for row in rows
         ]
+
+    # -- notes, profile, tiers ---------------------------------------
+    def notes(self, tenant: str, user_id: str, now: datetime, at: datetime | None = None,
+              include_inactive: bool = False) -> list[dict]:
+        memory = self.state.user(tenant, user_id)
+        return views.notes_view(memory, now, at, include_inactive) if memory else []
+
+    def note_history(self, note_id: str, now: datetime, tenant: str | None = None, user_id: str | None = None) -> dict | None:
+        """The version chain of ``note_id`` and whose it is (None when no user of this shard has it)."""
+        for (t, u), memory in self.state.users.items():
+            if (tenant and t != tenant) or (user_id and u != user_id) or note_id not in memory.notes.notes:
+                continue
+            return {"tenant": t, "user_id": u, "chain": views.history_view(memory, note_id, now)}
+        return None
+
+    def record_reply(self, tenant: str, user_id: str, reply: str, memory_ids: list[str], query: str) -> list[dict]:
+        """Judge which of the retrieved notes/turns ``reply`` drew on; those get a ``used`` touch (reinforced)."""
+        memory = self.state.user(tenant, user_id)
+        if memory is None:
+            raise InvalidInputError([("user_id", f"{tenant}/{user_id} has no memories")], what="reply")
+        items, unknown = [], []
+        for m in dict.fromkeys(memory_ids):
+            if m in memory.notes.notes:
+                items.append((m, memory.notes.notes[m].text))
+            elif m in memory.messages.by_id:
+                items.append((m, memory.messages.by_id[m].text))
+            else:
+                unknown.append(m)
+        if unknown:
+            raise InvalidInputError(
+                [("memory_ids", f"{', '.join(unknown)} unknown for {tenant}/{user_id}; pass ids from a search or context")],
+                what="reply",
+            )
+        used = judge_usage(reply, items)
+        if used:
+            touched = MemoryTouched(
+                reason="used", query_id=uuid.uuid4().hex[:16], query=query or reply[:200],
+                memory_ids=tuple(m for m, _ in used), ranks=tuple(range(1, len(used) + 1)),
+                scores=tuple(score for _, score in used),
+            )
+            self._commit([PendingEvent(tenant, user_id, new_event_id(), touched)])
+        return [{"memory_id": m, "score": score} for m, score in used]
+
+    def review(self, now: datetime, tenant: str | None = None, user_id: str | None = None) -> list[dict]:
+        """Review notes whose importance crossed 2.5 (promote?) or fell below 0.5 (retract?) at ``now``."""
+        pending, report = [], []
+        for (t, u), memory in sorted(self.state.users.items()):
+            if (tenant and t != tenant) or (user_id and u != user_id):
+                continue
+            for review in review_notes(memory.notes, now):
+                pending.append(PendingEvent(t, u, new_event_id(), review, causation_id=review.note_id))
+                report.append({"tenant": t, "user_id": u, **review.model_dump(mode="json"),
+                               "text": memory.notes.notes[review.note_id].text})
+        if pending:
+            self._commit(pending)
+        return report
+
+    def profile(self, tenant: str, user_id: str, include_knowledge: bool = True,
+                include_assistant_knowledge: bool = False) -> dict:
+        memory = self.state.user(tenant, user_id)
+        if memory is None:
+            return {"traits": {}, "user_knowledge": [], "distillations": 0}
+        return views.profile_view(memory, include_knowledge, include_assistant_knowledge)
+
+    def tiers(self, tenant: str, user_id: str, now: datetime, conversation_id: str | None = None) -> dict:
+        memory = self.state.user(tenant, user_id)
+        if memory is None:
+            return {}
+        out = views.tiers_view(memory, now, self.state.tier_config)
+        if conversation_id is None and memory.messages.order:
+            conversation_id = memory.messages.by_id[memory.messages.order[-1]].conversation_id
+        out["conversation_id"] = conversation_id
+        out.update(views.working_view(memory, conversation_id, now) if conversation_id else {})
+        return out
 
     # -- archive ----------------------------------------------------
     def sweep(self, now: datetime, tenant: str | None = None, user_id: str | None = None, dry_run: bool = False) -> list[dict]:

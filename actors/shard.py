@@ -62,6 +62,24 @@ class ShardActor:
     def archived(self, *args, **kwargs):
         return self._svc.archived(*args, **kwargs)
 
+    def notes(self, *args, **kwargs):
+        return self._svc.notes(*args, **kwargs)
+
+    def note_history(self, *args, **kwargs):
+        return self._svc.note_history(*args, **kwargs)
+
+    def record_reply(self, *args, **kwargs):
+        return self._svc.record_reply(*args, **kwargs)
+
+    def review(self, *args, **kwargs):
+        return self._svc.review(*args, **kwargs)
+
+    def profile(self, *args, **kwargs):
+        return self._svc.profile(*args, **kwargs)
+
+    def tiers(self, *args, **kwargs):
+        return self._svc.tiers(*args, **kwargs)
+
     def scan(self, *args, **kwargs):
         return self._svc.scan(*args, **kwargs)
 

@@ -246,6 +246,62 @@ class Memory:
             self._shard(tenant, user_id).context.remote(tenant, user_id, query, vec, token_budget, fusion, now=now)
         )
 
+    # -- notes, profile, tiers ---------------------------------------
+    def notes(
+        self, tenant: str, user_id: str, *, at: datetime | None = None, include_inactive: bool = False,
+        now: datetime | None = None,
+    ) -> list[dict]:
+        """The user's active notes (or those valid at ``at``, or every version), with sources and importance."""
+        now = _aware(now, "notes")
+        if at is not None:
+            at = _aware(at, "notes")
+        return _get(self._shard(tenant, user_id).notes.remote(tenant, user_id, now, at, include_inactive))
+
+    def note_history(self, note_id: str, *, tenant: str | None = None, user_id: str | None = None) -> dict:
+        """The whole version chain of a note (oldest first) with each version's sources, and whose it is."""
+        now = datetime.now(UTC)
+        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
+        for found in _get([s.note_history.remote(note_id, now, tenant, user_id) for s in shards]):
+            if found is not None:
+                return found
+        raise InvalidInputError([("note_id", f"{note_id!r} is no note in this store; list notes with "
+                                  "`palimpsest notes list --tenant T --user U`")], what="note history")
+
+    def record_reply(
+        self, tenant: str, user_id: str, reply: str, retrieved: Context | Iterable[str], *, query: str = ""
+    ) -> list[dict]:
+        """Tell the memory what the agent replied: the retrieved notes/turns the reply drew on are reinforced.
+
+        ``retrieved`` is the :class:`Context` given to the agent (or the memory
+        and note ids it held). Returns the ids judged used, with their scores.
+        """
+        if not isinstance(reply, str) or not reply.strip():
+            raise InvalidInputError([("reply", "empty; give the agent's reply text")], what="reply")
+        if isinstance(retrieved, Context):
+            query = query or retrieved.query
+            ids = [i.memory_id for i in retrieved.items]
+        else:
+            ids = list(retrieved)
+        return _get(self._shard(tenant, user_id).record_reply.remote(tenant, user_id, reply, ids, query))
+
+    def review_notes(self, now: datetime | None = None, *, tenant: str | None = None, user_id: str | None = None) -> list[dict]:
+        """Run the note reviewer (seed 002): promotion at importance ≥ 2.5, retraction below 0.5; decisions are events."""
+        now = _aware(now, "review")
+        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
+        return [r for part in _get([s.review.remote(now, tenant, user_id) for s in shards]) for r in part]
+
+    def get_user_profile(
+        self, tenant: str, user_id: str, *, include_knowledge: bool = True, include_assistant_knowledge: bool = False
+    ) -> dict:
+        """The long-term profile distilled from hot mid-term sessions: traits and knowledge (MemoryOS)."""
+        return _get(self._shard(tenant, user_id).profile.remote(
+            tenant, user_id, include_knowledge, include_assistant_knowledge))
+
+    def tiers(self, tenant: str, user_id: str, *, conversation_id: str | None = None, now: datetime | None = None) -> dict:
+        """Short-term pages, mid-term sessions with heat, working memory and the sensory buffer at ``now``."""
+        now = _aware(now, "tiers")
+        return _get(self._shard(tenant, user_id).tiers.remote(tenant, user_id, now, conversation_id))
+
     # -- archive ----------------------------------------------------
     def sweep(
         self, now: datetime | None = None, *, tenant: str | None = None, user_id: str | None = None, dry_run: bool = False

@@ -150,8 +150,15 @@ def _switch(clause: str) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[st
     for pattern in ZH_SWITCH + EN_SWITCH if has_cjk(clause) else EN_SWITCH:
         if match := pattern.search(clause):
             source, target = match.groupdict().get("f") or "", match.groupdict().get("t") or ""
-            return key_terms(source), key_terms(target), _kinds(tokenize(target)) | _kinds(key_terms(clause))
+            # "switch to MySQL and drop PostgreSQL": the target ends at the next clause, which may name the source.
+            target, *rest = _NEXT_CLAUSE.split(target, maxsplit=1)
+            also_from = _switch(rest[0])[0] if rest else ()
+            return (key_terms(source) + also_from, key_terms(target),
+                    _kinds(tokenize(target)) | _kinds(key_terms(clause)))
     return (), (), frozenset()
+
+
+_NEXT_CLAUSE = re.compile(r"\s+(?:and|but)\s+|[,;，；、]\s*|(?:并且|而且|然后|并)")
 
 
 def _statement(text: str, terms: Sequence[str], category: str | None, pol: str | None, slot: str | None,
@@ -216,9 +223,11 @@ def _switch_rule(new: _Statement, old: _Statement) -> Verdict | None:
         return None  # "never use GCP" is not undone by moving away from GCP
     if hit := _matches(new.switch_from, old.terms):
         return _verdict(Relation.SUPERSEDES, "switch", f"moves away from {', '.join(hit)}", hit + new.switch_to, 0.9)
-    targets = [t for t in new.switch_to if t not in KIND_NOUNS]  # "MySQL" of "改用 MySQL 作为数据库"
     shared = new.switch_kinds & _kinds(old.terms)
-    if targets and shared and not _matches(targets, old.terms):
+    # What is switched to, of the shared kind: "coffee" of "switched to coffee in the morning" ("morning" is context),
+    # "MySQL" of "改用 MySQL 作为数据库" (the kind noun itself is not a target).
+    targets = [t for t in new.switch_to if t not in KIND_NOUNS and _kinds([t]) & shared]
+    if targets and not _matches(targets, old.terms):
         named = [t for t in old.terms if _kinds([t]) & shared]
         return _verdict(Relation.SUPERSEDES, "switch", f"switches to {', '.join(targets)} in place of "
                         f"{', '.join(named)} (same kind: {', '.join(sorted(shared))})", named + targets, 0.8)

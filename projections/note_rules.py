@@ -63,6 +63,9 @@ EN_RULES = _rules(
     ("preference", "{s} {v} {o}", "positive", 0.8, None,
      (r"\bi\s+(?:really\s+|much\s+|still\s+|also\s+|do\s+|definitely\s+|totally\s+|absolutely\s+|just\s+)?"
       r"(?P<v>prefer|like|love|enjoy|adore)\s+(?P<o>.+)")),
+    # A change of habit stated in the first person: "I switched to coffee", "I've changed over to Neovim".
+    ("preference", "{s} switched to {o}", "positive", 0.75, None,
+     r"\bi(?:'ve|\s+have)?\s+(?:recently\s+|just\s+|finally\s+)?(?:switched|changed)\s+(?:over\s+)?to\s+(?P<o>.+)"),
     ("preference", "{s} is a big fan of {o}", "positive", 0.75, None,
      r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big|huge|great)\s+fan\s+of\s+(?P<o>.+)"),
     ("decision", "Decision: {o}", None, 0.85, None, r"^(?:decision|verdict)\s*[:：]\s*(?P<o>.+)"),
@@ -119,6 +122,7 @@ ZH_RULES = _rules(
     ("preference", "{s}{v}{o}", "negative", 0.8, None,
      r"我(?P<v>(?:也|还是|一直|真的|其实|并)?(?:不太|不是很|不怎么|一点也不|不再|不)(?:喜欢|爱))(?P<o>.+)"),
     ("preference", "{s}{v}{o}", "negative", 0.8, None, r"我(?P<v>(?:很|非常|特别|最|真的)?(?:讨厌|受不了|反感))(?P<o>.+)"),
+    ("preference", "{s}{v}{o}", "negative", 0.75, None, r"我(?P<v>(?:从来|从|一直|也|平时)?不(?:吃|喝))(?P<o>[^，。！？]+)"),
     ("preference", "{s}最喜欢的{t}是{o}", "positive", 0.85, "favourite:{t}", r"我最(?:喜欢|爱)的(?P<t>.{1,8}?)是(?P<o>.+)"),
     ("preference", "{s}{v}{o}", "positive", 0.8, None,
      r"我(?P<v>(?:也|还是|一直|真的|其实)?(?:更|最|很|非常|特别|比较)?(?:喜欢|爱|偏好|倾向于))(?P<o>.+)"),

@@ -191,3 +191,39 @@ def test_every_operation_is_a_valid_event_with_its_source_time_and_reason():
     assert ops[2][1].valid_from == T0 + timedelta(minutes=3)
     assert isinstance(ops[0][1].note, NoteContent) and ops[0][1].note.slot == "residence"
     assert ops[0][1].relation is None and ops[1][1].relation == "consistent"
+
+
+# -- the sample dialogue's changes of mind, as phrased there ---------------------------------
+
+
+def test_switch_to_one_thing_and_drop_another_supersedes_the_dropped_one():
+    s = Session()
+    s.say(("m1", msg("We decided to use PostgreSQL as the database, since the club's old site runs on it.")))
+    [(_, op)] = s.say(("m2", msg("Change of plan on the database. The hosting team only supports MySQL, so we decided "
+                                 "to switch to MySQL and drop PostgreSQL.", 5)))
+    assert (op.op, op.target_note_id, op.relation) == ("update", "op1", "supersedes")
+    assert s.active_texts() == ["Decision: switch to MySQL and drop PostgreSQL"]
+
+
+def test_a_first_person_switch_of_habit_supersedes_the_preference_it_replaces():
+    s = Session()
+    s.say(("m1", msg("I do my best work early. I prefer green tea in the morning, never coffee.", speaker="Maya")))
+    [(_, op)] = s.say(("m2", msg("Funny thing: since the launch crunch I switched to coffee in the morning.", 9,
+                                 speaker="Maya")))
+    assert (op.op, op.note.category, op.note.text) == ("update", "preference", "Maya switched to coffee in the morning")
+    assert "tea" in op.reason and "coffee" in op.reason
+    chain = s.state.history(op.target_note_id)
+    assert [n.text for n in chain] == ["Maya prefers green tea in the morning", "Maya switched to coffee in the morning"]
+    assert [n.status for n in chain] == ["superseded", "active"]
+
+
+def test_moving_house_is_not_a_switch_of_habit():
+    s = Session()
+    [(_, op)] = s.say(("m1", msg("I moved to Berlin last year.")))
+    assert op.note.category == "fact"
+
+
+def test_a_chinese_dislike_of_a_food_is_a_negative_preference():
+    s = Session()
+    ops = s.say(("m1", msg("我最喜欢四川菜，麻婆豆腐一定要做。不过我不吃香菜，请记住。", speaker="Maya")))
+    assert [(o.note.category, o.note.polarity, o.note.text) for _, o in ops][-1] == ("preference", "negative", "Maya不吃香菜")

@@ -1,0 +1,59 @@
+"""Follow-up decisions: events a fold calls for after other events were appended.
+
+The tier fold evicts the least-frequently-used mid-term session when the
+tier is full and marks it ``pending_archival``; a session whose heat passes
+the threshold is due for distillation into the long-term profile. Both are
+decisions, so they are written down as events (``memory_archived`` with
+reason ``lfu_eviction``, ``profile_distilled``) by the shard right after the
+append that caused them, and again on start-up if a crash fell in between:
+the pending state is in the fold, so this catch-up is idempotent.
+
+"Now" for heat is the time of the stream's latest event: the decision
+depends only on the log, so a replay reaches the same one.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from actors.deciders import new_event_id
+from events.envelope import PendingEvent
+from events.model import MemoryArchived, ProfileDistilled
+from projections.profile import DISTILLER_ID, distill_offline
+from projections.state import ShardState, UserMemory
+from projections.tiers import sessions_due_for_distillation
+
+
+def decide_user_followups(
+    tenant: str, user_id: str, memory: UserMemory, now: datetime, state: ShardState
+) -> list[PendingEvent]:
+    """Archival of evicted sessions and distillation of hot ones, for one user at ``now``."""
+    out: list[PendingEvent] = []
+    for session_id, page_ids in sorted(memory.tiers.pending_archival.items()):
+        event = MemoryArchived(
+            memory_ids=tuple(page_ids), reason="lfu_eviction", at=now, policy="mid_term",
+            detail=f"session {session_id} evicted from the mid-term tier (least frequently used)",
+        )
+        out.append(PendingEvent(tenant, user_id, new_event_id(), event))
+    by_id = memory.messages.by_id
+    for due in sessions_due_for_distillation(memory.tiers, now, state.tier_config):
+        pages = [(page_id, by_id[page_id]) for page_id in due.page_ids if page_id in by_id]
+        if not pages:
+            continue
+        traits, user_knowledge, assistant_knowledge = distill_offline(pages)
+        event = ProfileDistilled(
+            session_id=due.session_id, page_ids=tuple(p for p, _ in pages), traits=traits,
+            user_knowledge=user_knowledge, assistant_knowledge=assistant_knowledge, heat=due.heat, at=now,
+            distiller=DISTILLER_ID,
+        )
+        out.append(PendingEvent(tenant, user_id, new_event_id(), event))
+    return out
+
+
+def latest_time(memory: UserMemory) -> datetime | None:
+    """The time of the user's latest message or touch: "now" for decisions taken right after an append."""
+    times = []
+    if memory.messages.order:
+        times.append(memory.messages.by_id[memory.messages.order[-1]].occurred_at)
+    times += [s.last_touched_at for s in memory.touches.stats.values() if s.last_touched_at is not None]
+    return max(times) if times else None

@@ -1,12 +1,15 @@
 """`make demo`: a fresh store, the shipped sample dialogue, a few queries with
-provenance, a token-budgeted context, a replay whose digests match, and an
-audit query straight on the DuckDB logs.
+provenance, a token-budgeted context (notes first), episodes, the forgetting
+curve, notes with their supersession chains, archival and restore, the
+memory tiers, a replay whose digests match, and an audit query straight on
+the DuckDB logs.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
@@ -56,7 +59,7 @@ def run_demo(store: Path) -> int:
                 print(f"  {hit.rank}. [{hit.occurred_at.date()}] {hit.speaker}: {hit.text}")
                 print(f"     turn {hit.turn_id} · message event {hit.memory_id[:12]} · {parts}")
 
-        _rule("4. context for an agent's prompt, cut to 120 tokens")
+        _rule("4. context for an agent's prompt, cut to 120 tokens (notes first)")
         ctx = mem.build_context("demo", "maya", "Tell me about the Atlas database and deployment", token_budget=120)
         print(ctx.text)
         print(f"-- {ctx.tokens}/{ctx.budget} tokens; sources: {', '.join(i.turn_id or '-' for i in ctx.items)}")
@@ -78,7 +81,47 @@ def run_demo(store: Path) -> int:
                   f"untouched: R {min(r['retention'] for r in untouched):.3f}..{max(r['retention'] for r in untouched):.3f} "
                   f"({sum(r['archive'] for r in rows)} below the archival floor)")
 
-        _rule("7. replay: rebuild every projection from the log")
+        _rule("7. notes: what Maya stated, and how it changed (superseded versions are kept)")
+        notes = mem.notes("demo", "maya")
+        for n in notes:
+            print(f"  [{n['category']:<10}] v{n['version']} {n['text']}  (since {n['valid_from'][:10]})")
+        for n in (n for n in notes if n["supersedes"]):
+            chain = mem.note_history(n["note_id"])["chain"]
+            print(f"\n  palimpsest note-history {n['note_id']}")
+            for v in chain:
+                until = v["valid_to"][:10] if v["valid_to"] else "now"
+                print(f"    v{v['version']} {v['status']:<10} {v['valid_from'][:10]} → {until}  {v['text']}")
+                for src in v["sources"]:
+                    print(f"        source {src['turn_id']} ({src['occurred_at'][:10]}) {src['speaker']}: {src['text'][:60]}")
+                if v["superseded_by"]:
+                    print(f"        superseded by {v['superseded_by'][:12]}: {chain[v['version']]['reason'][:80]}")
+
+        _rule("8. archival: sweep on 2024-06-01; faded memories leave default retrieval, nothing is deleted")
+        june = datetime(2024, 6, 1, tzinfo=UTC)
+        swept = mem.sweep(june, tenant="demo", user_id="maya")
+        archived = [m for row in swept for m in row["memory_ids"]]
+        print(f"archived {len(archived)} memories (retention below the floor on {june.date()}): "
+              + "; ".join(t[:28] for row in swept for t in row["texts"][:4]) + " ...")
+        query = "What stack are you thinking about?"
+        default = mem.search("demo", "maya", query, k=3, now=june)
+        found = mem.search("demo", "maya", query, k=1, now=june, scope="archive")
+        print(f"Q: {query}\n  default search top hit: {default[0].text[:60]}")
+        if found:
+            print(f"  archive search top hit: {found[0].text[:60]}  ({found[0].breakdown.get('archived')})")
+            mem.restore("demo", "maya", [found[0].memory_id], reason="the demo asked for it")
+            back = mem.search("demo", "maya", query, k=1, now=june)[0]
+            print(f"  restored; default search top hit now: {back.text[:60]}")
+
+        _rule("9. tiers: short-term pages, mid-term sessions with heat, working memory, profile")
+        tiers = mem.tiers("demo", "maya", now=june)
+        print(f"short-term: {len(tiers['short_term'])} pages; mid-term sessions: {len(tiers['sessions'])}")
+        for sess in tiers["sessions"][:3]:
+            print(f"  heat {sess['heat']:.3f} · {sess['pages']} pages · {sess['visits']} visits · {', '.join(sess['keywords'][:4])}")
+        print(f"working memory of {tiers['conversation_id']}: {len(tiers['working_memory'])} items (cap 7±2)")
+        profile = mem.get_user_profile("demo", "maya")
+        print(f"profile: {profile['distillations']} distillations, traits {profile['traits'] or '{}'}")
+
+        _rule("10. replay: rebuild every projection from the log")
         for r in mem.replay():
             verdict = "match" if r.equal else "DIFFER"
             print(f"shard {r.shard}: {r.events} events, live {r.live['combined'][:16]} / "
@@ -89,7 +132,7 @@ def run_demo(store: Path) -> int:
     finally:
         mem.close()
 
-    _rule("8. audit the log with DuckDB (read-only, across shards)")
+    _rule("11. audit the log with DuckDB (read-only, across shards)")
     audit = AuditReader(store_config.log_files(store))
     for row in audit.sql("SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind").to_pylist():
         print(f"  {row['kind']:<18} {row['n']}")

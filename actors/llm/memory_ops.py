@@ -43,6 +43,7 @@ from projections.text import has_cjk
 
 PURPOSE = "note_operations"
 TARGETED = ("update", "boost", "delete")
+REASON_CHARS = 500  # a model's reason, as kept in the event
 
 SCHEMA: dict[str, Any] = {
     "title": "NoteOperations",
@@ -55,7 +56,9 @@ SCHEMA: dict[str, Any] = {
                 "properties": {
                     "op": {"type": "string", "description": "add | update | boost | delete | skip"},
                     "target_note_id": {"type": ["string", "null"]},
-                    "category": {"type": ["string", "null"], "description": "preference | decision | constraint | fact"},
+                    "category": {
+                        "type": ["string", "null"], "description": "preference | decision | constraint | fact"
+                    },
                     "text": {"type": ["string", "null"]},
                     "source_message_index": {"type": ["integer", "null"]},
                     "reason": {"type": ["string", "null"]},
@@ -113,11 +116,11 @@ def llm_note_operations(
     if result.parsed is None:
         return calls, _offline(notes, messages, new_id, previous_text, unavailable(event), call_id)
     proposals = [p for p in result.parsed["operations"] if isinstance(p, Mapping)]
-    ops, rejected = _read_all(proposals, notes, messages, new_id, llm_decider(event), call_id)
+    ops, rejected = _read_all(proposals, notes, messages, llm_decider(event), call_id)
     if proposals and len(rejected) == len(proposals):
         prefix = f"llm reply unusable ({len(rejected)} operation(s) rejected, first: {rejected[0]}); offline rules: "
         return calls, _offline(notes, messages, new_id, previous_text, prefix, call_id)
-    return calls, ops
+    return calls, [(new_id(), op) for op in ops]  # ids minted only once the reply is known to be usable
 
 
 def _prompt(
@@ -159,16 +162,15 @@ def _read_all(
     proposals: Sequence[Mapping[str, Any]],
     notes: Mapping[str, Note],
     messages: Sequence[tuple[str, MessageRecorded]],
-    new_id: Callable[[], str],
     decider: str,
     call_id: str,
-) -> tuple[list[tuple[str, NoteOperation]], list[str]]:
+) -> tuple[list[NoteOperation], list[str]]:
     """The operations in dialogue order (a rejected proposal becomes a ``skip``), and the rejection reasons."""
     count = len(messages)
     indexed = [(_index(p, count), p) for p in proposals]
     indexed.sort(key=lambda pair: count if pair[0] is None else pair[0])  # stable: the reply's order within a line
     closed: set[str] = set()
-    ops: list[tuple[str, NoteOperation]] = []
+    ops: list[NoteOperation] = []
     rejected: list[str] = []
     for index, proposal in indexed:
         source = messages[index] if index is not None else None
@@ -179,13 +181,12 @@ def _read_all(
         if isinstance(read, str):
             rejected.append(read)
             shown = clip(json.dumps(dict(proposal), ensure_ascii=False, sort_keys=True), ERROR_CHARS)
-            ops.append((new_id(), NoteOperation(op="skip", reason=f"rejected llm operation: {read}; proposed {shown}",
-                                                **common)))
+            ops.append(NoteOperation(op="skip", reason=f"rejected llm operation: {read}; proposed {shown}", **common))
             continue
         op, target, content, reason = read
         if op in ("update", "delete"):
             closed.add(target)
-        ops.append((new_id(), NoteOperation(op=op, target_note_id=target, note=content, reason=reason, **common)))
+        ops.append(NoteOperation(op=op, target_note_id=target, note=content, reason=reason, **common))
     return ops, rejected
 
 
@@ -209,7 +210,7 @@ def _read(
             return f"target_note_id {target!r} is not a current note"
         if target in closed:
             return f"note {target} was already closed by an earlier operation of this reply"
-    elif target not in notes:
+    elif op == "add" or target not in notes:
         target = None  # add never targets; a skip may name the note it left alone
     content = None
     if op in ("add", "update"):
@@ -224,7 +225,7 @@ def _read(
             category=category, text=text, subject=subject or "user", key_terms=key_terms(text),
             polarity=polarity(text), language="zh" if has_cjk(text) else "en",
         )
-    return op, target, content, _text(proposal.get("reason")) or f"the model chose {op}"
+    return op, target, content, clip(_text(proposal.get("reason")), REASON_CHARS) or f"the model chose {op}"
 
 
 def _text(value: Any) -> str:

@@ -35,7 +35,7 @@ def test_sweep_archives_faded_memories_without_deleting_and_restore_brings_one_b
 
     rc, out, _ = run(capsys, "--store", store, "retention", *USER, "--at", JUNE, "--json")
     faded = {r["memory_id"] for r in json.loads(out) if r["archive"]}
-    assert set(planned["memory_ids"]) == faded and len(faded) == 14  # questions and small talk, not decisions
+    assert set(planned["memory_ids"]) == faded and len(faded) == 13  # questions and small talk, not decisions or preferences
 
     rc, out, _ = run(capsys, "--store", store, "archive", "sweep", "--at", JUNE, "--json")
     assert [set(r["memory_ids"]) for r in json.loads(out)] == [faded]

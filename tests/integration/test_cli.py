@@ -60,7 +60,8 @@ def test_audit_commands_read_the_logs_without_actors(store, capsys):
     rc, out, _ = run(capsys, "--store", store, "sql", "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind", "--json")
     assert rc == 0
     assert {r["kind"]: r["n"] for r in json.loads(out)} == {
-        "message_classified": 24, "message_embedded": 24, "message_recorded": 24
+        "message_classified": 24, "message_embedded": 24, "message_recorded": 24,
+        "note_operation": 12,  # 10 notes added from Maya's turns, and 2 updates that supersede one each
     }
 
 
@@ -69,12 +70,14 @@ def test_a_bad_file_is_rejected_whole_with_the_line_named(store, capsys, tmp_pat
     good = json.dumps({"text": "fine", "occurred_at": "2024-01-01T00:00:00+00:00", "tenant": "demo", "user_id": "maya"})
     bad.write_text(good + "\n" + json.dumps({"text": "no zone", "occurred_at": "2024-01-01T10:00:00"}) + "\n")
 
+    rc, out, _ = run(capsys, "--store", store, "sql", "SELECT count(*) AS n FROM events", "--json")
+    before = json.loads(out)
     rc, _, err = run(capsys, "--store", store, "ingest", str(bad), "--tenant", "demo", "--user", "maya", "--quiet")
 
     assert rc == 2
     assert "messages[1].occurred_at" in err and "timezone" in err
     rc, out, _ = run(capsys, "--store", store, "sql", "SELECT count(*) AS n FROM events", "--json")
-    assert json.loads(out) == [{"n": 72}]
+    assert json.loads(out) == before == [{"n": 84}]
 
 
 def test_locomo_files_ingest_one_user_per_sample(ray_cluster, tmp_path, capsys):

@@ -21,3 +21,19 @@ def test_demo_ingests_queries_and_replays_with_matching_digests(ray_cluster, tmp
     assert chinese.split("\n")[1].strip().startswith("1. [2024-03-12] Maya: 这个周末我们俱乐部要去黄山爬山")
     assert "episodes found in the dialogue" in out and "atlas-4:1..atlas-4:3" in out
     assert "message_recorded   24" in out and "message_classified 24" in out
+
+
+def test_demo_shows_a_preference_superseded_with_its_chain_and_sources_and_archival(ray_cluster, tmp_path, capsys):
+    assert run_demo(tmp_path / "demo-store") == 0
+    out = capsys.readouterr().out
+
+    notes = out.split("=== 7. notes")[1].split("=== 8.")[0]
+    assert "[preference] v2 Maya switched to coffee in the morning" in notes
+    assert "v1 superseded 2024-03-04 → 2024-05-06  Maya prefers green tea in the morning" in notes
+    assert "source atlas-1:6 (2024-03-04) Maya: I do my best work early" in notes
+    assert "v2 active     2024-05-06 → now  Maya switched to coffee in the morning" in notes
+    assert "v1 superseded 2024-03-04 → 2024-04-08  Decision: use PostgreSQL as the database" in notes
+    archive = out.split("=== 8. archival")[1].split("=== 9.")[0]
+    assert "archive search top hit: Sounds fun. What stack are you thinking about?" in archive
+    assert "restored; default search top hit now: Sounds fun. What stack are you thinking about?" in archive
+    assert "memory_archived    1" in out and "note_operation" in out

@@ -214,7 +214,10 @@ def test_tenants_are_isolated_even_for_the_same_user_id(isolation_store):
             assert {h.memory_id for h in hits} == my_ids  # both own memories (dense always answers), nothing else
             assert theirs not in texts(hits)
             ctx = store.build_context(*mine, query, token_budget=500)
-            assert {i.memory_id for i in ctx.items} == my_ids
+            # Each context line is one of my turns, or a note read from one of them (its sources).
+            sources = {m for i in ctx.items
+                       for m in (i.provenance["event_ids"][1:] if "note_id" in i.provenance else [i.memory_id])}
+            assert sources == my_ids
             assert theirs not in ctx.text
 
     assert {e.stream for e in store.events(tenant="tenant-a")} == {a}

@@ -15,6 +15,7 @@ from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
 from projections.classify import classification_event
+from actors.llm.memory_ops import llm_note_operations
 from projections.note_ops import decide_note_operations
 from projections.retrieval import Hit
 from projections.state import ShardState
@@ -33,7 +34,7 @@ class RecordOutcome:
 
 
 def decide_record(
-    state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int
+    state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int, llm=None
 ) -> tuple[list[PendingEvent], list[RecordOutcome]]:
     """Events for new messages (recorded, embedded, classified); known client ids are acknowledged as duplicates.
 
@@ -82,17 +83,23 @@ def decide_record(
                 PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), derived, causation_id=message_id, correlation_id=message_id)
             )
         outcomes.append(RecordOutcome(message_id, created=True))
-    pending += decide_notes(state, [p for p in pending if isinstance(p.event, MessageRecorded)])
+    pending += decide_notes(state, [p for p in pending if isinstance(p.event, MessageRecorded)], llm)
     return pending, outcomes
 
 
-def decide_notes(state: ShardState, recorded: list[PendingEvent]) -> list[PendingEvent]:
+LLM_ACTIVE_NOTES = 40  # the active notes shown to the model: the most recent ones (a prompt has a size)
+
+
+def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None) -> list[PendingEvent]:
     """Note operations (add / update / boost / delete / skip) for newly recorded messages, per user.
 
-    Decided with the offline rules against the user's active notes, in
-    message order, so a note added earlier in the batch can be superseded
-    later in it. Appended in the same batch as the messages: a message and
-    the notes read from it are durable together.
+    Decided against the user's active notes, in message order, so a note
+    added earlier in the batch can be superseded later in it: by the language
+    model when one is configured (``llm``, an LlmClient; its call is recorded
+    as an ``llm_call_recorded`` event and the operations name it), otherwise by
+    the offline rules. Appended in the same batch as the messages: a message
+    and the notes read from it are durable together, and replay folds the
+    recorded operations without asking the model again.
     """
     out: list[PendingEvent] = []
     by_stream: dict[tuple[str, str], list[PendingEvent]] = {}
@@ -102,9 +109,13 @@ def decide_notes(state: ShardState, recorded: list[PendingEvent]) -> list[Pendin
         memory = state.user(tenant, user_id)
         active = memory.notes.active() if memory else []
         previous = memory.messages.by_id[memory.messages.order[-1]].text if memory and memory.messages.order else None
-        ops = decide_note_operations(
-            active, [(p.event_id, p.event) for p in items], new_event_id, previous_text=previous
-        )
+        messages = [(p.event_id, p.event) for p in items]
+        if llm is not None:
+            calls, ops = llm_note_operations(llm, active[-LLM_ACTIVE_NOTES:], messages, new_event_id,
+                                             previous_text=previous)
+            out += [PendingEvent(tenant, user_id, event_id, call) for event_id, call in calls]
+        else:
+            ops = decide_note_operations(active, messages, new_event_id, previous_text=previous)
         for event_id, op in ops:
             source = op.source_message_ids[0] if op.source_message_ids else None
             out.append(PendingEvent(tenant, user_id, event_id, op, causation_id=source, correlation_id=source))

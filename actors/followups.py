@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from actors.deciders import new_event_id
+from actors.llm.distill import llm_distill_profile
 from events.envelope import PendingEvent
 from events.model import MemoryArchived, ProfileDistilled
 from projections.profile import DISTILLER_ID, distill_offline
@@ -25,9 +26,13 @@ from projections.tiers import sessions_due_for_distillation
 
 
 def decide_user_followups(
-    tenant: str, user_id: str, memory: UserMemory, now: datetime, state: ShardState
+    tenant: str, user_id: str, memory: UserMemory, now: datetime, state: ShardState, llm=None
 ) -> list[PendingEvent]:
-    """Archival of evicted sessions and distillation of hot ones, for one user at ``now``."""
+    """Archival of evicted sessions and distillation of hot ones, for one user at ``now``.
+
+    With ``llm`` (an LlmClient) the distillation asks the model (its call is
+    recorded beside the ``profile_distilled`` event); otherwise offline rules.
+    """
     out: list[PendingEvent] = []
     for session_id, page_ids in sorted(memory.tiers.pending_archival.items()):
         event = MemoryArchived(
@@ -39,6 +44,10 @@ def decide_user_followups(
     for due in sessions_due_for_distillation(memory.tiers, now, state.tier_config):
         pages = [(page_id, by_id[page_id]) for page_id in due.page_ids if page_id in by_id]
         if not pages:
+            continue
+        if llm is not None:
+            (call_id, call), event = llm_distill_profile(llm, due.session_id, pages, due.heat, now)
+            out += [PendingEvent(tenant, user_id, call_id, call), PendingEvent(tenant, user_id, new_event_id(), event)]
             continue
         traits, user_knowledge, assistant_knowledge = distill_offline(pages)
         event = ProfileDistilled(

@@ -20,6 +20,9 @@ import structlog
 
 from actors.deciders import RecordOutcome, decide_record, decide_touches, new_event_id
 from actors.followups import decide_user_followups, latest_time
+from actors.llm import LlmClient, LlmConfig
+from actors.llm.review import llm_review_notes
+from actors.llm.usage import llm_judge_usage
 from events.commands import RecordMessage
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import Envelope, PendingEvent
@@ -55,6 +58,7 @@ class ShardSpec:
     record_search_touches: bool = True
     retention_policy: RetentionPolicy = DEFAULT_POLICY
     segmentation: SegmentationConfig = DEFAULT_SEGMENTATION
+    llm: LlmConfig | None = None  # an OpenAI-compatible endpoint for note operations, review, usage, distillation
 
     @property
     def table(self) -> str:
@@ -81,6 +85,7 @@ class ShardService:
         self.spec = spec
         self.log = log or DuckDBEventLog(spec.log_path)
         self.counter = counter or default_counter()
+        self.llm = LlmClient(spec.llm) if spec.llm is not None else None
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         started = time.perf_counter()
         self.state = shard_state.fold(self._empty_state(), self.log.scan())
@@ -106,7 +111,7 @@ class ShardService:
                 [("model_id", f"{model_id!r} differs from the store's {self.spec.model_id!r}; embed with the store's model")],
                 what="record batch",
             )
-        pending, outcomes = decide_record(self.state, commands, vectors, model_id, self.spec.dim)
+        pending, outcomes = decide_record(self.state, commands, vectors, model_id, self.spec.dim, self.llm)
         self._commit(pending)
         return outcomes
 
@@ -131,7 +136,7 @@ class ShardService:
         pending = []
         for (tenant, user_id), now in sorted(streams.items()):
             memory = self.state.users[(tenant, user_id)]
-            pending += decide_user_followups(tenant, user_id, memory, now, self.state)
+            pending += decide_user_followups(tenant, user_id, memory, now, self.state, self.llm)
         if pending:
             self._commit(pending, followups=False)
 
@@ -268,14 +273,23 @@ class ShardService:
                 [("memory_ids", f"{', '.join(unknown)} unknown for {tenant}/{user_id}; pass ids from a search or context")],
                 what="reply",
             )
-        used = judge_usage(reply, items)
+        calls = []
+        if self.llm is not None:
+            (call_id, call), used_ids = llm_judge_usage(self.llm, reply, items)
+            calls = [PendingEvent(tenant, user_id, call_id, call)]
+            scores = dict(judge_usage(reply, items, threshold=0.0))
+            used = [(m, scores.get(m, 1.0)) for m in used_ids]
+        else:
+            used = judge_usage(reply, items)
+        if calls and not used:
+            self._commit(calls)
         if used:
             touched = MemoryTouched(
                 reason="used", query_id=uuid.uuid4().hex[:16], query=query or reply[:200],
                 memory_ids=tuple(m for m, _ in used), ranks=tuple(range(1, len(used) + 1)),
                 scores=tuple(score for _, score in used),
             )
-            self._commit([PendingEvent(tenant, user_id, new_event_id(), touched)])
+            self._commit([*calls, PendingEvent(tenant, user_id, new_event_id(), touched)])
         return [{"memory_id": m, "score": score} for m, score in used]
 
     def review(self, now: datetime, tenant: str | None = None, user_id: str | None = None) -> list[dict]:
@@ -284,7 +298,12 @@ class ShardService:
         for (t, u), memory in sorted(self.state.users.items()):
             if (tenant and t != tenant) or (user_id and u != user_id):
                 continue
-            for review in review_notes(memory.notes, now):
+            if self.llm is not None:
+                calls, reviews = llm_review_notes(self.llm, memory.notes, now)
+                pending += [PendingEvent(t, u, event_id, call) for event_id, call in calls]
+            else:
+                reviews = review_notes(memory.notes, now)
+            for review in reviews:
                 pending.append(PendingEvent(t, u, new_event_id(), review, causation_id=review.note_id))
                 report.append({"tenant": t, "user_id": u, **review.model_dump(mode="json"),
                                "text": memory.notes.notes[review.note_id].text})

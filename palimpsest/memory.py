@@ -22,6 +22,7 @@ import ray
 import structlog
 from tqdm import tqdm
 
+from actors.llm import LlmConfig
 from actors.runtime import ShardCluster, ensure_ray
 from actors.service import ReplayReport, ShardSpec
 from events.commands import RecordMessage, validate_messages
@@ -77,6 +78,7 @@ class Memory:
         self.path = path
         self.config = cfg
         ensure_ray(address)
+        llm = LlmConfig.from_env()  # PALIMPSEST_LLM_BASE_URL / _MODEL / _API_KEY; None: the offline rules decide
         specs = [
             ShardSpec(
                 index=i,
@@ -84,6 +86,7 @@ class Memory:
                 lance_dir=store_config.lance_dir(path).resolve(),
                 model_id=cfg.model_id,
                 dim=cfg.dim,
+                llm=llm,
             )
             for i in range(cfg.num_shards)
         ]

@@ -1,0 +1,91 @@
+"""A shard whose notes are decided by a language model: recorded once, replayed with the model gone.
+
+A real DuckDB log file, a real LanceDB directory and a real-socket OpenAI-compatible
+server with scripted replies (``tests.fakes.openai_server``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.llm import LlmConfig
+from actors.service import ShardService, ShardSpec
+from events.commands import validate_messages
+from projections.embedding import HashEmbedder
+from tests.builders import command
+from tests.fakes.openai_server import FakeOpenAI, Reply
+
+pytestmark = pytest.mark.integration
+EMBED = HashEmbedder()
+MODEL = "scripted-model"
+
+
+def spec_for(tmp_path, base_url: str) -> ShardSpec:
+    llm = LlmConfig(base_url=base_url, model=MODEL, timeout_s=0.3, max_retries=1, backoff_base_s=0.01)
+    return ShardSpec(index=0, log_path=tmp_path / "shard-000.duckdb", lance_dir=tmp_path / "vectors",
+                     model_id=EMBED.model_id, dim=384, llm=llm)
+
+
+def record(svc: ShardService, *texts: str, start: int = 0):
+    commands = validate_messages([command(t, start + i, speaker="Maya") for i, t in enumerate(texts)])
+    return svc.record(commands, EMBED.encode([c.index_text() for c in commands]), EMBED.model_id)
+
+
+def op(kind, index, target=None, text=None, category=None, reason="because") -> dict:
+    return {"op": kind, "target_note_id": target, "category": category, "text": text,
+            "source_message_index": index, "reason": reason}
+
+
+def test_llm_note_operations_are_recorded_and_replay_without_the_model(tmp_path):
+    with FakeOpenAI() as server:
+        svc = ShardService(spec_for(tmp_path, server.base_url))
+        server.script(Reply.json({"operations": [
+            op("add", 0, text="The project uses PostgreSQL", category="decision", reason="a stated decision")]}))
+        record(svc, "Our project runs on PostgreSQL for now.")
+        [note] = svc.state.user("acme", "alice").notes.active()
+        server.script(Reply.json({"operations": [
+            op("update", 0, note.note_id, "The project uses MySQL", "decision", "the team replaced PostgreSQL")]}))
+        record(svc, "The hosting team made us move the whole thing over to MySQL.", start=1)
+
+        memory = svc.state.user("acme", "alice")
+        [active] = memory.notes.active()
+        assert (active.text, active.version, active.supersedes, active.decider) == (
+            "The project uses MySQL", 2, note.note_id, f"llm:{MODEL}")
+        calls = [e for e in svc.log.scan() if e.kind == "llm_call_recorded"]
+        assert len(calls) == 2 and all(c.event.purpose == "note_operations" for c in calls)
+        assert active.note_id in {e.event_id for e in svc.log.scan() if e.kind == "note_operation"}
+        ops = {e.event_id: e.event for e in svc.log.scan() if e.kind == "note_operation"}
+        assert ops[active.note_id].llm_call_id == calls[1].event_id  # the decision names the call it came from
+        assert len(server.requests) == 2
+        before = svc.digest()
+
+    # The server is gone: replay folds the recorded operations and never asks again.
+    report = svc.replay()
+    assert report.equal and svc.digest() == before
+    svc.close()
+    reopened = ShardService(spec_for(tmp_path, "http://127.0.0.1:9"))  # nothing listens there
+    assert reopened.digest() == before
+    # A new message with the model unreachable: the offline rules decide, and the note says so.
+    record(reopened, "I prefer green tea in the morning.", start=2)
+    note = next(n for n in reopened.state.user("acme", "alice").notes.active() if "tea" in n.text)
+    assert note.decider == "rules-v1" and note.reason.startswith("llm unavailable")
+    failed = [e for e in reopened.log.scan() if e.kind == "llm_call_recorded"][-1].event
+    assert failed.error and failed.parsed_json is None
+    reopened.close()
+
+
+def test_usage_is_judged_by_the_model_when_configured(tmp_path):
+    with FakeOpenAI() as server:
+        svc = ShardService(spec_for(tmp_path, server.base_url))
+        server.script(Reply.json({"operations": []}))
+        [out] = record(svc, "We decided to deploy Atlas on Fly.io.")
+        server.script(Reply.json({"used_ids": [out.memory_id]}))
+        used = svc.record_reply("acme", "alice", "It runs on Fly.io in Frankfurt.", [out.memory_id], "where is it?")
+        assert [u["memory_id"] for u in used] == [out.memory_id]
+        touched = [e.event for e in svc.log.scan() if e.kind == "memory_touched"][-1]
+        assert (touched.reason, touched.memory_ids) == ("used", (out.memory_id,))
+        assert "It runs on Fly.io in Frankfurt." in server.requests[-1].body["messages"][1]["content"]
+        assert svc.state.user("acme", "alice").retention.items[out.memory_id].access_count == 1
+        assert [e.event.purpose for e in svc.log.scan() if e.kind == "llm_call_recorded"] == [
+            "note_operations", "usage_judge"]
+        svc.close()

@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 
-.PHONY: demo test test-unit bench install clean
+.PHONY: demo test test-unit bench bench-graph install clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,9 @@ test-unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.locomo --data $(DATA) --out bench/locomo_dev.json
+
+bench-graph: $(STAMP)
+	$(BIN)/python -m benchmarks.graph --out bench/graph.json
 
 clean:
 	rm -rf $(VENV) demo-store bench .pytest_cache

@@ -13,6 +13,7 @@ import numpy as np
 from events.commands import RecordMessage
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
+from events.graph_events import GraphMemoryStaged
 from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
 from projections.classify import classification_event
 from actors.llm.memory_ops import llm_note_operations
@@ -34,11 +35,14 @@ class RecordOutcome:
 
 
 def decide_record(
-    state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int, llm=None
+    state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int, llm=None,
+    graph: list[tuple[GraphMemoryStaged, ...]] | None = None,
 ) -> tuple[list[PendingEvent], list[RecordOutcome]]:
     """Events for new messages (recorded, embedded, classified); known client ids are acknowledged as duplicates.
 
     The embedding and the memory type are recorded here, once, so replay never recomputes them.
+    ``graph`` holds, per command, the graph memories extracted from it (label
+    vectors included); they are staged with the message as their source.
     """
     if vectors.shape != (len(commands), dim):
         raise InvalidInputError(
@@ -48,7 +52,7 @@ def decide_record(
     pending: list[PendingEvent] = []
     outcomes: list[RecordOutcome] = []
     seen_in_batch: dict[tuple[str, str, str], str] = {}
-    for cmd, vec in zip(commands, vectors):
+    for position, (cmd, vec) in enumerate(zip(commands, vectors)):
         key = cmd.message_key()
         memory = state.user(cmd.tenant, cmd.user_id)
         known = memory.messages.client_ids.get(key) if memory else None
@@ -78,7 +82,11 @@ def decide_record(
         )
         classified = classification_event(message_id, cmd.text)
         pending.append(PendingEvent(cmd.tenant, cmd.user_id, message_id, recorded, correlation_id=message_id))
-        for derived in (embedded, classified):
+        staged = [
+            g.model_copy(update={"source_message_ids": (message_id,), "source_turn_ids": (cmd.turn_id,) if cmd.turn_id else ()})
+            for g in (graph[position] if graph else ())
+        ]
+        for derived in (embedded, classified, *staged):
             pending.append(
                 PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), derived, causation_id=message_id, correlation_id=message_id)
             )

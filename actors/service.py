@@ -10,7 +10,6 @@ message ids), ``digest``, ``scan``, ``stats``.
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,27 +17,26 @@ from pathlib import Path
 import numpy as np
 import structlog
 
-from actors.deciders import RecordOutcome, decide_record, decide_touches, new_event_id
+from actors.deciders import RecordOutcome, decide_record, decide_touches
 from actors.followups import decide_user_followups, latest_time
+from actors.service_archive import ArchiveMixin
+from actors.service_graph import GraphMixin
+from actors.service_notes import NotesMixin
 from actors.llm import LlmClient, LlmConfig
-from actors.llm.review import llm_review_notes
-from actors.llm.usage import llm_judge_usage
 from events.commands import RecordMessage
 from events.duckdb_log import DuckDBEventLog
-from events.envelope import Envelope, PendingEvent
+from events.envelope import Envelope
 from events.errors import InvalidInputError
 from events.log import EventLog, ScanFilter
-from events.model import MemoryArchived, MemoryRestored, MemoryTouched
-from projections import counterfactual, views
+from events.graph_events import GraphMemoryStaged
+from projections import counterfactual
 from projections import state as shard_state
 from projections.context import Context, NoteEntry, assemble
 from projections.episode_search import search_episodes
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.lance import LanceVectorTable
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
-from projections.retention import archival_candidates, retention_table
-from projections.review import review_notes
-from projections.usage import judge_usage
+from projections.retention import retention_table
 from projections.summaries import summarize
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
 from projections.tokens import TokenCounter, default_counter
@@ -78,7 +76,7 @@ class ReplayReport:
         return self.live == self.rebuilt
 
 
-class ShardService:
+class ShardService(NotesMixin, GraphMixin, ArchiveMixin):
     def __init__(
         self, spec: ShardSpec, *, log: EventLog | None = None, counter: TokenCounter | None = None
     ) -> None:
@@ -104,14 +102,17 @@ class ShardService:
         )
 
     # -- commands ---------------------------------------------------
-    def record(self, commands: list[RecordMessage], vectors: np.ndarray, model_id: str) -> list[RecordOutcome]:
-        """Append new messages with their embeddings; durable when this returns."""
+    def record(
+        self, commands: list[RecordMessage], vectors: np.ndarray, model_id: str,
+        graph: list[tuple[GraphMemoryStaged, ...]] | None = None,
+    ) -> list[RecordOutcome]:
+        """Append new messages with their embeddings (and the graph memories read from them); durable on return."""
         if model_id != self.spec.model_id:
             raise InvalidInputError(
                 [("model_id", f"{model_id!r} differs from the store's {self.spec.model_id!r}; embed with the store's model")],
                 what="record batch",
             )
-        pending, outcomes = decide_record(self.state, commands, vectors, model_id, self.spec.dim, self.llm)
+        pending, outcomes = decide_record(self.state, commands, vectors, model_id, self.spec.dim, self.llm, graph)
         self._commit(pending)
         return outcomes
 
@@ -240,169 +241,6 @@ class ShardService:
              "archived": archived[row.memory_id].reason if row.memory_id in archived else None}
             for row in rows
         ]
-
-    # -- notes, profile, tiers ---------------------------------------
-    def notes(self, tenant: str, user_id: str, now: datetime, at: datetime | None = None,
-              include_inactive: bool = False) -> list[dict]:
-        memory = self.state.user(tenant, user_id)
-        return views.notes_view(memory, now, at, include_inactive) if memory else []
-
-    def note_history(self, note_id: str, now: datetime, tenant: str | None = None, user_id: str | None = None) -> dict | None:
-        """The version chain of ``note_id`` and whose it is (None when no user of this shard has it)."""
-        for (t, u), memory in self.state.users.items():
-            if (tenant and t != tenant) or (user_id and u != user_id) or note_id not in memory.notes.notes:
-                continue
-            return {"tenant": t, "user_id": u, "chain": views.history_view(memory, note_id, now)}
-        return None
-
-    def record_reply(self, tenant: str, user_id: str, reply: str, memory_ids: list[str], query: str) -> list[dict]:
-        """Judge which of the retrieved notes/turns ``reply`` drew on; those get a ``used`` touch (reinforced)."""
-        memory = self.state.user(tenant, user_id)
-        if memory is None:
-            raise InvalidInputError([("user_id", f"{tenant}/{user_id} has no memories")], what="reply")
-        items, unknown = [], []
-        for m in dict.fromkeys(memory_ids):
-            if m in memory.notes.notes:
-                items.append((m, memory.notes.notes[m].text))
-            elif m in memory.messages.by_id:
-                items.append((m, memory.messages.by_id[m].text))
-            else:
-                unknown.append(m)
-        if unknown:
-            raise InvalidInputError(
-                [("memory_ids", f"{', '.join(unknown)} unknown for {tenant}/{user_id}; pass ids from a search or context")],
-                what="reply",
-            )
-        calls = []
-        if self.llm is not None:
-            (call_id, call), used_ids = llm_judge_usage(self.llm, reply, items)
-            calls = [PendingEvent(tenant, user_id, call_id, call)]
-            scores = dict(judge_usage(reply, items, threshold=0.0))
-            used = [(m, scores.get(m, 1.0)) for m in used_ids]
-        else:
-            used = judge_usage(reply, items)
-        if calls and not used:
-            self._commit(calls)
-        if used:
-            touched = MemoryTouched(
-                reason="used", query_id=uuid.uuid4().hex[:16], query=query or reply[:200],
-                memory_ids=tuple(m for m, _ in used), ranks=tuple(range(1, len(used) + 1)),
-                scores=tuple(score for _, score in used),
-            )
-            self._commit([*calls, PendingEvent(tenant, user_id, new_event_id(), touched)])
-        return [{"memory_id": m, "score": score} for m, score in used]
-
-    def review(self, now: datetime, tenant: str | None = None, user_id: str | None = None) -> list[dict]:
-        """Review notes whose importance crossed 2.5 (promote?) or fell below 0.5 (retract?) at ``now``."""
-        pending, report = [], []
-        for (t, u), memory in sorted(self.state.users.items()):
-            if (tenant and t != tenant) or (user_id and u != user_id):
-                continue
-            if self.llm is not None:
-                calls, reviews = llm_review_notes(self.llm, memory.notes, now)
-                pending += [PendingEvent(t, u, event_id, call) for event_id, call in calls]
-            else:
-                reviews = review_notes(memory.notes, now)
-            for review in reviews:
-                pending.append(PendingEvent(t, u, new_event_id(), review, causation_id=review.note_id))
-                report.append({"tenant": t, "user_id": u, **review.model_dump(mode="json"),
-                               "text": memory.notes.notes[review.note_id].text})
-        if pending:
-            self._commit(pending)
-        return report
-
-    def profile(self, tenant: str, user_id: str, include_knowledge: bool = True,
-                include_assistant_knowledge: bool = False) -> dict:
-        memory = self.state.user(tenant, user_id)
-        if memory is None:
-            return {"traits": {}, "user_knowledge": [], "distillations": 0}
-        return views.profile_view(memory, include_knowledge, include_assistant_knowledge)
-
-    def tiers(self, tenant: str, user_id: str, now: datetime, conversation_id: str | None = None) -> dict:
-        memory = self.state.user(tenant, user_id)
-        if memory is None:
-            return {}
-        out = views.tiers_view(memory, now, self.state.tier_config)
-        if conversation_id is None and memory.messages.order:
-            conversation_id = memory.messages.by_id[memory.messages.order[-1]].conversation_id
-        out["conversation_id"] = conversation_id
-        out.update(views.working_view(memory, conversation_id, now) if conversation_id else {})
-        return out
-
-    # -- archive ----------------------------------------------------
-    def sweep(self, now: datetime, tenant: str | None = None, user_id: str | None = None, dry_run: bool = False) -> list[dict]:
-        """Archive every memory whose retention at ``now`` fell below the policy's floor (or past its age limit).
-
-        One ``memory_archived`` event per user and reason; already archived
-        memories are left alone. ``dry_run`` reports without writing.
-        """
-        policy = self.state.policy
-        pending, report = [], []
-        for (t, u), memory in sorted(self.state.users.items()):
-            if (tenant and t != tenant) or (user_id and u != user_id):
-                continue
-            rows = [r for r in archival_candidates(memory.retention, now, policy) if not memory.archive.is_archived(r.memory_id)]
-            for reason in ("retention_floor", "category_rule"):
-                chosen = [r for r in rows if r.archive_reason == reason]
-                if not chosen:
-                    continue
-                event = MemoryArchived(
-                    memory_ids=tuple(r.memory_id for r in chosen), reason=reason, at=now, policy=policy.name,
-                    retentions=tuple(r.retention for r in chosen),
-                )
-                pending.append(PendingEvent(t, u, new_event_id(), event))
-                report.append({"tenant": t, "user_id": u, "reason": reason, "memory_ids": list(event.memory_ids),
-                               "texts": [memory.messages.by_id[m].text for m in event.memory_ids]})
-        if pending and not dry_run:
-            self._commit(pending)
-        return report
-
-    def archive(self, tenant: str, user_id: str, memory_ids: list[str], now: datetime, reason: str) -> list[str]:
-        """Archive the given memories by hand (reason ``manual``); returns those newly archived."""
-        memory = self._known(tenant, user_id, memory_ids, "archive")
-        fresh = [m for m in dict.fromkeys(memory_ids) if not memory.archive.is_archived(m)]
-        if fresh:
-            event = MemoryArchived(memory_ids=tuple(fresh), reason="manual", at=now, policy="", detail=reason)
-            self._commit([PendingEvent(tenant, user_id, new_event_id(), event)])
-        return fresh
-
-    def restore(self, tenant: str, user_id: str, memory_ids: list[str], now: datetime, reason: str) -> list[str]:
-        """Bring archived memories back into default retrieval; restoring counts as an access."""
-        memory = self._known(tenant, user_id, memory_ids, "restore")
-        not_archived = [m for m in memory_ids if not memory.archive.is_archived(m)]
-        if not_archived:
-            raise InvalidInputError(
-                [("memory_ids", f"{', '.join(not_archived)} not archived; list archived ones with `palimpsest archive list`")],
-                what="restore",
-            )
-        ids = tuple(dict.fromkeys(memory_ids))
-        self._commit([PendingEvent(tenant, user_id, new_event_id(), MemoryRestored(memory_ids=ids, at=now, reason=reason))])
-        return list(ids)
-
-    def archived(self, tenant: str, user_id: str) -> list[dict]:
-        """The user's archived memories: when, why, retention at the time, and the text."""
-        memory = self.state.user(tenant, user_id)
-        if memory is None:
-            return []
-        by_id = memory.messages.by_id
-        return [
-            {"memory_id": e.memory_id, "reason": e.reason, "at": e.at.isoformat(), "policy": e.policy,
-             "retention": e.retention, "detail": e.detail, "turn_id": by_id[e.memory_id].turn_id,
-             "text": by_id[e.memory_id].text}
-            for e in sorted(memory.archive.archived.values(), key=lambda e: (e.at, by_id[e.memory_id].seq))
-        ]
-
-    def _known(self, tenant: str, user_id: str, memory_ids: list[str], what: str):
-        memory = self.state.user(tenant, user_id)
-        if not memory_ids:
-            raise InvalidInputError([("memory_ids", "empty; name at least one memory id")], what=what)
-        unknown = [m for m in memory_ids if memory is None or m not in memory.messages.by_id]
-        if unknown:
-            raise InvalidInputError(
-                [("memory_ids", f"{', '.join(unknown)} not memories of {tenant}/{user_id}; ids come from search results")],
-                what=what,
-            )
-        return memory
 
     def episodes(
         self, tenant: str, user_id: str, query: str | None = None, query_vector: np.ndarray | None = None, k: int = 5,

@@ -80,6 +80,24 @@ class ShardActor:
     def tiers(self, *args, **kwargs):
         return self._svc.tiers(*args, **kwargs)
 
+    def stage_graph(self, *args, **kwargs):
+        return self._svc.stage_graph(*args, **kwargs)
+
+    def graph_jobs(self, *args, **kwargs):
+        return self._svc.graph_jobs(*args, **kwargs)
+
+    def append_graph(self, *args, **kwargs):
+        return self._svc.append_graph(*args, **kwargs)
+
+    def search_memories(self, *args, **kwargs):
+        return self._svc.search_memories(*args, **kwargs)
+
+    def link_memories(self, *args, **kwargs):
+        return self._svc.link_memories(*args, **kwargs)
+
+    def graph_export(self, *args, **kwargs):
+        return self._svc.graph_export(*args, **kwargs)
+
     def scan(self, *args, **kwargs):
         return self._svc.scan(*args, **kwargs)
 

@@ -93,8 +93,10 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         model_load_s = time.perf_counter() - started
 
         started = time.perf_counter()
+        mem.consolidate_every = 0  # consolidation is timed on its own, right after ingest
         ingest = mem.add_messages(messages, tenant=TENANT, batch_size=BATCH_SIZE, progress=True)
         ingest_s = time.perf_counter() - started
+        consolidation = mem.consolidate()
         if ingest.created != len(messages):
             print(f"warning: {ingest.duplicates} of {len(messages)} turns were duplicates (repeated dia_id?)",
                   file=sys.stderr)
@@ -113,6 +115,8 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
                              fusion=replace(DEFAULT_FUSION, episode_weight=0.0)),
             PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name="palimpsest_no_notes",
                              fusion=replace(DEFAULT_FUSION, note_weight=0.0, note_tokens=0)),
+            PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name="palimpsest_no_graph",
+                             fusion=replace(DEFAULT_FUSION, graph_weight=0.0)),
         ]
         systems = select(
             [palimpsest.as_system(), *(a.as_system() for a in ablations),
@@ -157,6 +161,9 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         "replay_seconds_per_shard": [r.seconds for r in replays],
         "replay_events_per_shard": [r.events for r in replays],
         "ingest_seconds": ingest_s,
+        "consolidation_seconds": consolidation["seconds"],
+        "consolidation_events": consolidation["events"],
+        "graph_memories_staged": consolidation["staged"],
         "encode_only_seconds": encode_s,
         "model_load_seconds": model_load_s,
         "retrieve_ms_mean": {n: 1000 * t / max(1, len(questions)) for n, t in elapsed.items()},

@@ -10,8 +10,8 @@ from events.errors import (
     UnknownEventError,
 )
 from events.log import EventLog, InMemoryEventLog, ScanFilter
+from events.registry import EVENT_TYPES
 from events.model import (
-    EVENT_TYPES,
     Event,
     LlmCallRecorded,
     MemoryTouched,

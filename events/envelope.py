@@ -15,7 +15,8 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from events.errors import UnknownEventError
-from events.model import EVENT_TYPES, Event
+from events.model import Event
+from events.registry import EVENT_TYPES
 from events.upcasting import upcast
 
 ENVELOPE_SCHEMA = pa.schema(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from events.errors import UnknownEventError
-from events.model import EVENT_TYPES
+from events.registry import EVENT_TYPES
 
 Payload = dict[str, Any]
 Upcaster = Callable[[Payload], Payload]

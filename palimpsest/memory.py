@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime
 from collections.abc import Iterable, Mapping
@@ -29,14 +30,17 @@ from events.commands import RecordMessage, validate_messages
 from events.envelope import Envelope
 from events.errors import InvalidInputError, PalimpsestError
 from events.log import ScanFilter
+from events.tool_calls import CreateMemory, LinkMemories, validate_tool_call
 from palimpsest import config as store_config
 from projections.archive import SCOPES
 from projections.context import Context
 from projections.embedding import Embedder, make_embedder
+from projections.graph_staging import candidates_for, labels_of, staged_event
 from projections.policy import RetentionPolicy
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
+CONSOLIDATE_EVERY = 500  # new messages between automatic graph consolidations
 
 
 def _get(refs):
@@ -93,6 +97,10 @@ class Memory:
         self.cluster = ShardCluster(store_config.store_id(path), specs, store_config.routing_table(path).resolve())
         self._embedder: Embedder | None = None
         self._routes: dict[tuple[str, str], int] = {}
+        self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
+        self.consolidate_every = CONSOLIDATE_EVERY  # new messages between automatic consolidations; 0: on demand only
+        self._since_consolidation = 0
+        self._scheduler: threading.Timer | None = None
 
     # -- lifecycle --------------------------------------------------
     @classmethod
@@ -114,6 +122,7 @@ class Memory:
         return cls(path, cfg, address=address)
 
     def close(self) -> None:
+        self.schedule_consolidation(None)
         self.cluster.close()
 
     def __enter__(self) -> Memory:
@@ -146,13 +155,16 @@ class Memory:
         user_id: str | None = None,
         batch_size: int = 256,
         progress: bool = False,
+        extract_graph: bool = True,
     ) -> IngestReport:
         """Validate every message, embed, and append; returns once everything is durable.
 
         ``tenant``/``user_id`` fill in messages that do not name their own. If
         any message is invalid, :class:`InvalidInputError` lists every problem
         and nothing is written. Re-adding a message with a known client id is a
-        no-op that returns the existing memory id.
+        no-op that returns the existing memory id. With ``extract_graph`` (the
+        default) the memory-graph facts stated in each user turn are staged with
+        it (offline EN/ZH rules; their labels embedded once, here).
         """
         defaults = {k: v for k, v in (("tenant", tenant), ("user_id", user_id)) if v is not None}
         items = [
@@ -169,12 +181,14 @@ class Memory:
         for start in range(0, len(commands), batch_size):
             chunk = list(range(start, min(start + batch_size, len(commands))))
             vectors = embedder.encode([commands[i].index_text() for i in chunk])
+            graph = self._graph_memories([commands[i] for i in chunk]) if extract_graph else None
             by_shard: dict[int, list[int]] = {}
             for pos, i in enumerate(chunk):
                 by_shard.setdefault(shard_of[i], []).append(pos)
             for shard, positions in by_shard.items():
                 ref = self.cluster.shards[shard].record.remote(
-                    [commands[chunk[p]] for p in positions], vectors[positions], embedder.model_id
+                    [commands[chunk[p]] for p in positions], vectors[positions], embedder.model_id,
+                    [graph[p] for p in positions] if graph else None,
                 )
                 in_flight.append((ref, [chunk[p] for p in positions]))
             # Keep the encoder busy while shards append: wait only for work older than one chunk.
@@ -194,7 +208,28 @@ class Memory:
                 report.duplicates += 1
         report.seconds = time.perf_counter() - started
         log.info("ingested", received=report.received, created=report.created, duplicates=report.duplicates)
+        self._since_consolidation += report.created
+        if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
+            self.consolidate()
         return report
+
+    def schedule_consolidation(self, every_s: float | None) -> None:
+        """Consolidate every ``every_s`` seconds in a background thread (None stops it), besides every
+        ``consolidate_every`` new messages and on demand."""
+        if self._scheduler is not None:
+            self._scheduler.cancel()
+            self._scheduler = None
+        if every_s:
+            def tick() -> None:
+                try:
+                    self.consolidate()
+                except Exception as exc:  # noqa: BLE001 - a failed round is logged; the next one retries
+                    log.warning("consolidation_failed", error=str(exc))
+                self.schedule_consolidation(every_s)
+
+            self._scheduler = threading.Timer(every_s, tick)
+            self._scheduler.daemon = True
+            self._scheduler.start()
 
     # -- reading ----------------------------------------------------
     def _query_vector(self, query: str) -> np.ndarray:
@@ -304,6 +339,86 @@ class Memory:
         """Short-term pages, mid-term sessions with heat, working memory and the sensory buffer at ``now``."""
         now = _aware(now, "tiers")
         return _get(self._shard(tenant, user_id).tiers.remote(tenant, user_id, now, conversation_id))
+
+    # -- memory graph (seed 001 tools) ---------------------------------
+    def _label_vectors(self, labels: list[str]) -> dict[str, np.ndarray]:
+        missing = [label for label in dict.fromkeys(labels) if label not in self._labels]
+        if missing:
+            if len(self._labels) > 100_000:
+                self._labels.clear()
+            self._labels.update(zip(missing, self.embedder.encode(missing)))
+        return {label: self._labels[label] for label in labels}
+
+    def _graph_memories(self, commands: list[RecordMessage]) -> list[tuple]:
+        """Per command, the graph memories its text states, staged with label vectors (no source ids yet)."""
+        candidates = candidates_for(commands)
+        vectors = self._label_vectors(labels_of(candidates))
+        return [
+            tuple(staged_event(c, vectors, occurred_at=cmd.occurred_at, extractor=c.extractor) for c in group)
+            for cmd, group in zip(commands, candidates)
+        ]
+
+    def tool_call(self, tenant: str, user_id: str, name: str, arguments: Mapping[str, Any] | str,
+                  *, reference: datetime | None = None) -> dict:
+        """Run one seed-001 tool call (``create_memory``, ``link_memories``, ``search_memories``) as an LLM would.
+
+        ``arguments`` is the JSON object (or text) of the call; relative times
+        ("yesterday 8pm", "上周五") are resolved against ``reference`` (default now).
+        Invalid calls raise :class:`InvalidInputError` naming each field and its fix.
+        """
+        reference = _aware(reference, name if isinstance(name, str) else "tool call")
+        call = validate_tool_call(name, arguments, reference=reference)
+        if isinstance(call, CreateMemory):
+            labels = [x for x in (call.topic, call.object) if x]
+            event = staged_event(call.model_dump(), self._label_vectors(labels), extractor="tool:create_memory",
+                                 occurred_at=call.occurred_at or reference)
+            [memory_id] = _get(self._shard(tenant, user_id).stage_graph.remote(tenant, user_id, [event]))
+            return {"memory_id": memory_id, "staged": True}
+        if isinstance(call, LinkMemories):
+            source, target = self.embedder.encode([call.source_memory_description, call.target_memory_description])
+            return _get(self._shard(tenant, user_id).link_memories.remote(
+                tenant, user_id, source, target, call.relation_type, call.relation or call.relation_type,
+                call.importance, reference, "link_memories tool call"))
+        time_range = (call.time_range.start, call.time_range.end) if call.time_range else None
+        return _get(self._shard(tenant, user_id).search_memories.remote(
+            tenant, user_id, call.query, self._query_vector(call.query), reference, mode=call.mode,
+            expand_depth=call.expand_depth, memory_types=call.memory_types, time_range=time_range,
+            max_results=call.max_results))
+
+    def create_memory(self, tenant: str, user_id: str, **arguments) -> dict:
+        """``create_memory(subject, memory_type, topic, object?, attributes?, importance?)``: staged at once."""
+        return self.tool_call(tenant, user_id, "create_memory", arguments)
+
+    def link_memories(self, tenant: str, user_id: str, **arguments) -> dict:
+        """``link_memories(source_memory_description, target_memory_description, relation_type, importance?)``."""
+        return self.tool_call(tenant, user_id, "link_memories", arguments)
+
+    def search_memories(self, tenant: str, user_id: str, **arguments) -> dict:
+        """``search_memories(query, memory_types?, time_range?, max_results?, expand_depth?, mode?)``."""
+        return self.tool_call(tenant, user_id, "search_memories", arguments)
+
+    def consolidate(self, *, tenant: str | None = None, user_id: str | None = None,
+                    max_in_flight: int | None = None, parallel: bool = True) -> dict:
+        """Consolidate every staged graph memory: one pure Ray task per user, in parallel across shards.
+
+        Each task returns events (merges, links, conclusions); the user's shard appends them.
+        """
+        from actors.consolidation import run_consolidation
+
+        started = time.perf_counter()
+        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
+        jobs = [job for part in _get([s.graph_jobs.remote(tenant, user_id) for s in shards]) for job in part]
+        self._since_consolidation = 0
+        results = run_consolidation(jobs, max_in_flight=max_in_flight, parallel=parallel)
+        appended = _get([
+            self._shard(t, u).append_graph.remote(t, u, events) for (t, u), events in results.items() if events
+        ])
+        return {"users": len(jobs), "staged": sum(len(j[3]) for j in jobs), "events": sum(appended),
+                "seconds": time.perf_counter() - started}
+
+    def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:
+        """The user's memory graph as ``html`` (self-contained, interactive) and ``graphml`` text."""
+        return _get(self._shard(tenant, user_id).graph_export.remote(tenant, user_id, title or f"{tenant}/{user_id}"))
 
     # -- archive ----------------------------------------------------
     def sweep(

@@ -1,10 +1,15 @@
 """Archive projection: which memories have left default retrieval, when and why.
 
 Archival is an event (``memory_archived``: the retention floor, a category's
-age limit, an LFU eviction from the mid-term tier, or a manual request);
-restoring is another (``memory_restored``). Nothing is deleted: an archived
-memory stays in the log and in every other projection, default retrieval
-skips it, and an explicit archive search still finds it.
+age limit, or a manual request); restoring is another (``memory_restored``).
+Nothing is deleted: an archived memory stays in the log and in every other
+projection, default retrieval skips it, and an explicit archive search still
+finds it.
+
+An LFU eviction (reason ``lfu_eviction``) archives a session out of the
+mid-term *tier* only: the tier projection drops it and this projection
+records it under ``evicted``, but its turns stay in the long-term store and
+in default retrieval until their own retention archives them.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ class ArchiveEntry:
 class ArchiveState:
     archived: dict[str, ArchiveEntry] = field(default_factory=dict)
     restored: dict[str, int] = field(default_factory=dict)  # memory id -> times restored
+    evicted: dict[str, ArchiveEntry] = field(default_factory=dict)  # out of the mid-term tier, still retrievable
 
     def is_archived(self, memory_id: str) -> bool:
         return memory_id in self.archived
@@ -46,6 +52,7 @@ class ArchiveState:
                 for e in self.archived.values()
             ),
             sorted(self.restored.items()),
+            sorted((e.memory_id, e.at.isoformat(), e.event_id) for e in self.evicted.values()),
         ]
 
 
@@ -60,9 +67,10 @@ def evolve(state: ArchiveState, env: Envelope) -> ArchiveState:
     event = env.event
     if isinstance(event, MemoryArchived):
         retentions = event.retentions or (math.nan,) * len(event.memory_ids)
+        target = state.evicted if event.reason == "lfu_eviction" else state.archived
         for memory_id, value in zip(event.memory_ids, retentions):
-            if memory_id not in state.archived:  # the first archival of a stretch is the one that counts
-                state.archived[memory_id] = ArchiveEntry(
+            if memory_id not in target:  # the first archival of a stretch is the one that counts
+                target[memory_id] = ArchiveEntry(
                     memory_id, event.reason, event.at, event.policy, None if math.isnan(value) else value,
                     env.event_id, event.detail,
                 )

@@ -182,11 +182,20 @@ class GraphState:
     aliases: dict[str, str] = field(default_factory=dict)  # merged node → kept node, active merges only
     merges: dict[str, MergeRecord] = field(default_factory=dict)
     last_seq: int = 0
+    structure: int = 0  # counts the events that changed nodes, edges or merges (touches do not)
+    _views: dict = field(default_factory=dict, repr=False, compare=False)  # derived: structure → GraphView
+
+    def view(self) -> GraphView:
+        """The merged view, cached until the structure changes: a search reads it on every query."""
+        cached = self._views.get("view")
+        if cached is None or cached[0] != self.structure:
+            cached = self._views["view"] = (self.structure, self._build_view())
+        return cached[1]
 
     def copy(self) -> GraphState:
         """A copy to evolve separately; cheap, because the records are immutable and only the dicts are copied."""
         return GraphState(dict(self.nodes), dict(self.memories), dict(self.edges), dict(self.conclusions),
-                          dict(self.aliases), dict(self.merges), self.last_seq)
+                          dict(self.aliases), dict(self.merges), self.last_seq, self.structure)
 
     def resolve(self, nid: str) -> str:
         while nid in self.aliases:
@@ -202,7 +211,20 @@ class GraphState:
         out = {c.cluster_key: c for c in sorted(self.conclusions.values(), key=lambda c: c.seq) if not c.superseded_by}
         return dict(sorted(out.items()))
 
-    def view(self) -> GraphView:
+    def node_matrix(self, dim: int) -> tuple[list[str], np.ndarray]:
+        """Canonical node ids with a ``dim``-sized vector, and those vectors L2-normalised (cached like the view)."""
+        key = ("matrix", dim)
+        cached = self._views.get(key)
+        if cached is None or cached[0] != self.structure:
+            view = self.view()
+            ids = [nid for nid, n in view.nodes.items() if n.vector is not None and n.vector.shape == (dim,)]
+            mat = np.stack([view.nodes[nid].vector for nid in ids]).astype(np.float64) if ids else np.zeros((0, dim))
+            norms = np.linalg.norm(mat, axis=1, keepdims=True)
+            cached = self._views[key] = (self.structure, ids, np.divide(mat, norms, out=np.zeros_like(mat),
+                                                                        where=norms > 0))
+        return cached[1], cached[2]
+
+    def _build_view(self) -> GraphView:
         canonical_of = {nid: self.resolve(nid) for nid in self.nodes}
         groups: dict[str, list[str]] = {}
         for nid in sorted(self.nodes, key=lambda n: (self.nodes[n].seq, n)):
@@ -298,9 +320,15 @@ def _stage(state: GraphState, mid: str, e: GraphMemoryStaged, seq: int) -> None:
     )
 
 
+_STRUCTURAL = (GraphMemoryStaged, GraphMemoriesConsolidated, GraphNodesMerged, GraphNodesUnmerged, GraphEdgeLinked,
+               GraphMemoryStatusChanged, GraphConclusionRecorded)
+
+
 def apply(state: GraphState, event_id: str, event: Event, seq: int, at: datetime) -> GraphState:
     """Apply one event (``at`` = when it occurred). :func:`evolve` calls this; consolidation uses it on a scratch copy."""
     state.last_seq = max(state.last_seq, seq)
+    if isinstance(event, _STRUCTURAL):
+        state.structure += 1
     if isinstance(event, GraphMemoryStaged):
         if event_id not in state.memories:
             _stage(state, event_id, event, seq)

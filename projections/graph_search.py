@@ -98,14 +98,18 @@ def needs_expansion(query: str, top_similarity: float | None, config: GraphSearc
 
 
 def expansion_depth(mode: str, query: str, top_similarity: float | None,
-                    config: GraphSearchConfig = DEFAULT_GRAPH_SEARCH) -> int:
-    """The BFS depth for ``mode``: fast → 0, deep → ``expand_depth``, auto → ``expand_depth`` if it needs expansion."""
+                    config: GraphSearchConfig = DEFAULT_GRAPH_SEARCH, expand_depth: int | None = None) -> int:
+    """The BFS depth for ``mode``: fast → 0, deep → ``expand_depth``, auto → ``expand_depth`` if it needs expansion.
+
+    ``expand_depth`` defaults to the config's.
+    """
+    depth = config.expand_depth if expand_depth is None else expand_depth
     if mode == "fast":
         return 0
     if mode == "deep":
-        return config.expand_depth
+        return depth
     if mode == "auto":
-        return config.expand_depth if needs_expansion(query, top_similarity, config) else 0
+        return depth if needs_expansion(query, top_similarity, config) else 0
     raise InvalidInputError([("mode", f"{mode!r}: use 'fast', 'deep' or 'auto'")], what="graph search")
 
 
@@ -126,22 +130,19 @@ class GraphHit:
     message_ids: tuple[str, ...]
 
 
-def _cosines(view: GraphView, query: np.ndarray) -> dict[str, float]:
-    q = np.asarray(query, dtype=np.float64)
+def _cosines(state: GraphState, query: np.ndarray) -> dict[str, float]:
+    """Cosine of the query with every canonical node that has a vector of the query's size (one matrix product)."""
+    q = np.asarray(query, dtype=np.float64).ravel()
     qn = np.linalg.norm(q)
-    out = {}
-    for nid, node in view.nodes.items():
-        if node.vector is None or node.vector.shape != q.shape or qn == 0:
-            continue
-        v = node.vector.astype(np.float64)
-        vn = np.linalg.norm(v)
-        out[nid] = float(q @ v / (qn * vn)) if vn > 0 else 0.0
-    return out
+    ids, matrix = state.node_matrix(q.shape[0])
+    if qn == 0 or not ids:
+        return {}
+    return dict(zip(ids, (matrix @ (q / qn)).tolist()))
 
 
 def top_similarity(state: GraphState, query_vector: np.ndarray) -> float | None:
     """The best node cosine with the query (None when no node has a comparable vector): auto mode's signal."""
-    sims = _cosines(state.view(), query_vector)
+    sims = _cosines(state, query_vector)
     return max(sims.values()) if sims else None
 
 
@@ -179,7 +180,7 @@ def search_graph(
         raise InvalidInputError([("depth", f"{depth!r}: use 0 to {config.max_depth}")], what="graph search")
     view = state.view()
     active = {mid for mid, m in state.memories.items() if m.status == "active"}
-    sims = _cosines(view, query_vector)
+    sims = _cosines(state, query_vector)
     seeds = sorted(((s, nid) for nid, s in sims.items() if s >= config.seed_min_similarity), reverse=True)
     seed_ids = sorted({mid for _, nid in seeds[: config.seed_nodes] for mid in view.nodes[nid].memory_ids} & active)
     semantic = {mid: max([0.0, *(sims.get(n, 0.0) for n in view.memory_nodes[mid])]) for mid in active}

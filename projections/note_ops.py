@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 from events.model import MessageRecorded, NoteContent, NoteOperation
 from projections.contradiction import ActiveNote, Relation, Verdict, detect
+from projections.event_notes import event_notes
 from projections.extraction import CandidateNote, extract_notes
 from projections.notes import Note
 
@@ -158,7 +159,9 @@ def decide_note_operations(
     previous = previous_text
     for message_id, message in messages:
         if message.role == "user":
-            for candidate in extract_notes(message.text, speaker=message.speaker, previous=previous):
+            candidates = extract_notes(message.text, speaker=message.speaker, previous=previous) or event_notes(
+                message.text, speaker=message.speaker, occurred_at=message.occurred_at)
+            for candidate in candidates:
                 ops += _decide_one(candidate, message_id, message, held, new_id)
         previous = message.text
     return ops

@@ -12,6 +12,7 @@ from datetime import datetime
 
 import numpy as np
 
+from projections import graph_search
 from projections.archive import in_scope
 from projections.episodes import Episode
 from projections.lexical import BM25Params
@@ -42,6 +43,10 @@ class FusionConfig:
     notes ranked by BM25 against the query lift their source turns by
     ``note_weight / (rrf_k + note rank)``; a context puts the matching notes
     first, within ``note_tokens``. ``note_weight=0, note_tokens=0`` turns notes off.
+    The memory graph adds a fifth list: graph memories found by seed-001
+    search (node-vector seeds, BFS over links and shared nodes, five-term
+    score) lift their source turns by ``graph_weight / (rrf_k + rank)``;
+    ``graph_weight=0`` turns it off.
     """
 
     rrf_k: int = 5
@@ -53,6 +58,10 @@ class FusionConfig:
     note_weight: float = 0.5  # source turns of the active notes that match the query get a fourth RRF term
     note_candidates: int = 10
     note_tokens: int = 500  # the notes' share of a context (seed 000: under ~500 tokens); 0 leaves notes out
+    graph_weight: float = 0.5  # source turns of the graph memories found by graph-expanded search: a fifth term
+    graph_candidates: int = 10
+    graph_mode: str = "auto"  # fast: vector seeds only; deep: expand to graph_depth; auto: expand when it helps
+    graph_depth: int = 1
     candidates: int = 100
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
@@ -102,6 +111,14 @@ def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> l
     return [(episodes[i], float(sims[i])) for i in order]
 
 
+def graph_hits(memory: UserMemory, query: str, query_vector: np.ndarray, now: datetime, config: FusionConfig):
+    """Graph-expanded search for the fusion's graph term (depth by ``graph_mode``)."""
+    top = graph_search.top_similarity(memory.graph, query_vector)
+    depth = graph_search.expansion_depth(config.graph_mode, query, top, expand_depth=config.graph_depth)
+    return graph_search.search_graph(memory.graph, query_vector, now=now, depth=depth,
+                                     max_results=config.graph_candidates)
+
+
 def fuse(
     memory: UserMemory,
     query: str,
@@ -135,6 +152,10 @@ def fuse(
         for rank, (note_id, bm25) in enumerate(memory.notes.search(query, config.note_candidates, config.bm25), 1):
             for memory_id in memory.notes.notes[note_id].source_message_ids:
                 parts.setdefault(memory_id, {}).setdefault("note", (rank, bm25, note_id))
+    if config.graph_weight > 0 and query_vector is not None and now is not None and memory.graph.memories:
+        for rank, hit in enumerate(graph_hits(memory, query, query_vector, now, config), start=1):
+            for memory_id in hit.message_ids:
+                parts.setdefault(memory_id, {}).setdefault("graph", (rank, hit.score, hit.memory_id, hit.distance))
     parts = {
         mid: p for mid, p in parts.items()
         # an index row the projections do not know yet is never surfaced; archived ones only when asked for
@@ -163,6 +184,10 @@ def fuse(
             rank, bm25, note_id = p["note"]
             score += config.note_weight / (config.rrf_k + rank)
             breakdown.update(note_rank=rank, note_bm25=round(bm25, 6), note_id=note_id)
+        if "graph" in p:
+            rank, value, graph_id, distance = p["graph"]
+            score += config.graph_weight / (config.rrf_k + rank)
+            breakdown.update(graph_rank=rank, graph_score=round(value, 6), graph_memory=graph_id, graph_distance=distance)
         if memory_id in recall:
             score += config.retention_weight * min(recall[memory_id], 2.0) / (config.rrf_k + 1)
             breakdown["retention"] = round(recall[memory_id], 6)

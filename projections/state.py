@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from events.envelope import Envelope
-from projections import archive, episodes, lexical, messages, notes, profile, retention, tiers, touches, vectors, working
+from projections import archive, episodes, graph, lexical, messages, notes, profile, retention, tiers, touches, vectors, working
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
 from projections.tiers import DEFAULT_TIERS, TierConfig
@@ -35,6 +35,7 @@ class UserMemory:
     profile: profile.UserProfile = field(default_factory=profile.UserProfile)
     tiers: tiers.TierState = field(default_factory=tiers.TierState)
     working: working.WorkingState = field(default_factory=working.WorkingState)
+    graph: graph.GraphState = field(default_factory=graph.GraphState)
     head: int = 0
 
 
@@ -46,6 +47,7 @@ PROJECTIONS: dict[str, Callable] = {
     "archive": archive.evolve,
     "notes": notes.evolve,
     "profile": profile.evolve,
+    "graph": graph.evolve,
 }
 # Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
 # same log with another policy or segmentation is a fold with another ShardState.

@@ -53,10 +53,13 @@ def test_restore_returns_a_memory_and_a_later_archival_counts_again():
     assert again.user("acme", "alice").archive.archived["m1"].reason == "manual"
 
 
-def test_lfu_eviction_without_retention_scores_is_recorded_as_unknown():
+def test_an_lfu_eviction_leaves_the_tier_but_not_default_retrieval():
     evicted = MemoryArchived(memory_ids=("m1", "m2"), reason="lfu_eviction", at=T0, policy="mid-term")
     memory = fold(ShardState(), base(("a1", evicted))).user("acme", "alice")
-    assert [memory.archive.archived[m].retention for m in ("m1", "m2")] == [None, None]
+    assert [memory.archive.evicted[m].retention for m in ("m1", "m2")] == [None, None]
+    assert not memory.archive.archived
+    hits = fuse(memory, "puppy", [("m1", 0.99), ("m2", 0.8)], 5, NO_RETENTION)
+    assert {h.memory_id for h in hits} == {"m1", "m2"}
 
 
 def test_archival_is_part_of_the_replay_digest():

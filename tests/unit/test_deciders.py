@@ -9,7 +9,7 @@ from actors.deciders import RecordOutcome, decide_record, decide_touches
 from events.commands import validate_messages
 from events.errors import InvalidInputError
 from events.log import InMemoryEventLog
-from events.model import MemoryTouched, MessageClassified, MessageEmbedded, MessageRecorded
+from events.model import MemoryTouched, MessageClassified, MessageEmbedded, MessageRecorded, NoteOperation
 from projections.embedding import HASH_ID, HashEmbedder
 from projections.retrieval import fuse
 from projections.state import ShardState, fold
@@ -27,8 +27,12 @@ def decide(state, items):
 def test_new_messages_yield_recorded_embedded_and_classified_events():
     pending, outcomes = decide(ShardState(), [command("I adopted a puppy", 0, speaker="Alice", client_message_id="c1")])
 
-    assert [type(p.event) for p in pending] == [MessageRecorded, MessageEmbedded, MessageClassified]
-    recorded, embedded, classified = pending
+    # ... and the note the message states, in the same batch ("I adopted a puppy": a first-person event).
+    assert [type(p.event) for p in pending] == [MessageRecorded, MessageEmbedded, MessageClassified, NoteOperation]
+    recorded, embedded, classified, noted = pending
+    assert (noted.event.op, noted.event.note.text, noted.event.source_message_ids) == (
+        "add", "Alice adopted a puppy", (recorded.event_id,))
+    assert noted.causation_id == recorded.event_id
     assert classified.event.message_event_id == recorded.event_id
     assert classified.event.classifier == "rules-v1"
     assert (classified.causation_id, classified.correlation_id) == (recorded.event_id, recorded.event_id)

@@ -17,8 +17,16 @@ from hypothesis import strategies as st
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA, PendingEvent, from_arrow, seal, to_arrow
 from events.log import InMemoryEventLog
+from events.graph_events import (
+    GraphConclusionRecorded,
+    GraphEdgeLinked,
+    GraphMemoriesConsolidated,
+    GraphMemoryStaged,
+    GraphMemoryStatusChanged,
+    GraphNodesMerged,
+    GraphNodesUnmerged,
+)
 from events.model import (
-    EVENT_TYPES,
     MEMORY_TYPES,
     ROLES,
     LlmCallRecorded,
@@ -34,6 +42,7 @@ from events.model import (
     NoteReviewed,
     ProfileDistilled,
 )
+from events.registry import EVENT_TYPES
 from projections.state import ShardState, digest, fold
 
 CHINESE = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
@@ -169,9 +178,41 @@ episode_titled = st.builds(
     summary=TEXT, titler=st.just("llm:m"), llm_call_id=st.none() | IDS,
 )
 
+LABELS = st.sampled_from(["yoga class", "瑜伽课", "puppy", "support group"])
+
+
+@st.composite
+def graph_memory_staged(draw):
+    topic, obj = draw(LABELS), draw(st.none() | LABELS)
+    dim = draw(st.integers(1, 4))
+    labels = [topic] + ([obj] if obj else [])
+    return GraphMemoryStaged(
+        subject=draw(TEXT), memory_type=draw(st.sampled_from(["event", "fact", "relation", "opinion"])), topic=topic,
+        object=obj, attributes=draw(st.dictionaries(IDS, TEXT, max_size=2)), importance=draw(st.floats(0.0, 1.0)),
+        source_message_ids=draw(st.lists(IDS, max_size=2).map(tuple)), occurred_at=draw(WHEN),
+        extractor="rules-v1", dim=dim,
+        vectors={label: draw(st.binary(min_size=4 * dim, max_size=4 * dim)) for label in labels},
+    )
+
+
+graph_events = st.one_of(
+    graph_memory_staged(),
+    st.builds(GraphMemoriesConsolidated, batch_id=IDS, memory_ids=st.lists(IDS, min_size=1, max_size=3).map(tuple)),
+    st.builds(GraphNodesMerged, merge_id=IDS, kept_node_id=st.just("topic:yoga"),
+              merged_node_ids=st.just(("topic:yoga class",)), similarity=st.floats(-1.0, 1.0), reason=TEXT),
+    st.builds(GraphNodesUnmerged, merge_id=IDS, reason=TEXT),
+    st.builds(GraphEdgeLinked, source_id=st.just("m1"), target_id=st.just("m2"),
+              relation_type=st.sampled_from(["causality", "reference"]), relation=TEXT, occurred_at=WHEN,
+              reason=TEXT, discovered_by=st.just("tool:link_memories")),
+    st.builds(GraphMemoryStatusChanged, memory_id=IDS, status=st.just("archived"), reason=TEXT),
+    st.builds(GraphConclusionRecorded, conclusion_id=IDS, cluster_key=IDS, statement=TEXT,
+              confidence=st.floats(0.0, 1.0), source_memory_ids=st.lists(IDS, min_size=1, max_size=3).map(tuple),
+              version=st.just(1)),
+)
+
 ANY_EVENT = st.one_of(
     message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded, note_operation,
-    note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled,
+    note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled, graph_events,
 )
 
 
@@ -180,6 +221,8 @@ def test_the_strategies_cover_every_event_kind():
     assert set(EVENT_TYPES) == {
         "message_recorded", "message_embedded", "memory_touched", "message_classified", "llm_call_recorded",
         "note_operation", "note_reviewed", "memory_archived", "memory_restored", "profile_distilled", "episode_titled",
+        "graph_memory_staged", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
+        "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded",
     }
 
 

@@ -57,12 +57,14 @@ def test_record_appends_a_message_and_its_embedding_and_indexes_it(service):
     outcomes = record(service, CONVERSATION)
 
     assert [o.created for o in outcomes] == [True] * 4
-    # ... and, in the same batch, the note read from "我喜欢在周末去爬山" (a preference).
-    assert kinds(service) == ["message_recorded", "message_embedded", "message_classified"] * 4 + ["note_operation"]
-    [note] = service.state.user("acme", "alice").notes.active()
-    assert (note.category, note.source_message_ids) == ("preference", (outcomes[2].memory_id,))
+    # ... and, in the same batch, the note each turn states: three first-person facts and a preference.
+    assert kinds(service) == ["message_recorded", "message_embedded", "message_classified"] * 4 + ["note_operation"] * 4
+    notes = service.state.user("acme", "alice").notes.active()
+    assert [(n.category, n.source_message_ids) for n in notes] == [
+        ("fact", (outcomes[0].memory_id,)), ("fact", (outcomes[1].memory_id,)),
+        ("preference", (outcomes[2].memory_id,)), ("fact", (outcomes[3].memory_id,))]
     stats = service.stats()
-    assert (stats["users"], stats["events"], stats["messages"], stats["vectors_indexed"]) == (1, 13, 4, 4)
+    assert (stats["users"], stats["events"], stats["messages"], stats["vectors_indexed"]) == (1, 16, 4, 4)
     assert stats["streams"] == [["acme", "alice"]]
     assert [o.memory_id for o in outcomes] == service.state.user("acme", "alice").messages.order
 
@@ -73,7 +75,7 @@ def test_record_is_idempotent(service):
 
     assert [o.created for o in again] == [False, False]
     assert [o.memory_id for o in again] == [o.memory_id for o in first[:2]]
-    assert service.log.count() == 13 and service.vectors.count() == 4
+    assert service.log.count() == 16 and service.vectors.count() == 4
 
 
 def test_record_rejects_vectors_of_another_model(service):
@@ -148,8 +150,8 @@ def test_replay_rebuilds_equal_projections(service):
 
     assert report.equal
     assert report.live == before == report.rebuilt
-    assert set(report.live) == {"messages", "lexical", "vectors", "touches", "archive", "notes", "profile", "retention", "episodes", "tiers", "working", "combined", "lancedb"}
-    assert report.events == service.log.count() == 15
+    assert set(report.live) == {"messages", "lexical", "vectors", "touches", "archive", "notes", "profile", "retention", "episodes", "tiers", "working", "graph", "combined", "lancedb"}
+    assert report.events == service.log.count() == 18
     assert search(service, "puppy")[0].turn_id == "D1:1"  # still serves queries after the rebuild
 
 

@@ -1,0 +1,89 @@
+"""``palimpsest tool|tools|consolidate|graph``: the seed-001 memory graph from the command line."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from events.errors import PalimpsestError
+from events.tool_calls import TOOLS, write_tool_schemas
+from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
+
+
+def cmd_tool(args: argparse.Namespace) -> int:
+    arguments = args.arguments
+    if arguments.startswith("@"):
+        path = Path(arguments[1:])
+        if not path.is_file():
+            raise PalimpsestError(f"{path}: no such file; give the call's JSON inline or as @FILE")
+        arguments = path.read_text(encoding="utf-8")
+    with open_store(args) as mem:
+        result = mem.tool_call(args.tenant, args.user, args.name, arguments, reference=args.at)
+    if args.json or args.name != "search_memories":
+        print_json(result)
+        return 0
+    print(f"depth {result['depth']}, {len(result['hits'])} memories")
+    for rank, h in enumerate(result["hits"], start=1):
+        terms = " ".join(f"{k}={v:.3f}" for k, v in h["contributions"].items())
+        via = f" via {' → '.join(h['via'])}" if h["via"] else ""
+        print(f"{rank:>2}. {h['score']:.3f} [{h['memory_type']}] {h['summary']}  (distance {h['distance']}{via})")
+        print(f"    turns {', '.join(h['turn_ids']) or '-'} · {terms}")
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    target = write_tool_schemas(Path(args.out))
+    print(f"wrote the JSON schemas of {', '.join(TOOLS)} to {target}")
+    return 0
+
+
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        report = mem.consolidate(tenant=args.tenant, user_id=args.user, max_in_flight=args.workers)
+    if args.json:
+        print_json(report)
+        return 0
+    print(f"consolidated {report['staged']} staged memories of {report['users']} users in {report['seconds']:.2f}s: "
+          f"{report['events']} events (merges, links, conclusions)")
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    with open_store(args) as mem:
+        export = mem.graph_export(args.tenant, args.user)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(export["html"], encoding="utf-8")
+    graphml = Path(args.graphml) if args.graphml else out.with_suffix(".graphml")
+    graphml.write_text(export["graphml"], encoding="utf-8")
+    print(f"wrote {out} and {graphml}: {export['memories']} memories, {export['nodes']} nodes, {export['edges']} edges")
+    return 0
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("tool", help="run a seed-001 tool call: create_memory, link_memories or search_memories")
+    stream_args(sp)
+    sp.add_argument("name", choices=list(TOOLS))
+    sp.add_argument("arguments", help='the call\'s JSON object, e.g. \'{"query": "why was I tired?"}\', or @FILE')
+    sp.add_argument("--at", type=parse_when, help="reference time for relative times (ISO with offset; default now)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_tool)
+
+    sp = sub.add_parser("tools", help="export the tools' JSON schemas (OpenAI function-calling format)")
+    sp.add_argument("--out", required=True)
+    sp.set_defaults(func=cmd_tools)
+
+    sp = sub.add_parser("consolidate", help="consolidate staged graph memories now (parallel Ray tasks)")
+    stream_args(sp, required=False)
+    sp.add_argument("--workers", type=int, help="tasks in flight at once (default: the CPU count)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_consolidate)
+
+    sp = sub.add_parser("graph", help="write a user's memory graph as interactive HTML and GraphML")
+    stream_args(sp)
+    sp.add_argument("--out", required=True, help="the HTML file (GraphML goes next to it, .graphml)")
+    sp.add_argument("--graphml", help="where to write the GraphML instead")
+    sp.set_defaults(func=cmd_graph)
+
+
+

@@ -24,6 +24,7 @@ import structlog
 from tqdm import tqdm
 
 from actors.llm import LlmConfig
+from actors.consolidation import run_consolidation
 from actors.runtime import ShardCluster, ensure_ray
 from actors.service import ReplayReport, ShardSpec
 from events.commands import RecordMessage, validate_messages
@@ -403,8 +404,6 @@ class Memory:
 
         Each task returns events (merges, links, conclusions); the user's shard appends them.
         """
-        from actors.consolidation import run_consolidation
-
         started = time.perf_counter()
         shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
         jobs = [job for part in _get([s.graph_jobs.remote(tenant, user_id) for s in shards]) for job in part]

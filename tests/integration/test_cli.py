@@ -61,7 +61,8 @@ def test_audit_commands_read_the_logs_without_actors(store, capsys):
     assert rc == 0
     assert {r["kind"]: r["n"] for r in json.loads(out)} == {
         "message_classified": 24, "message_embedded": 24, "message_recorded": 24,
-        "note_operation": 12,  # 10 notes added from Maya's turns, and 2 updates that supersede one each
+        # 13 notes added from Maya's turns and 2 updates that supersede one each; 12 graph memories staged.
+        "note_operation": 15, "graph_memory_staged": 12,
     }
 
 
@@ -77,7 +78,7 @@ def test_a_bad_file_is_rejected_whole_with_the_line_named(store, capsys, tmp_pat
     assert rc == 2
     assert "messages[1].occurred_at" in err and "timezone" in err
     rc, out, _ = run(capsys, "--store", store, "sql", "SELECT count(*) AS n FROM events", "--json")
-    assert json.loads(out) == before == [{"n": 84}]
+    assert json.loads(out) == before == [{"n": 99}]
 
 
 def test_locomo_files_ingest_one_user_per_sample(ray_cluster, tmp_path, capsys):

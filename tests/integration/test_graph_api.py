@@ -18,10 +18,10 @@ pytestmark = pytest.mark.integration
 REFERENCE = datetime(2023, 5, 10, 14, 0, tzinfo=UTC)
 TURNS = [
     command("I went to a LGBTQ support group yesterday and it was so powerful.", 0, speaker="Caroline",
-            turn_id="D1:3", occurred_at="2023-05-08T13:56:00+00:00"),
-    command("My sister adopted a puppy last week.", 1, speaker="Caroline", turn_id="D1:5",
+            user_id="caroline", turn_id="D1:3", occurred_at="2023-05-08T13:56:00+00:00"),
+    command("My sister adopted a puppy last week.", 1, speaker="Caroline", user_id="caroline", turn_id="D1:5",
             occurred_at="2023-05-08T14:00:00+00:00"),
-    command("我昨天去了瑜伽课，感觉很放松。", 2, speaker="Caroline", turn_id="D1:7",
+    command("我昨天去了瑜伽课，感觉很放松。", 2, speaker="Caroline", user_id="caroline", turn_id="D1:7",
             occurred_at="2023-05-08T14:05:00+00:00"),
 ]
 
@@ -38,8 +38,8 @@ def test_turns_stage_graph_memories_that_search_finds_with_their_turns(graph_sto
     result = graph_store.search_memories("acme", "caroline", query="support group", mode="fast", max_results=3)
     assert result["depth"] == 0
     top = result["hits"][0]
-    assert "support group" in top["summary"] and top["turn_ids"] == ["D1:3"] and top["distance"] == 0
-    assert set(top["contributions"]) == {"semantic", "importance", "graph", "recency", "access"}
+    assert "support group" in top["summary"] and list(top["turn_ids"]) == ["D1:3"] and top["distance"] == 0
+    assert set(top["contributions"]) == {"semantic", "importance", "graph", "time_decay", "access"}
 
 
 def test_create_memory_validates_stages_and_resolves_relative_times(graph_store):

@@ -244,7 +244,9 @@ def test_reopen_recovers_state_from_the_log(ray_cluster, tmp_path):
         assert [e.event_id for e in mem.events()] == [e.event_id for e in events_before]
         assert mem.search("acme", "alice", "爬山")[0].text == "我喜欢在周末去爬山"
         [new_id] = mem.add_messages([command("I started pottery classes", 9)]).memory_ids
-        assert mem.events("acme", "alice")[-3].event_id == new_id  # seq continues after the recovered head
+        recorded = mem.events("acme", "alice", kinds=["message_recorded"])[-1]
+        head = max(e.seq for e in events_before if e.stream == ("acme", "alice"))
+        assert recorded.event_id == new_id and recorded.seq == head + 2  # after the recovered head and the search's touch
         assert all(r.equal for r in mem.replay())
     finally:
         mem.close()

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from actors.deciders import new_event_id
 from actors.llm.distill import llm_distill_profile
+from actors.llm.titles import llm_episode_title
 from events.envelope import PendingEvent
 from events.model import MemoryArchived, ProfileDistilled
 from projections.profile import DISTILLER_ID, distill_offline
@@ -26,13 +27,17 @@ from projections.tiers import sessions_due_for_distillation
 
 
 def decide_user_followups(
-    tenant: str, user_id: str, memory: UserMemory, now: datetime, state: ShardState, llm=None
+    tenant: str, user_id: str, memory: UserMemory, now: datetime, state: ShardState, llm=None,
+    attempted: set | None = None,
 ) -> list[PendingEvent]:
     """Archival of evicted sessions and distillation of hot ones, for one user at ``now``.
 
     With ``llm`` (an LlmClient) the distillation asks the model (its call is
     recorded beside the ``profile_distilled`` event); otherwise offline rules.
+    With ``llm``, closed episodes also get a model title (``episode_titled``);
+    ``attempted`` remembers the episodes already asked about.
     """
+    attempted = set() if attempted is None else attempted
     out: list[PendingEvent] = []
     for session_id, page_ids in sorted(memory.tiers.pending_archival.items()):
         event = MemoryArchived(
@@ -56,6 +61,25 @@ def decide_user_followups(
             distiller=DISTILLER_ID,
         )
         out.append(PendingEvent(tenant, user_id, new_event_id(), event))
+    if llm is not None:
+        out += _episode_titles(tenant, user_id, memory, llm, attempted)
+    return out
+
+
+def _episode_titles(tenant: str, user_id: str, memory: UserMemory, llm, attempted: set) -> list[PendingEvent]:
+    """A model title for each closed episode that has none yet (one attempt per episode per process)."""
+    out = []
+    by_id = memory.messages.by_id
+    for episode in memory.episodes.episodes():
+        key = (tenant, user_id, episode.episode_id, episode.member_ids)
+        if episode.is_open or key in attempted or memory.titles.for_episode(episode.episode_id, episode.member_ids):
+            continue
+        attempted.add(key)
+        members = [(m, by_id[m]) for m in episode.member_ids if m in by_id]
+        (call_id, call), titled = llm_episode_title(llm, episode.episode_id, members)
+        out.append(PendingEvent(tenant, user_id, call_id, call))
+        if titled is not None:
+            out.append(PendingEvent(tenant, user_id, new_event_id(), titled))
     return out
 
 

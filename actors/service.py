@@ -84,6 +84,7 @@ class ShardService(NotesMixin, GraphMixin, ArchiveMixin):
         self.log = log or DuckDBEventLog(spec.log_path)
         self.counter = counter or default_counter()
         self.llm = LlmClient(spec.llm) if spec.llm is not None else None
+        self._titled: set = set()  # episodes whose model title was asked for in this process
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         started = time.perf_counter()
         self.state = shard_state.fold(self._empty_state(), self.log.scan())
@@ -137,7 +138,7 @@ class ShardService(NotesMixin, GraphMixin, ArchiveMixin):
         pending = []
         for (tenant, user_id), now in sorted(streams.items()):
             memory = self.state.users[(tenant, user_id)]
-            pending += decide_user_followups(tenant, user_id, memory, now, self.state, self.llm)
+            pending += decide_user_followups(tenant, user_id, memory, now, self.state, self.llm, self._titled)
         if pending:
             self._commit(pending, followups=False)
 
@@ -264,6 +265,7 @@ class ShardService(NotesMixin, GraphMixin, ArchiveMixin):
     @staticmethod
     def _episode_view(memory, episode) -> dict:
         summary = summarize(episode, memory.messages.by_id, memory.lexical)
+        titled = memory.titles.for_episode(episode.episode_id, episode.member_ids)
         start, end = episode.span
         return {
             "episode_id": episode.episode_id,
@@ -273,9 +275,10 @@ class ShardService(NotesMixin, GraphMixin, ArchiveMixin):
             "end": end.isoformat(),
             "turn_ids": list(episode.turn_ids),
             "member_ids": list(episode.member_ids),
-            "title": summary.title,
+            "title": titled.title if titled else summary.title,
             "keywords": list(summary.keywords),
-            "summary": summary.text,
+            "summary": titled.summary or summary.text if titled else summary.text,
+            "titler": titled.titler if titled else "extractive",
         }
 
     def counterfactual(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from events.envelope import Envelope
-from projections import archive, episodes, graph, lexical, messages, notes, profile, retention, tiers, touches, vectors, working
+from projections import archive, episode_titles, episodes, graph, lexical, messages, notes, profile, retention, tiers, touches, vectors, working
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
 from projections.tiers import DEFAULT_TIERS, TierConfig
@@ -36,6 +36,7 @@ class UserMemory:
     tiers: tiers.TierState = field(default_factory=tiers.TierState)
     working: working.WorkingState = field(default_factory=working.WorkingState)
     graph: graph.GraphState = field(default_factory=graph.GraphState)
+    titles: episode_titles.TitleState = field(default_factory=episode_titles.TitleState)
     head: int = 0
 
 
@@ -48,6 +49,7 @@ PROJECTIONS: dict[str, Callable] = {
     "notes": notes.evolve,
     "profile": profile.evolve,
     "graph": graph.evolve,
+    "titles": episode_titles.evolve,
 }
 # Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
 # same log with another policy or segmentation is a fold with another ShardState.

@@ -89,3 +89,28 @@ def test_usage_is_judged_by_the_model_when_configured(tmp_path):
         assert [e.event.purpose for e in svc.log.scan() if e.kind == "llm_call_recorded"] == [
             "note_operations", "usage_judge"]
         svc.close()
+
+
+def test_a_closed_episode_gets_a_model_title_recorded_and_shown(tmp_path):
+    with FakeOpenAI() as server:
+        svc = ShardService(spec_for(tmp_path, server.base_url))
+        server.script(Reply.json({"operations": []}))
+        first = validate_messages([command("We planned the Atlas launch for May.", 0, speaker="Maya",
+                                           conversation_id="c-1")])
+        svc.record(first, EMBED.encode([c.index_text() for c in first]), EMBED.model_id)
+        # A new conversation closes the first episode: the shard asks the model for its title.
+        server.script(Reply.json({"operations": []}),
+                      Reply.json({"title": "Planning the Atlas launch", "summary": "Maya set the launch for May."}))
+        second = validate_messages([command("Miso knocked my coffee over.", 90, speaker="Maya", conversation_id="c-2")])
+        svc.record(second, EMBED.encode([c.index_text() for c in second]), EMBED.model_id)
+
+        [titled, current] = svc.episodes("acme", "alice")
+        assert (titled["title"], titled["summary"], titled["titler"]) == (
+            "Planning the Atlas launch", "Maya set the launch for May.", f"llm:{MODEL}")
+        assert current["titler"] == "extractive" and current["open"]
+        purposes = [e.event.purpose for e in svc.log.scan() if e.kind == "llm_call_recorded"]
+        assert purposes == ["note_operations", "note_operations", "episode_title"]
+        before = svc.digest()
+    assert svc.replay().equal and svc.digest() == before  # the server is gone; the title is in the log
+    assert svc.episodes("acme", "alice")[0]["title"] == "Planning the Atlas launch"
+    svc.close()

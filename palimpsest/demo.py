@@ -121,7 +121,22 @@ def run_demo(store: Path) -> int:
         profile = mem.get_user_profile("demo", "maya")
         print(f"profile: {profile['distillations']} distillations, traits {profile['traits'] or '{}'}")
 
-        _rule("10. replay: rebuild every projection from the log")
+        _rule("10. memory graph: facts staged from the turns, consolidated by Ray tasks, graph-expanded search")
+        report = mem.consolidate()
+        print(f"consolidated {report['staged']} staged graph memories: {report['events']} events "
+              "(merges, links, conclusions)")
+        found = mem.search_memories("demo", "maya", query="What happened around the Atlas launch?", mode="auto",
+                                    max_results=3)
+        print(f"search_memories (auto mode chose depth {found['depth']}):")
+        for h in found["hits"]:
+            via = f" via {' → '.join(h['via'])}" if h["via"] else ""
+            print(f"  {h['score']:.3f} [{h['memory_type']}] {h['summary']} (turns {', '.join(h['turn_ids'])}{via})")
+        graph = mem.graph_export("demo", "maya")
+        (store / "graph.html").write_text(graph["html"], encoding="utf-8")
+        (store / "graph.graphml").write_text(graph["graphml"], encoding="utf-8")
+        print(f"wrote {store}/graph.html and graph.graphml: {graph['memories']} memories, {graph['nodes']} nodes")
+
+        _rule("11. replay: rebuild every projection from the log")
         for r in mem.replay():
             verdict = "match" if r.equal else "DIFFER"
             print(f"shard {r.shard}: {r.events} events, live {r.live['combined'][:16]} / "
@@ -132,7 +147,7 @@ def run_demo(store: Path) -> int:
     finally:
         mem.close()
 
-    _rule("11. audit the log with DuckDB (read-only, across shards)")
+    _rule("12. audit the log with DuckDB (read-only, across shards)")
     audit = AuditReader(store_config.log_files(store))
     for row in audit.sql("SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind").to_pylist():
         print(f"  {row['kind']:<18} {row['n']}")

@@ -192,7 +192,8 @@ def build_graph(args, vectors, rng) -> tuple[Stream, dict]:
 
 def fold_rss(path: str) -> dict:
     """In a fresh process: fold the log at ``path`` chunk by chunk (as a restarted shard does), build the views,
-    search once; the process RSS at each step. Run by :func:`graph_memory` through ``python -c``."""
+    search once; the RSS held after each step (freed heap returned first) and the peak. Run by :func:`graph_memory`
+    through ``python -c``."""
     from projections.graph_search import search_graph
 
     out = {"rss_imports_mb": rss_mb()}
@@ -211,9 +212,11 @@ def fold_rss(path: str) -> dict:
     release_free_memory()
     out["rss_folded_mb"] = rss_mb()
     _, matrix = state.node_matrix(HashEmbedder.dim)  # also builds the merged view
+    release_free_memory()
     out["rss_views_mb"] = rss_mb()
     now = max(m.created_at for m in state.memories.values())
     search_graph(state, matrix[0], now=now, depth=2)
+    release_free_memory()
     out["rss_searched_mb"] = rss_mb()
     out["rss_peak_mb"] = rss_mb("VmHWM")
     out["memories"] = len(state.memories)
@@ -254,7 +257,8 @@ def graph_memory(s: Stream, tmp: Path) -> dict:
         "covers": "graph_state_mb: tracemalloc of folding the graph's events into an empty state (records and "
                   "dicts, not the events); graph_views_mb: its cached merged view and node matrix. process_rss_mb: "
                   "VmRSS of a fresh Python process (no embedder, no DuckDB, LanceDB or Ray) that folded the log "
-                  "chunk by chunk, built the views and ran one depth-2 search; _imports_mb is its RSS before the fold",
+                  "chunk by chunk, built the views and ran one depth-2 search, freed heap returned (malloc_trim) "
+                  "before each reading; _imports_mb is its RSS before the fold, _peak_mb its VmHWM",
     }
 
 
@@ -353,16 +357,27 @@ def run(args: argparse.Namespace) -> dict:
     vectors = label_vectors()
     result: dict = {"benchmark": "graph", "memories": args.memories}
     tmp = Path(tempfile.mkdtemp(prefix="palimpsest-graph-bench-"))
+    phases, mark = {}, time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        phases[name], mark = time.perf_counter() - mark, time.perf_counter()
+
     try:
         stream, result["graph"] = build_graph(args, vectors, rng)
+        phase("build")
         result["memory"] = graph_memory(stream, tmp)
+        phase("memory")
         state = stream.state
         del stream  # the log lives in DuckDB, not in the shard's memory
         result["search"] = bench_search(state, vectors, rng, args.queries)
+        phase("search")
         del state
         # Ray before the shard service: its workers are forked before DuckDB and LanceDB are loaded.
         result["consolidation"], resources = bench_consolidation(args, vectors, rng)
+        phase("consolidation")
         result["create"] = bench_create(args, vectors, rng, tmp)
+        phase("create")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load_end = os.getloadavg()
@@ -371,7 +386,7 @@ def run(args: argparse.Namespace) -> dict:
                         "queries": args.queries, "batch": args.batch, "seed": args.seed,
                         "embedder": HashEmbedder.model_id, "dim": HashEmbedder.dim, "labels": len(vectors)}
     result["host"] = {"cpu_count": os.cpu_count(), "loadavg_1m_start": load_start[0], "loadavg_1m_end": load_end[0],
-                      "seconds": time.perf_counter() - started}
+                      "seconds": time.perf_counter() - started, "phase_seconds": phases}
     return result
 
 
@@ -398,7 +413,7 @@ def markdown(r: dict) -> str:
         (f"graph state, {r['graph']['memories']:,} memories (tracemalloc)",
          f"{_fmt(m['graph_state_mb'])} MB + views {_fmt(m['graph_views_mb'])} MB", ""),
         ("RSS of a process holding it (no model)", f"{_fmt(m['process_rss_mb'])} MB "
-         f"({_fmt(m['process_rss_imports_mb'])} MB before the fold)",
+         f"({_fmt(m['process_rss_imports_mb'])} MB before the fold, peak {_fmt(m['process_rss_peak_mb'])} MB)",
          f"< {SEED_RSS_MB:g} MB seed: {_fmt(m['meets_seed'])}; < {TARGET_RSS_MB:g} MB ours: {_fmt(m['meets_ours'])}"),
         ("consolidation in process", f"{_fmt(k['in_process_memories_per_s'])} memories/s", ""),
         ("consolidation, Ray, 1 task in flight", f"{_fmt(k['ray_1_in_flight_memories_per_s'])} memories/s", ""),
@@ -422,7 +437,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                                                 "consolidation run (default: 10000)")
     p.add_argument("--users", type=int, default=8, help="users the consolidation run splits the memories over")
     p.add_argument("--creates", type=int, default=500, help="timed create_memory calls")
-    p.add_argument("--queries", type=int, default=25, help="timed queries per depth")
+    p.add_argument("--queries", type=int, default=20, help="timed queries per depth")
     p.add_argument("--batch", type=int, default=1000, help="staged memories per consolidation of the searched graph")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

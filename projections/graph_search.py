@@ -62,6 +62,7 @@ class GraphSearchConfig:
     seed_min_similarity: float = 0.3
     access_saturation: int = 10
     shared_node_types: tuple[str, ...] = ("topic", "object")
+    max_shared_fanout: int = 50  # a node shared by more memories is a hub ("go", "have"): no hops through it
 
     def __post_init__(self) -> None:
         checks = [
@@ -185,7 +186,11 @@ def search_graph(
     seed_ids = sorted({mid for _, nid in seeds[: config.seed_nodes] for mid in view.nodes[nid].memory_ids} & active)
     semantic = {mid: max([0.0, *(sims.get(n, 0.0) for n in view.memory_nodes[mid])]) for mid in active}
 
-    links = _links(view, active, relation_filter)
+    key = ("links", None if relation_filter is None else frozenset(relation_filter))
+    cached = state._views.get(key)  # derived like the view: rebuilt only when the structure changed
+    if cached is None or cached[0] != state.structure:
+        cached = state._views[key] = (state.structure, _links(view, active, relation_filter))
+    links = cached[1]
     shared = relation_filter is None or SHARED_NODE in relation_filter
     found: dict[str, tuple[int, tuple[str, ...], tuple[str, ...]]] = {}
     queue = deque()
@@ -201,7 +206,7 @@ def search_graph(
         if shared:
             for nid in view.memory_nodes[mid]:
                 node = view.nodes[nid]
-                if node.node_type in config.shared_node_types:
+                if node.node_type in config.shared_node_types and len(node.memory_ids) <= config.max_shared_fanout:
                     hops += [(other, f"{SHARED_NODE}:{node.label}") for other in node.memory_ids if other in active]
         for other, label in sorted(hops):
             if other not in found:

@@ -149,3 +149,11 @@ def test_search_picks_the_depth_for_the_mode():
     assert depth == 0 and set(found(hits)) == {"m1"}
     depth, hits = search(state, "How is my mood?", E0, now=NOW, mode="deep", relation_filter=("causality",))
     assert depth == 1 and set(found(hits)) == {"m1", "m2"}
+
+
+def test_a_hub_node_shared_by_too_many_memories_is_no_hop():
+    state = graph(("m1", memory("I", "walk", "park", topic_vec=E0)), ("m2", memory("Bob", "picnic", "park", topic_vec=E1)),
+                  ("m3", memory("Cy", "run", "park")))
+    assert set(found(search_graph(state, E0, now=NOW, depth=1))) == {"m1", "m2", "m3"}
+    narrow = GraphSearchConfig(max_shared_fanout=2)  # "park" is shared by three memories: a hub under this config
+    assert set(found(search_graph(state, E0, now=NOW, depth=1, config=narrow))) == {"m1"}

@@ -133,7 +133,11 @@ def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None) -> l
 def decide_touches(
     tenant: str, user_id: str, query: str, hits: list[Hit], reason: str, query_id: str | None = None
 ) -> list[PendingEvent]:
-    """One ``memory_touched`` event for the hits of one query (none when nothing was hit)."""
+    """One ``memory_touched`` event for the hits of one query (none when nothing was hit).
+
+    ``hits`` are ranked results with ``memory_id`` and ``score`` (retrieval
+    hits, graph hits, ...), best first; a hit without a ``rank`` has its position.
+    """
     if not hits:
         return []
     query_id = query_id or uuid.uuid4().hex[:16]
@@ -142,7 +146,7 @@ def decide_touches(
         query_id=query_id,
         query=query,
         memory_ids=tuple(h.memory_id for h in hits),
-        ranks=tuple(h.rank for h in hits),
+        ranks=tuple(getattr(h, "rank", i) for i, h in enumerate(hits, start=1)),
         scores=tuple(h.score for h in hits),
     )
     return [PendingEvent(tenant, user_id, new_event_id(), touched, correlation_id=query_id)]

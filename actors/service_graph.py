@@ -15,7 +15,6 @@ from events.graph_events import GraphEdgeLinked, GraphMemoryStaged
 from events.model import Event
 from projections import graph_export, graph_search
 from projections.graph import GraphState
-from projections.retrieval import Hit
 
 
 class GraphMixin:
@@ -62,9 +61,7 @@ class GraphMixin:
             memory.graph, query_vector, now=now, depth=depth, relation_filter=relation_filter,
             memory_types=memory_types, time_range=time_range, max_results=max_results)
         if hits:
-            self._commit(decide_touches(tenant, user_id, query, [
-                Hit(h.memory_id, rank, h.score, h.summary, None, "user", now, "", None, {}, {})
-                for rank, h in enumerate(hits, start=1)], "search_hit"), followups=False)
+            self._commit(decide_touches(tenant, user_id, query, hits, "search_hit"), followups=False)
         return {"depth": depth, "hits": [asdict(h) for h in hits]}
 
     def link_memories(self, tenant: str, user_id: str, source: np.ndarray, target: np.ndarray, relation_type: str,

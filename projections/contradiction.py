@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from enum import StrEnum
 
 from projections.extraction import (
@@ -141,8 +142,20 @@ def _jaccard(a: Sequence[str], b: Sequence[str]) -> float:
     return shared / union if union else 0.0
 
 
+@lru_cache(maxsize=65_536)
+def _term_kinds(term: str) -> frozenset[str]:
+    return frozenset(k for word, kinds in KINDS.items() if _hit(word, term) for k in kinds)
+
+
 def _kinds(terms: Sequence[str]) -> frozenset[str]:
-    return frozenset(k for term in terms for word, kinds in KINDS.items() if _hit(word, term) for k in kinds)
+    return frozenset().union(*map(_term_kinds, terms))
+
+
+@lru_cache(maxsize=65_536)
+def _state_words(word: str) -> frozenset[str]:
+    # One-character states count only as whole words (after 很/太…): 很累 is a state, 积累 is not.
+    word = _DEGREE.sub("", word) or word
+    return frozenset(s for s in STATES if word == s or (len(s) > 1 and has_cjk(s) and s in word))
 
 
 def _switch(clause: str) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
@@ -163,20 +176,16 @@ _NEXT_CLAUSE = re.compile(r"\s+(?:and|but)\s+|[,;，；、]\s*|(?:并且|而且|
 
 def _statement(text: str, terms: Sequence[str], category: str | None, pol: str | None, slot: str | None,
                value: str | None, subject: str, clause: str | None = None) -> _Statement:
-    # One-character states count only as whole words (after 很/太…): 很累 is a state, 积累 is not.
-    def state_words(word: str) -> set[str]:
-        word = _DEGREE.sub("", word) or word
-        return {s for s in STATES if word == s or (len(s) > 1 and has_cjk(s) and s in word)}
-
-    states = frozenset().union(*map(state_words, tokenize(text)))
+    states = frozenset().union(*map(_state_words, tokenize(text)))
     source, target, kinds = _switch(clause) if clause else ((), (), frozenset())
     return _Statement(
         category, tuple(terms), pol or polarity(text), slot, key_terms(value or ""), subject, states,
-        tuple(t for t in terms if not state_words(t)),
+        tuple(t for t in terms if not _state_words(t)),
         tuple(m.group(0).lower() for m in TIME.finditer(text)), source, target, kinds,
     )
 
 
+@lru_cache(maxsize=65_536)  # a note is compared with every new statement: read it once (ActiveNote is frozen)
 def _from_note(note: ActiveNote) -> _Statement:
     guessed = extract_notes(note.text)
     guess = guessed[0] if len(guessed) == 1 else None  # first-person note texts still yield a slot

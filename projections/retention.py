@@ -195,13 +195,12 @@ def as_of(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> MemoryIte
         return None
     if item.last_access is None or item.last_access <= now:
         return item
-    past = [a for a in item.accesses if a <= now]
-    return replace(
-        item,
-        access_count=len(past),
-        last_access=max(past) if past else None,
-        stability=_stability(policy, item.memory_type, len(past)),
-        accesses=tuple(past),
+    past = tuple(a for a in item.accesses if a <= now)
+    # Positional, not dataclasses.replace: a ranking asks this for every candidate of every query.
+    return MemoryItem(
+        item.memory_id, item.seq, item.created_at, _stability(policy, item.memory_type, len(past)), item.memory_type,
+        item.classifier, item.category, item.exempt, len(past), max(past) if past else None, item.ignored_touches,
+        past,
     )
 
 

@@ -195,3 +195,18 @@ def test_quotes_in_tenant_ids_do_not_widen_the_vector_filter(service, tenant):
 
     assert [memory_id for memory_id, _ in neighbours] == [own.memory_id]
     assert [h.text for h in search(service, "victim secret", tenant=tenant, k=10)] == ["my own note"]
+
+
+def test_a_reply_reinforces_only_the_retrieved_notes_and_turns_it_drew_on(service):
+    outcomes = record(service, CONVERSATION)
+    memory = service.state.user("acme", "alice")
+    [nurse_note] = [n for n in memory.notes.active() if "nurse" in n.text]
+    offered = [nurse_note.note_id, outcomes[3].memory_id]  # the nurse note and the kitchen turn
+    used = service.record_reply("acme", "alice", "Your sister is a nurse in Boston, right?", offered, "sister's job?")
+
+    assert [u["memory_id"] for u in used] == [nurse_note.note_id]
+    assert memory.notes.notes[nurse_note.note_id].uses == 1  # a note used by a reply is reinforced
+    touched = [e.event for e in service.log.scan() if e.kind == "memory_touched"][-1]
+    assert (touched.reason, touched.memory_ids) == ("used", (nurse_note.note_id,))
+    with pytest.raises(InvalidInputError, match="memory_ids"):
+        service.record_reply("acme", "alice", "anything", ["no-such-id"], "")

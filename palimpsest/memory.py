@@ -19,48 +19,28 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import ray
 import structlog
 from tqdm import tqdm
 
 from actors.llm import LlmConfig
-from actors.consolidation import run_consolidation
 from actors.runtime import ShardCluster, ensure_ray
 from actors.service import ReplayReport, ShardSpec
 from events.commands import RecordMessage, validate_messages
 from events.envelope import Envelope
-from events.errors import InvalidInputError, PalimpsestError
+from events.errors import InvalidInputError
 from events.log import ScanFilter
-from events.tool_calls import CreateMemory, LinkMemories, validate_tool_call
 from palimpsest import config as store_config
+from palimpsest.memory_graph import GraphApiMixin
+from palimpsest.remote import aware as _aware
+from palimpsest.remote import get as _get
 from projections.archive import SCOPES
 from projections.context import Context
 from projections.embedding import Embedder, make_embedder
-from projections.graph_staging import candidates_for, labels_of, staged_event
 from projections.policy import RetentionPolicy
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
 CONSOLIDATE_EVERY = 500  # new messages between automatic graph consolidations
-
-
-def _get(refs):
-    """``ray.get`` that raises a shard's own Palimpsest error as itself, without Ray's wrapping and traceback."""
-    try:
-        return ray.get(refs)
-    except ray.exceptions.RayTaskError as exc:
-        if isinstance(exc.cause, PalimpsestError):
-            raise exc.cause from None
-        raise
-
-
-def _aware(now: datetime | None, what: str) -> datetime:
-    """``now`` or the current time; a naive datetime is ambiguous and refused."""
-    if now is None:
-        return datetime.now(UTC)
-    if not isinstance(now, datetime) or now.tzinfo is None:
-        raise InvalidInputError([("now", f"{now!r} is not a timezone-aware datetime; e.g. datetime.now(UTC)")], what=what)
-    return now
 
 
 @dataclass
@@ -76,7 +56,7 @@ class IngestReport:
         return self.received / self.seconds if self.seconds else 0.0
 
 
-class Memory:
+class Memory(GraphApiMixin):
     """A Palimpsest store: shard actors on Ray over a directory of DuckDB logs and a LanceDB directory."""
 
     def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:
@@ -340,84 +320,6 @@ class Memory:
         """Short-term pages, mid-term sessions with heat, working memory and the sensory buffer at ``now``."""
         now = _aware(now, "tiers")
         return _get(self._shard(tenant, user_id).tiers.remote(tenant, user_id, now, conversation_id))
-
-    # -- memory graph (seed 001 tools) ---------------------------------
-    def _label_vectors(self, labels: list[str]) -> dict[str, np.ndarray]:
-        missing = [label for label in dict.fromkeys(labels) if label not in self._labels]
-        if missing:
-            if len(self._labels) > 100_000:
-                self._labels.clear()
-            self._labels.update(zip(missing, self.embedder.encode(missing)))
-        return {label: self._labels[label] for label in labels}
-
-    def _graph_memories(self, commands: list[RecordMessage]) -> list[tuple]:
-        """Per command, the graph memories its text states, staged with label vectors (no source ids yet)."""
-        candidates = candidates_for(commands)
-        vectors = self._label_vectors(labels_of(candidates))
-        return [
-            tuple(staged_event(c, vectors, occurred_at=cmd.occurred_at, extractor=c.extractor) for c in group)
-            for cmd, group in zip(commands, candidates)
-        ]
-
-    def tool_call(self, tenant: str, user_id: str, name: str, arguments: Mapping[str, Any] | str,
-                  *, reference: datetime | None = None) -> dict:
-        """Run one seed-001 tool call (``create_memory``, ``link_memories``, ``search_memories``) as an LLM would.
-
-        ``arguments`` is the JSON object (or text) of the call; relative times
-        ("yesterday 8pm", "上周五") are resolved against ``reference`` (default now).
-        Invalid calls raise :class:`InvalidInputError` naming each field and its fix.
-        """
-        reference = _aware(reference, name if isinstance(name, str) else "tool call")
-        call = validate_tool_call(name, arguments, reference=reference)
-        if isinstance(call, CreateMemory):
-            labels = [x for x in (call.topic, call.object) if x]
-            event = staged_event(call.model_dump(), self._label_vectors(labels), extractor="tool:create_memory",
-                                 occurred_at=call.occurred_at or reference)
-            [memory_id] = _get(self._shard(tenant, user_id).stage_graph.remote(tenant, user_id, [event]))
-            return {"memory_id": memory_id, "staged": True}
-        if isinstance(call, LinkMemories):
-            source, target = self.embedder.encode([call.source_memory_description, call.target_memory_description])
-            return _get(self._shard(tenant, user_id).link_memories.remote(
-                tenant, user_id, source, target, call.relation_type, call.relation or call.relation_type,
-                call.importance, reference, "link_memories tool call"))
-        time_range = (call.time_range.start, call.time_range.end) if call.time_range else None
-        return _get(self._shard(tenant, user_id).search_memories.remote(
-            tenant, user_id, call.query, self._query_vector(call.query), reference, mode=call.mode,
-            expand_depth=call.expand_depth, memory_types=call.memory_types, time_range=time_range,
-            max_results=call.max_results))
-
-    def create_memory(self, tenant: str, user_id: str, **arguments) -> dict:
-        """``create_memory(subject, memory_type, topic, object?, attributes?, importance?)``: staged at once."""
-        return self.tool_call(tenant, user_id, "create_memory", arguments)
-
-    def link_memories(self, tenant: str, user_id: str, **arguments) -> dict:
-        """``link_memories(source_memory_description, target_memory_description, relation_type, importance?)``."""
-        return self.tool_call(tenant, user_id, "link_memories", arguments)
-
-    def search_memories(self, tenant: str, user_id: str, **arguments) -> dict:
-        """``search_memories(query, memory_types?, time_range?, max_results?, expand_depth?, mode?)``."""
-        return self.tool_call(tenant, user_id, "search_memories", arguments)
-
-    def consolidate(self, *, tenant: str | None = None, user_id: str | None = None,
-                    max_in_flight: int | None = None, parallel: bool = True) -> dict:
-        """Consolidate every staged graph memory: one pure Ray task per user, in parallel across shards.
-
-        Each task returns events (merges, links, conclusions); the user's shard appends them.
-        """
-        started = time.perf_counter()
-        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
-        jobs = [job for part in _get([s.graph_jobs.remote(tenant, user_id) for s in shards]) for job in part]
-        self._since_consolidation = 0
-        results = run_consolidation(jobs, max_in_flight=max_in_flight, parallel=parallel)
-        appended = _get([
-            self._shard(t, u).append_graph.remote(t, u, events) for (t, u), events in results.items() if events
-        ])
-        return {"users": len(jobs), "staged": sum(len(j[3]) for j in jobs), "events": sum(appended),
-                "seconds": time.perf_counter() - started}
-
-    def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:
-        """The user's memory graph as ``html`` (self-contained, interactive) and ``graphml`` text."""
-        return _get(self._shard(tenant, user_id).graph_export.remote(tenant, user_id, title or f"{tenant}/{user_id}"))
 
     # -- archive ----------------------------------------------------
     def sweep(

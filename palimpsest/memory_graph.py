@@ -1,0 +1,97 @@
+"""The seed-001 memory-graph part of the public API (a mixin of :class:`palimpsest.Memory`): tool calls, the
+graph memories staged at ingest, parallel consolidation on Ray, and the export."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from actors.consolidation import run_consolidation
+from events.commands import RecordMessage
+from events.tool_calls import CreateMemory, LinkMemories, validate_tool_call
+from palimpsest.remote import aware as _aware
+from palimpsest.remote import get as _get
+from projections.graph_staging import candidates_for, labels_of, staged_event
+
+
+class GraphApiMixin:
+    def _label_vectors(self, labels: list[str]) -> dict[str, np.ndarray]:
+        missing = [label for label in dict.fromkeys(labels) if label not in self._labels]
+        if missing:
+            if len(self._labels) > 100_000:
+                self._labels.clear()
+            self._labels.update(zip(missing, self.embedder.encode(missing)))
+        return {label: self._labels[label] for label in labels}
+
+    def _graph_memories(self, commands: list[RecordMessage]) -> list[tuple]:
+        """Per command, the graph memories its text states, staged with label vectors (no source ids yet)."""
+        candidates = candidates_for(commands)
+        vectors = self._label_vectors(labels_of(candidates))
+        return [
+            tuple(staged_event(c, vectors, occurred_at=cmd.occurred_at, extractor=c.extractor) for c in group)
+            for cmd, group in zip(commands, candidates)
+        ]
+
+    def tool_call(self, tenant: str, user_id: str, name: str, arguments: Mapping[str, Any] | str,
+                  *, reference: datetime | None = None) -> dict:
+        """Run one seed-001 tool call (``create_memory``, ``link_memories``, ``search_memories``) as an LLM would.
+
+        ``arguments`` is the JSON object (or text) of the call; relative times
+        ("yesterday 8pm", "上周五") are resolved against ``reference`` (default now).
+        Invalid calls raise :class:`InvalidInputError` naming each field and its fix.
+        """
+        reference = _aware(reference, name if isinstance(name, str) else "tool call")
+        call = validate_tool_call(name, arguments, reference=reference)
+        if isinstance(call, CreateMemory):
+            labels = [x for x in (call.topic, call.object) if x]
+            event = staged_event(call.model_dump(), self._label_vectors(labels), extractor="tool:create_memory",
+                                 occurred_at=call.occurred_at or reference)
+            [memory_id] = _get(self._shard(tenant, user_id).stage_graph.remote(tenant, user_id, [event]))
+            return {"memory_id": memory_id, "staged": True}
+        if isinstance(call, LinkMemories):
+            source, target = self.embedder.encode([call.source_memory_description, call.target_memory_description])
+            return _get(self._shard(tenant, user_id).link_memories.remote(
+                tenant, user_id, source, target, call.relation_type, call.relation or call.relation_type,
+                call.importance, reference, "link_memories tool call"))
+        time_range = (call.time_range.start, call.time_range.end) if call.time_range else None
+        return _get(self._shard(tenant, user_id).search_memories.remote(
+            tenant, user_id, call.query, self._query_vector(call.query), reference, mode=call.mode,
+            expand_depth=call.expand_depth, memory_types=call.memory_types, time_range=time_range,
+            max_results=call.max_results))
+
+    def create_memory(self, tenant: str, user_id: str, **arguments) -> dict:
+        """``create_memory(subject, memory_type, topic, object?, attributes?, importance?)``: staged at once."""
+        return self.tool_call(tenant, user_id, "create_memory", arguments)
+
+    def link_memories(self, tenant: str, user_id: str, **arguments) -> dict:
+        """``link_memories(source_memory_description, target_memory_description, relation_type, importance?)``."""
+        return self.tool_call(tenant, user_id, "link_memories", arguments)
+
+    def search_memories(self, tenant: str, user_id: str, **arguments) -> dict:
+        """``search_memories(query, memory_types?, time_range?, max_results?, expand_depth?, mode?)``."""
+        return self.tool_call(tenant, user_id, "search_memories", arguments)
+
+    def consolidate(self, *, tenant: str | None = None, user_id: str | None = None,
+                    max_in_flight: int | None = None, parallel: bool = True) -> dict:
+        """Consolidate every staged graph memory: one pure Ray task per user, in parallel across shards.
+
+        Each task returns events (merges, links, conclusions); the user's shard appends them.
+        """
+        started = time.perf_counter()
+        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
+        jobs = [job for part in _get([s.graph_jobs.remote(tenant, user_id) for s in shards]) for job in part]
+        self._since_consolidation = 0
+        results = run_consolidation(jobs, max_in_flight=max_in_flight, parallel=parallel)
+        appended = _get([
+            self._shard(t, u).append_graph.remote(t, u, events) for (t, u), events in results.items() if events
+        ])
+        return {"users": len(jobs), "staged": sum(len(j[3]) for j in jobs), "events": sum(appended),
+                "seconds": time.perf_counter() - started}
+
+    def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:
+        """The user's memory graph as ``html`` (self-contained, interactive) and ``graphml`` text."""
+        return _get(self._shard(tenant, user_id).graph_export.remote(tenant, user_id, title or f"{tenant}/{user_id}"))

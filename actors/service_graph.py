@@ -55,11 +55,9 @@ class GraphMixin:
         memory = self.state.user(tenant, user_id)
         if memory is None:
             return {"depth": 0, "hits": []}
-        top = graph_search.top_similarity(memory.graph, query_vector)
-        depth = graph_search.expansion_depth(mode, query, top, expand_depth=expand_depth)
-        hits = graph_search.search_graph(
-            memory.graph, query_vector, now=now, depth=depth, relation_filter=relation_filter,
-            memory_types=memory_types, time_range=time_range, max_results=max_results)
+        depth, hits = graph_search.search(
+            memory.graph, query, query_vector, now=now, mode=mode, expand_depth=expand_depth,
+            relation_filter=relation_filter, memory_types=memory_types, time_range=time_range, max_results=max_results)
         if hits:
             self._commit(decide_touches(tenant, user_id, query, hits, "search_hit"), followups=False)
         return {"depth": depth, "hits": [asdict(h) for h in hits]}

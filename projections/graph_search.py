@@ -242,7 +242,8 @@ def _terms(m: GraphMemory, semantic: float, distance: int, now: datetime, config
 
 
 def search(state: GraphState, query: str, query_vector: np.ndarray, *, now: datetime, mode: str = "auto",
-           config: GraphSearchConfig = DEFAULT_GRAPH_SEARCH, **filters) -> tuple[int, list[GraphHit]]:
+           config: GraphSearchConfig = DEFAULT_GRAPH_SEARCH, expand_depth: int | None = None,
+           **filters) -> tuple[int, list[GraphHit]]:
     """Pick the depth for ``mode`` (fast / deep / auto), then :func:`search_graph`; returns (depth used, hits)."""
-    depth = expansion_depth(mode, query, top_similarity(state, query_vector), config)
+    depth = expansion_depth(mode, query, top_similarity(state, query_vector), config, expand_depth)
     return depth, search_graph(state, query_vector, now=now, depth=depth, config=config, **filters)

@@ -31,6 +31,16 @@ class LexicalIndex:
     def canonical(self) -> list:
         return [self.doc_ids, self.doc_len, sorted((t, sorted(p.items())) for t, p in self.postings.items())]
 
+    def add(self, doc_id: str, text: str) -> None:
+        """Index one more document (earlier postings are never rewritten)."""
+        tokens = tokenize(text)
+        doc = len(self.doc_ids)
+        self.doc_ids.append(doc_id)
+        self.doc_len.append(len(tokens))
+        self.total_len += len(tokens)
+        for term, tf in Counter(tokens).items():
+            self.postings.setdefault(term, {})[doc] = tf
+
     def search(self, query: str, k: int, params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
         """Top-``k`` (event id, BM25 score) pairs, best first; ties broken by log order."""
         n = len(self.doc_ids)
@@ -54,11 +64,5 @@ class LexicalIndex:
 def evolve(state: LexicalIndex, env: Envelope) -> LexicalIndex:
     event = env.event
     if isinstance(event, MessageRecorded):
-        tokens = tokenize(index_text(event.speaker, event.text))
-        doc = len(state.doc_ids)
-        state.doc_ids.append(env.event_id)
-        state.doc_len.append(len(tokens))
-        state.total_len += len(tokens)
-        for term, tf in Counter(tokens).items():
-            state.postings.setdefault(term, {})[doc] = tf
+        state.add(env.event_id, index_text(event.speaker, event.text))
     return state

@@ -35,7 +35,6 @@ another policy needs no new fold.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -44,7 +43,6 @@ from typing import Literal
 from events.envelope import Envelope
 from events.model import MemoryTouched, NoteContent, NoteOperation, NoteReviewed
 from projections.lexical import BM25Params, LexicalIndex
-from projections.text import tokenize
 
 SECONDS_PER_DAY = 86_400.0
 DEFAULT_BM25 = BM25Params()
@@ -94,17 +92,6 @@ class Note:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
-
-
-def _index(index: LexicalIndex, doc_id: str, text: str) -> None:
-    """Add one document to a BM25 index (the same postings :mod:`projections.lexical` builds)."""
-    tokens = tokenize(text)
-    doc = len(index.doc_ids)
-    index.doc_ids.append(doc_id)
-    index.doc_len.append(len(tokens))
-    index.total_len += len(tokens)
-    for term, tf in Counter(tokens).items():
-        index.postings.setdefault(term, {})[doc] = tf
 
 
 @dataclass
@@ -198,14 +185,14 @@ def _apply_operation(state: NoteState, env: Envelope, op: NoteOperation) -> None
     target = state.notes.get(op.target_note_id) if op.target_note_id else None
     if op.op == "add" and op.note is not None:
         note = state.notes[env.event_id] = _create(env, op, op.note, None)
-        _index(state.index, note.note_id, " ".join((note.text, *note.key_terms)))
+        state.index.add(note.note_id, " ".join((note.text, *note.key_terms)))
         return
     if target is None or target.status != "active":
         return  # unknown or already closed target: nothing to act on
     if op.op == "update" and op.note is not None:
         note = state.notes[env.event_id] = _create(env, op, op.note, target)
         state.notes[target.note_id] = _close(target, op.valid_from, "superseded", note.note_id)
-        _index(state.index, note.note_id, " ".join((note.text, *note.key_terms)))
+        state.index.add(note.note_id, " ".join((note.text, *note.key_terms)))
     elif op.op == "boost":
         state.notes[target.note_id] = _reinforce(target, op.valid_from, boost=True, sources=op.source_message_ids)
     elif op.op == "delete":

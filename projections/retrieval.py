@@ -113,10 +113,8 @@ def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> l
 
 def graph_hits(memory: UserMemory, query: str, query_vector: np.ndarray, now: datetime, config: FusionConfig):
     """Graph-expanded search for the fusion's graph term (depth by ``graph_mode``)."""
-    top = graph_search.top_similarity(memory.graph, query_vector)
-    depth = graph_search.expansion_depth(config.graph_mode, query, top, expand_depth=config.graph_depth)
-    return graph_search.search_graph(memory.graph, query_vector, now=now, depth=depth,
-                                     max_results=config.graph_candidates)
+    return graph_search.search(memory.graph, query, query_vector, now=now, mode=config.graph_mode,
+                               expand_depth=config.graph_depth, max_results=config.graph_candidates)[1]
 
 
 def fuse(

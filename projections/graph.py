@@ -218,7 +218,8 @@ class GraphState:
         if cached is None or cached[0] != self.structure:
             view = self.view()
             ids = [nid for nid, n in view.nodes.items() if n.vector is not None and n.vector.shape == (dim,)]
-            mat = np.stack([view.nodes[nid].vector for nid in ids]).astype(np.float64) if ids else np.zeros((0, dim))
+            mat = np.stack([view.nodes[nid].vector for nid in ids]).astype(np.float32) if ids else np.zeros((0, dim),
+                                                                                                          np.float32)
             norms = np.linalg.norm(mat, axis=1, keepdims=True)
             cached = self._views[key] = (self.structure, ids, np.divide(mat, norms, out=np.zeros_like(mat),
                                                                         where=norms > 0))
@@ -246,7 +247,8 @@ class GraphState:
                 ends.append(canonical_of[eid] if kind == "node" and known else eid if known else None)
             if None in ends:
                 continue
-            edges.append(replace(e, source_id=ends[0], target_id=ends[1]))
+            same = ends[0] == e.source_id and ends[1] == e.target_id  # unmerged endpoints: share the record
+            edges.append(e if same else replace(e, source_id=ends[0], target_id=ends[1]))
             if e.source_kind == e.target_kind == "node" and ends[0] != ends[1]:
                 adjacency[ends[0]].add(ends[1])
                 adjacency[ends[1]].add(ends[0])

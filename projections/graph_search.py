@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -42,6 +42,7 @@ import numpy as np
 
 from events.errors import InvalidInputError
 from projections.graph import GraphMemory, GraphState, GraphView
+from projections.graph_terms import LabelIndex
 
 SHARED_NODE = "shared_node"
 TERMS = ("semantic", "importance", "graph", "time_decay", "access")
@@ -63,6 +64,7 @@ class GraphSearchConfig:
     access_saturation: int = 10
     shared_node_types: tuple[str, ...] = ("topic", "object")
     max_shared_fanout: int = 50  # a node shared by more memories is a hub ("go", "have"): no hops through it
+    lexical_seed_min: float = 0.5  # a memory whose labels cover this share of the query's words is a seed; 0: off
 
     def __post_init__(self) -> None:
         checks = [
@@ -133,7 +135,7 @@ class GraphHit:
 
 def _cosines(state: GraphState, query: np.ndarray) -> dict[str, float]:
     """Cosine of the query with every canonical node that has a vector of the query's size (one matrix product)."""
-    q = np.asarray(query, dtype=np.float64).ravel()
+    q = np.asarray(query, dtype=np.float32).ravel()
     qn = np.linalg.norm(q)
     ids, matrix = state.node_matrix(q.shape[0])
     if qn == 0 or not ids:
@@ -162,11 +164,51 @@ def _links(view: GraphView, active: set[str], relation_filter: Collection[str] |
     return links
 
 
+Reached = dict[str, tuple[int, tuple[str, ...], tuple[str, ...]]]  # memory → (distance, path, via)
+
+
+def expand(state: GraphState, seeds: Sequence[str], depth: int, *, relation_filter: Collection[str] | None = None,
+           shared: bool = True, config: GraphSearchConfig = DEFAULT_GRAPH_SEARCH) -> Reached:
+    """BFS from ``seeds`` (active memory ids, in priority order) to ``depth`` hops over linked edges and, with
+    ``shared``, shared topic/object nodes (hubs over ``max_shared_fanout`` excluded); seeds are at distance 0."""
+    view = state.view()
+    key = ("links", None if relation_filter is None else frozenset(relation_filter))
+    cached = state._views.get(key)  # derived like the view: rebuilt only when the structure changed
+    if cached is None or cached[0] != state.structure:
+        active = {mid for mid, m in state.memories.items() if m.status == "active"}
+        cached = state._views[key] = (state.structure, _links(view, active, relation_filter))
+    links = cached[1]
+    found: Reached = {}
+    queue = deque()
+    for mid in seeds:
+        if mid not in found:
+            found[mid] = (0, (mid,), ())
+            queue.append(mid)
+    while queue:
+        mid = queue.popleft()
+        dist, path, via = found[mid]
+        if dist >= depth:
+            continue
+        hops = list(links.get(mid, ()))
+        if shared:
+            for nid in view.memory_nodes[mid]:
+                node = view.nodes[nid]
+                if node.node_type in config.shared_node_types and len(node.memory_ids) <= config.max_shared_fanout:
+                    hops += [(other, f"{SHARED_NODE}:{node.label}") for other in node.memory_ids
+                             if state.memories[other].status == "active"]
+        for other, label in sorted(hops):
+            if other not in found:
+                found[other] = (dist + 1, (*path, other), (*via, label))
+                queue.append(other)
+    return found
+
+
 def search_graph(
     state: GraphState,
     query_vector: np.ndarray,
     *,
     now: datetime,
+    query: str | None = None,
     depth: int = 1,
     relation_filter: Collection[str] | None = None,
     memory_types: Collection[str] | None = None,
@@ -183,35 +225,18 @@ def search_graph(
     active = {mid for mid, m in state.memories.items() if m.status == "active"}
     sims = _cosines(state, query_vector)
     seeds = sorted(((s, nid) for nid, s in sims.items() if s >= config.seed_min_similarity), reverse=True)
-    seed_ids = sorted({mid for _, nid in seeds[: config.seed_nodes] for mid in view.nodes[nid].memory_ids} & active)
+    seed_ids = {mid for _, nid in seeds[: config.seed_nodes] for mid in view.nodes[nid].memory_ids} & active
     semantic = {mid: max([0.0, *(sims.get(n, 0.0) for n in view.memory_nodes[mid])]) for mid in active}
+    if query and config.lexical_seed_min > 0:
+        index = state._views.setdefault("labels", LabelIndex()).sync(state.memories)
+        for mid, value in index.scores(query, active).items():
+            semantic[mid] = max(semantic[mid], value)
+            if value >= config.lexical_seed_min:
+                seed_ids.add(mid)
 
-    key = ("links", None if relation_filter is None else frozenset(relation_filter))
-    cached = state._views.get(key)  # derived like the view: rebuilt only when the structure changed
-    if cached is None or cached[0] != state.structure:
-        cached = state._views[key] = (state.structure, _links(view, active, relation_filter))
-    links = cached[1]
     shared = relation_filter is None or SHARED_NODE in relation_filter
-    found: dict[str, tuple[int, tuple[str, ...], tuple[str, ...]]] = {}
-    queue = deque()
-    for mid in sorted(seed_ids, key=lambda m: (-semantic[m], m)):
-        found[mid] = (0, (mid,), ())
-        queue.append(mid)
-    while queue:
-        mid = queue.popleft()
-        dist, path, via = found[mid]
-        if dist >= depth:
-            continue
-        hops = list(links.get(mid, ()))
-        if shared:
-            for nid in view.memory_nodes[mid]:
-                node = view.nodes[nid]
-                if node.node_type in config.shared_node_types and len(node.memory_ids) <= config.max_shared_fanout:
-                    hops += [(other, f"{SHARED_NODE}:{node.label}") for other in node.memory_ids if other in active]
-        for other, label in sorted(hops):
-            if other not in found:
-                found[other] = (dist + 1, (*path, other), (*via, label))
-                queue.append(other)
+    order = sorted(seed_ids, key=lambda m: (-semantic[m], m))
+    found = expand(state, order, depth, relation_filter=relation_filter, shared=shared, config=config)
 
     hits = []
     for mid, (dist, path, via) in found.items():
@@ -246,4 +271,4 @@ def search(state: GraphState, query: str, query_vector: np.ndarray, *, now: date
            **filters) -> tuple[int, list[GraphHit]]:
     """Pick the depth for ``mode`` (fast / deep / auto), then :func:`search_graph`; returns (depth used, hits)."""
     depth = expansion_depth(mode, query, top_similarity(state, query_vector), config, expand_depth)
-    return depth, search_graph(state, query_vector, now=now, depth=depth, config=config, **filters)
+    return depth, search_graph(state, query_vector, now=now, query=query, depth=depth, config=config, **filters)

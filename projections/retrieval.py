@@ -13,6 +13,7 @@ from datetime import datetime
 import numpy as np
 
 from projections import graph_search
+from projections.graph_expand import expand_hits
 from projections.archive import in_scope
 from projections.episodes import Episode
 from projections.lexical import BM25Params
@@ -43,10 +44,14 @@ class FusionConfig:
     notes ranked by BM25 against the query lift their source turns by
     ``note_weight / (rrf_k + note rank)``; a context puts the matching notes
     first, within ``note_tokens``. ``note_weight=0, note_tokens=0`` turns notes off.
-    The memory graph adds a fifth list: graph memories found by seed-001
-    search (node-vector seeds, BFS over links and shared nodes, five-term
-    score) lift their source turns by ``graph_weight / (rrf_k + rank)``;
-    ``graph_weight=0`` turns it off.
+    The memory graph adds a fifth term, computed last: the graph memories
+    read from the best ``graph_seeds`` hits seed a BFS over linked edges
+    (``graph_depth`` hops; ``graph_shared_nodes`` also hops through shared
+    topic/object nodes; ``graph_mode`` fast never expands, auto expands for
+    causal/relational cues or a best dense similarity under the graph
+    config's ``low_similarity``), and the candidates it reaches, ranked by
+    their score so far, get ``graph_weight / (rrf_k + rank)``: the turns of
+    a multi-hop answer are linked in the graph. ``graph_weight=0`` turns it off.
     """
 
     rrf_k: int = 5
@@ -58,10 +63,13 @@ class FusionConfig:
     note_weight: float = 0.5  # source turns of the active notes that match the query get a fourth RRF term
     note_candidates: int = 10
     note_tokens: int = 500  # the notes' share of a context (seed 000: under ~500 tokens); 0 leaves notes out
-    graph_weight: float = 0.5  # source turns of the graph memories found by graph-expanded search: a fifth term
-    graph_candidates: int = 10
-    graph_mode: str = "auto"  # fast: vector seeds only; deep: expand to graph_depth; auto: expand when it helps
+    graph_weight: float = 0.5  # candidates the graph reaches from the best hits: a fifth term
+    graph_seeds: int = 5  # the best hits whose graph memories seed the expansion
+    graph_candidates: int = 100  # at most this many reached turns get the term
+    graph_mode: str = "auto"  # fast: no expansion; deep: expand to graph_depth; auto: expand when it helps
     graph_depth: int = 1
+    graph_shared_nodes: bool = False  # also hop through shared topic/object nodes, not only linked edges
+    graph_config: graph_search.GraphSearchConfig = graph_search.DEFAULT_GRAPH_SEARCH  # seeds, hops, five-term score
     candidates: int = 100
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
@@ -111,10 +119,26 @@ def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> l
     return [(episodes[i], float(sims[i])) for i in order]
 
 
-def graph_hits(memory: UserMemory, query: str, query_vector: np.ndarray, now: datetime, config: FusionConfig):
-    """Graph-expanded search for the fusion's graph term (depth by ``graph_mode``)."""
-    return graph_search.search(memory.graph, query, query_vector, now=now, mode=config.graph_mode,
-                               expand_depth=config.graph_depth, max_results=config.graph_candidates)[1]
+def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], scored: list[list],
+                config: FusionConfig) -> None:
+    """Add the graph term to ``scored`` (rows [score, -seq, id, breakdown], best first) and re-sort it.
+
+    The seeds are the best ``graph_seeds`` rows; the turns the graph reaches from them
+    (:func:`projections.graph_expand.expand_hits`) that are already candidates get
+    ``graph_weight / (rrf_k + rank)``, ranked among themselves by their score so far.
+    """
+    top_similarity = dense[0][1] if dense else None
+    depth = graph_search.expansion_depth(config.graph_mode, query, top_similarity, config.graph_config,
+                                         config.graph_depth)
+    reached = expand_hits(memory.graph, [row[2] for row in scored[: config.graph_seeds]], depth,
+                          shared=config.graph_shared_nodes, config=config.graph_config)
+    rows = [row for row in scored if row[2] in reached][: config.graph_candidates]
+    for rank, row in enumerate(rows, start=1):
+        r = reached[row[2]]
+        row[0] += config.graph_weight / (config.rrf_k + rank)
+        row[3].update(graph_rank=rank, graph_distance=r.distance, graph_memory=r.graph_memory,
+                      graph_seed=r.seed_message, graph_via=list(r.via))
+    scored.sort(key=lambda s: (-s[0], s[1]))
 
 
 def fuse(
@@ -150,10 +174,6 @@ def fuse(
         for rank, (note_id, bm25) in enumerate(memory.notes.search(query, config.note_candidates, config.bm25), 1):
             for memory_id in memory.notes.notes[note_id].source_message_ids:
                 parts.setdefault(memory_id, {}).setdefault("note", (rank, bm25, note_id))
-    if config.graph_weight > 0 and query_vector is not None and now is not None and memory.graph.memories:
-        for rank, hit in enumerate(graph_hits(memory, query, query_vector, now, config), start=1):
-            for memory_id in hit.message_ids:
-                parts.setdefault(memory_id, {}).setdefault("graph", (rank, hit.score, hit.memory_id, hit.distance))
     parts = {
         mid: p for mid, p in parts.items()
         # an index row the projections do not know yet is never surfaced; archived ones only when asked for
@@ -182,19 +202,18 @@ def fuse(
             rank, bm25, note_id = p["note"]
             score += config.note_weight / (config.rrf_k + rank)
             breakdown.update(note_rank=rank, note_bm25=round(bm25, 6), note_id=note_id)
-        if "graph" in p:
-            rank, value, graph_id, distance = p["graph"]
-            score += config.graph_weight / (config.rrf_k + rank)
-            breakdown.update(graph_rank=rank, graph_score=round(value, 6), graph_memory=graph_id, graph_distance=distance)
         if memory_id in recall:
             score += config.retention_weight * min(recall[memory_id], 2.0) / (config.rrf_k + 1)
             breakdown["retention"] = round(recall[memory_id], 6)
         if scope != "active" and memory.archive.is_archived(memory_id):
             breakdown["archived"] = memory.archive.archived[memory_id].reason
-        breakdown["rrf"] = round(score, 8)
         seq = memory.messages.by_id[memory_id].seq
-        scored.append((score, -seq, memory_id, breakdown))
+        scored.append([score, -seq, memory_id, breakdown])
     scored.sort(key=lambda s: (-s[0], s[1]))
+    if config.graph_weight > 0 and memory.graph.memories:
+        _graph_term(memory, query, dense, scored, config)
+    for row in scored:
+        row[3]["rrf"] = round(row[0], 8)
 
     hits = []
     for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):

@@ -157,3 +157,22 @@ def test_a_hub_node_shared_by_too_many_memories_is_no_hop():
     assert set(found(search_graph(state, E0, now=NOW, depth=1))) == {"m1", "m2", "m3"}
     narrow = GraphSearchConfig(max_shared_fanout=2)  # "park" is shared by three memories: a hub under this config
     assert set(found(search_graph(state, E0, now=NOW, depth=1, config=narrow))) == {"m1"}
+
+
+def test_the_query_words_found_in_a_memorys_labels_seed_it_without_any_vector():
+    state = graph(("m1", memory("Mel", "go", "camping trip", turn="t1")), ("m2", memory("Mel", "paint", "sunset")),
+                  ("m3", memory("Bob", "fix", "car")))
+    hits = {h.memory_id: h for h in search_graph(state, E0, now=NOW, depth=0, query="Where did Mel go camping?")}
+    assert set(hits) == {"m1"}  # covers mel, go, camp: every query word (m2 covers only "mel": under the minimum)
+    assert hits["m1"].terms["semantic"] == pytest.approx(1.0)
+    off = GraphSearchConfig(lexical_seed_min=0.0)
+    assert search_graph(state, E0, now=NOW, depth=0, query="Where did Mel go camping?", config=off) == []
+    assert search_graph(state, E0, now=NOW, depth=0, query="完全无关", config=GraphSearchConfig()) == []
+
+
+def test_label_index_weighs_rare_words_more_and_handles_chinese():
+    from projections.graph_terms import LabelIndex
+
+    state = graph(("m1", memory("小红", "去", "瑜伽课")), ("m2", memory("小红", "吃", "火锅")), ("m3", memory("小红", "买", "书")))
+    scores = LabelIndex().sync(state.memories).scores("小红上周去了瑜伽课")
+    assert scores["m1"] > scores["m2"] == scores["m3"] > 0  # 小红 is in every memory: a low idf

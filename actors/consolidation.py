@@ -1,14 +1,22 @@
 """Graph consolidation as pure Ray tasks: one task per user's batch, the shard appends what they return.
 
-A task receives one user's :class:`~projections.graph.GraphState` and the ids of
-that user's staged memories, runs :func:`projections.graph_consolidate.consolidate`
-and returns the ``(event id, event)`` pairs; it writes nothing. The shard that
+A task receives one user's :class:`Job`: the user's
+:class:`~projections.graph.GraphState`, the ids of the staged memories, the
+user's note evidence (:func:`projections.graph_conflicts.note_evidence`, for
+the conflict check) and the time to measure decay at; it runs
+:func:`projections.graph_consolidate.consolidate` and returns the
+``(event id, event)`` pairs; it writes nothing. The shard that
 owns the user appends them to its log (the only writer) and folds them, so a
 task that dies or runs twice costs only time: Ray may retry it freely.
 
 :func:`run_consolidation` submits the jobs of many users, spread over the
 cluster's CPUs, with at most ``max_in_flight`` tasks running (``ray.wait``);
 with ``parallel=False`` it runs the same function in this process, in order.
+
+With a language model configured (``llm``), a task makes one call after the
+offline step, on its worker: which of the pairs its batch linked are causal
+(:mod:`actors.llm.causality`). The call record comes back with the events, so
+the task stays pure apart from that call and replay never makes it.
 """
 
 from __future__ import annotations
@@ -16,19 +24,34 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 import ray
 
+from actors.llm.causality import llm_causal_links
+from actors.llm.client import LlmClient
+from actors.llm.config import LlmConfig
 from events.errors import InvalidInputError
 from events.model import Event
 from projections.graph import GraphState
 from projections.graph_consolidate import DEFAULT_CONSOLIDATION, ConsolidationConfig, consolidate
+from projections.notes import NoteState
 
 # Fixed forever: consolidation event ids are uuid5(NAMESPACE, "<tenant>/<user>/<decision key>").
 NAMESPACE = uuid.UUID("5b0e6a53-9f3c-4c1e-8d6a-2f4b7c9e1a07")
 
-Job = tuple[str, str, GraphState, Sequence[str]]  # tenant, user id, that user's graph, staged memory ids
 Events = list[tuple[str, Event]]
+
+
+class Job(NamedTuple):
+    """One user's consolidation work; a plain ``(tenant, user_id, state, staged_ids)`` tuple is one too."""
+
+    tenant: str
+    user_id: str
+    state: GraphState  # that user's graph (a copy: the task only reads it)
+    staged_ids: Sequence[str]
+    notes: NoteState | None = None  # that user's note evidence; None skips the conflict check
+    now: datetime | None = None  # when to measure decay for that user; None: the run's ``now``
 
 
 def keyed_ids(tenant: str, user_id: str) -> Callable[[str], str]:
@@ -37,32 +60,47 @@ def keyed_ids(tenant: str, user_id: str) -> Callable[[str], str]:
 
 
 def consolidate_user(tenant: str, user_id: str, state: GraphState, staged_ids: Sequence[str],
-                     config: ConsolidationConfig = DEFAULT_CONSOLIDATION, now: datetime | None = None) -> Events:
-    """The events consolidating one user's staged memories ([] if none is staged); reads ``state``, never writes it."""
-    return consolidate(state, staged_ids, config, keyed_ids(tenant, user_id), now=now)
+                     config: ConsolidationConfig = DEFAULT_CONSOLIDATION, now: datetime | None = None,
+                     notes: NoteState | None = None, llm: LlmConfig | None = None) -> Events:
+    """The events consolidating one user's graph (see :func:`consolidate`); reads ``state``, never writes it.
+
+    With ``llm``, a language model then checks which pairs the batch linked are
+    causal (:func:`actors.llm.causality.llm_causal_links`; its call is among the events).
+    """
+    new_id = keyed_ids(tenant, user_id)
+    events = consolidate(state, staged_ids, config, new_id, now=now, notes=notes)
+    if llm is not None and events:
+        events += llm_causal_links(LlmClient(llm), state, events, new_id)
+    return events
 
 
 @ray.remote(num_cpus=1)
 def consolidate_task(tenant: str, user_id: str, state: GraphState, staged_ids: Sequence[str],
-                     config: ConsolidationConfig = DEFAULT_CONSOLIDATION, now: datetime | None = None) -> Events:
-    """:func:`consolidate_user` on a Ray worker. Pure, so Ray's retries (``max_retries``) are safe."""
-    return consolidate_user(tenant, user_id, state, staged_ids, config, now)
+                     config: ConsolidationConfig = DEFAULT_CONSOLIDATION, now: datetime | None = None,
+                     notes: NoteState | None = None, llm: LlmConfig | None = None) -> Events:
+    """:func:`consolidate_user` on a Ray worker. Pure apart from the optional model call (whose record it
+    returns), so Ray's retries (``max_retries``) are safe: a rerun keys its events alike."""
+    return consolidate_user(tenant, user_id, state, staged_ids, config, now, notes, llm)
 
 
 def run_consolidation(
-    jobs: Sequence[Job],
+    jobs: Sequence[Job | tuple],
     config: ConsolidationConfig = DEFAULT_CONSOLIDATION,
     *,
     max_in_flight: int | None = None,
     parallel: bool = True,
     now: datetime | None = None,
+    llm: LlmConfig | None = None,
 ) -> dict[tuple[str, str], Events]:
     """(tenant, user id) → the events consolidating that user's batch, in the order of ``jobs``.
 
     With ``parallel``, one Ray task per job, at most ``max_in_flight`` (default:
     the cluster's CPUs) running at a time; each state goes to the object store
     once, when its task is submitted, and leaves it when its result is back.
-    Without, the same function runs here, job after job.
+    Without, the same function runs here, job after job. A job's ``now``
+    (decay time) defaults to the run's ``now``; ``None`` for both skips decay.
+    With ``llm``, each task also asks the model which of its batch's linked
+    pairs are causal (one call per task, made on the worker).
 
     Parallel equals sequential, event for event: a job reads only its own
     user's state (never another job's, never one changed by another job, since
@@ -71,9 +109,10 @@ def run_consolidation(
     or a clock that completion order could shift. One user per job: two
     batches of the same user would each miss the other's events.
     """
+    jobs = [Job(*job) for job in jobs]
     seen: set[tuple[str, str]] = set()
     problems = []
-    for i, (tenant, user_id, _, _) in enumerate(jobs):
+    for i, (tenant, user_id, *_) in enumerate(jobs):
         if (tenant, user_id) in seen:
             problems.append((f"jobs[{i}]", f"({tenant!r}, {user_id!r}) has another job already; put all of a user's "
                                             "staged ids in one job"))
@@ -83,7 +122,8 @@ def run_consolidation(
     if problems:
         raise InvalidInputError(problems, what="consolidation jobs")
     if not parallel:
-        return {(t, u): consolidate_user(t, u, s, ids, config, now) for t, u, s, ids in jobs}
+        return {(j.tenant, j.user_id): consolidate_user(j.tenant, j.user_id, j.state, j.staged_ids, config,
+                                                        j.now or now, j.notes, llm) for j in jobs}
     if not jobs:
         return {}
     if not ray.is_initialized():
@@ -91,7 +131,7 @@ def run_consolidation(
 
         ensure_ray()
     cap = max_in_flight or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    out: dict[tuple[str, str], Events] = {(t, u): [] for t, u, _, _ in jobs}  # keys in job order
+    out: dict[tuple[str, str], Events] = {(j.tenant, j.user_id): [] for j in jobs}  # keys in job order
     in_flight: dict[ray.ObjectRef, tuple[str, str]] = {}
 
     def collect(ready: list[ray.ObjectRef]) -> None:
@@ -99,13 +139,14 @@ def run_consolidation(
             out[in_flight.pop(ref)] = events
 
     try:
-        for tenant, user_id, state, staged_ids in jobs:
+        for job in jobs:
             if len(in_flight) >= cap:
                 ready, _ = ray.wait(list(in_flight), num_returns=1)
                 collect(ready)
             # copy(): the same graph without its cached views, which the task would not read
-            ref = consolidate_task.remote(tenant, user_id, ray.put(state.copy()), list(staged_ids), config, now)
-            in_flight[ref] = (tenant, user_id)
+            ref = consolidate_task.remote(job.tenant, job.user_id, ray.put(job.state.copy()), list(job.staged_ids),
+                                          config, job.now or now, job.notes, llm)
+            in_flight[ref] = (job.tenant, job.user_id)
         collect(list(in_flight))  # one ray.get for the rest
     except BaseException:
         for ref in in_flight:

@@ -1,4 +1,5 @@
-"""Deciders: ``decide(state, command) -> events``. Pure apart from minting event ids.
+"""Deciders: ``decide(state, command) -> events``. Pure apart from minting event ids (and, with a
+language model configured, its calls, each returned as an ``llm_call_recorded`` event).
 
 A command already applied (same client message id) yields no new events.
 """
@@ -10,13 +11,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from actors.llm.graph_ops import Embed, llm_graph_memories
+from actors.llm.memory_ops import llm_note_operations
 from events.commands import RecordMessage
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.graph_events import GraphMemoryStaged
 from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
 from projections.classify import classification_event
-from actors.llm.memory_ops import llm_note_operations
+from projections.graph_staging import STAGED_ROLES
 from projections.note_ops import decide_note_operations
 from projections.retrieval import Hit
 from projections.state import ShardState
@@ -36,20 +39,25 @@ class RecordOutcome:
 
 def decide_record(
     state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int, llm=None,
-    graph: list[tuple[GraphMemoryStaged, ...]] | None = None,
+    graph: list[tuple[GraphMemoryStaged, ...]] | None = None, embed: Embed | None = None,
 ) -> tuple[list[PendingEvent], list[RecordOutcome]]:
     """Events for new messages (recorded, embedded, classified); known client ids are acknowledged as duplicates.
 
     The embedding and the memory type are recorded here, once, so replay never recomputes them.
-    ``graph`` holds, per command, the graph memories extracted from it (label
-    vectors included); they are staged with the message as their source.
+    ``graph`` holds, per command, the graph memories the offline rules read
+    from it (label vectors included); they are staged with the message as
+    their source, unless a language model is configured (``llm``): then the
+    model proposes each user's memories (see :func:`decide_graph`), and
+    ``embed`` (label → vector, the store's encoder) embeds the labels it
+    wrote. Without ``graph`` no graph memory is staged and the model is not asked.
     """
     if vectors.shape != (len(commands), dim):
         raise InvalidInputError(
             [("vectors", f"shape {vectors.shape}, expected ({len(commands)}, {dim}); embed with the store's model")],
             what="record batch",
         )
-    pending: list[PendingEvent] = []
+    blocks: list[list[PendingEvent]] = []  # per new message: recorded, embedded, classified
+    fresh: list[tuple[PendingEvent, tuple[GraphMemoryStaged, ...]]] = []  # per new message: recorded, offline graph
     outcomes: list[RecordOutcome] = []
     seen_in_batch: dict[tuple[str, str, str], str] = {}
     for position, (cmd, vec) in enumerate(zip(commands, vectors)):
@@ -81,18 +89,56 @@ def decide_record(
             input_text=input_text,
         )
         classified = classification_event(message_id, cmd.text)
-        pending.append(PendingEvent(cmd.tenant, cmd.user_id, message_id, recorded, correlation_id=message_id))
-        staged = [
-            g.model_copy(update={"source_message_ids": (message_id,), "source_turn_ids": (cmd.turn_id,) if cmd.turn_id else ()})
-            for g in (graph[position] if graph else ())
-        ]
-        for derived in (embedded, classified, *staged):
-            pending.append(
-                PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), derived, causation_id=message_id, correlation_id=message_id)
-            )
+        message = PendingEvent(cmd.tenant, cmd.user_id, message_id, recorded, correlation_id=message_id)
+        blocks.append([message] + [
+            PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), derived,
+                         causation_id=message_id, correlation_id=message_id)
+            for derived in (embedded, classified)
+        ])
+        fresh.append((message, tuple(graph[position]) if graph else ()))
         outcomes.append(RecordOutcome(message_id, created=True))
-    pending += decide_notes(state, [p for p in pending if isinstance(p.event, MessageRecorded)], llm)
+    staged, calls = decide_graph(fresh, llm if graph is not None else None, embed)
+    pending: list[PendingEvent] = []
+    for block, (message, _), memories, before in zip(blocks, fresh, staged, calls, strict=True):
+        pending += block + before
+        message_id, turn_id = message.event_id, message.event.turn_id
+        sources = {"source_message_ids": (message_id,), "source_turn_ids": (turn_id,) if turn_id else ()}
+        pending += [
+            PendingEvent(message.tenant, message.user_id, new_event_id(), m.model_copy(update=sources),
+                         causation_id=message_id, correlation_id=message_id)
+            for m in memories
+        ]
+    pending += decide_notes(state, [message for message, _ in fresh], llm)
     return pending, outcomes
+
+
+def decide_graph(
+    fresh: list[tuple[PendingEvent, tuple[GraphMemoryStaged, ...]]], llm=None, embed: Embed | None = None,
+) -> tuple[list[tuple[GraphMemoryStaged, ...]], list[list[PendingEvent]]]:
+    """Per new message: the graph memories to stage, and the events to append before them.
+
+    ``fresh`` pairs each new ``message_recorded`` with the memories the
+    offline rules read from it. Without ``llm`` those are staged. With it,
+    one call per user asks the model for the memories of that user's new
+    user turns (:func:`actors.llm.graph_ops.llm_graph_memories`; the offline
+    memories are its fallback); the call record and any rejected proposals
+    go before the first of those turns' memories, in the same append.
+    """
+    staged = [memories for _, memories in fresh]
+    before: list[list[PendingEvent]] = [[] for _ in fresh]
+    if llm is None:
+        return staged, before
+    by_stream: dict[tuple[str, str], list[int]] = {}
+    for i, (message, _) in enumerate(fresh):
+        if message.event.role in STAGED_ROLES:
+            by_stream.setdefault((message.tenant, message.user_id), []).append(i)
+    for (tenant, user_id), positions in by_stream.items():
+        messages = [(fresh[i][0].event_id, fresh[i][0].event) for i in positions]
+        records, memories = llm_graph_memories(llm, messages, [staged[i] for i in positions], new_event_id, embed=embed)
+        before[positions[0]] = [PendingEvent(tenant, user_id, event_id, event) for event_id, event in records]
+        for i, group in zip(positions, memories, strict=True):
+            staged[i] = group
+    return staged, before
 
 
 LLM_ACTIVE_NOTES = 40  # the active notes shown to the model: the most recent ones (a prompt has a size)

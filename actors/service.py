@@ -33,6 +33,7 @@ from projections import counterfactual
 from projections import state as shard_state
 from projections.context import Context, NoteEntry, assemble
 from projections.episode_search import search_episodes
+from projections.embedding import embedder_name, make_embedder
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.lance import LanceVectorTable
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
@@ -113,9 +114,22 @@ class ShardService(NotesMixin, GraphMixin, ArchiveMixin):
                 [("model_id", f"{model_id!r} differs from the store's {self.spec.model_id!r}; embed with the store's model")],
                 what="record batch",
             )
-        pending, outcomes = decide_record(self.state, commands, vectors, model_id, self.spec.dim, self.llm, graph)
+        pending, outcomes = decide_record(self.state, commands, vectors, model_id, self.spec.dim, self.llm, graph,
+                                          self._embed_labels)
         self._commit(pending)
         return outcomes
+
+    def _embed_labels(self, labels: list[str]) -> dict[str, np.ndarray]:
+        """Graph labels a language model wrote, embedded with the store's encoder (loaded here on first use).
+
+        Only the LLM graph extraction needs it (the driver embeds the offline
+        rules' labels); an unknown encoder leaves the labels without vectors.
+        """
+        name = embedder_name(self.spec.model_id)
+        if name is None:
+            logger.warning("graph_labels_not_embedded", shard=self.spec.index, model_id=self.spec.model_id)
+            return {}
+        return dict(zip(labels, make_embedder(name).encode(labels)))
 
     def _commit(self, pending, *, followups: bool = True) -> list[Envelope]:
         envelopes = self.log.append(pending)

@@ -8,13 +8,40 @@ from datetime import datetime
 
 import numpy as np
 
+from actors.consolidation import Job
 from actors.deciders import decide_touches, new_event_id
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
-from events.graph_events import GraphEdgeLinked, GraphMemoryStaged
-from events.model import Event
+from events.graph_events import GraphEdgeLinked, GraphMemoryStaged, GraphMemoryStatusChanged, GraphProposalRejected
+from events.model import Event, LlmCallRecorded
 from projections import graph_export, graph_search
 from projections.graph import GraphState
+from projections.graph_conflicts import note_evidence
+from projections.state import UserMemory
+
+
+def user_clock(memory: UserMemory) -> datetime | None:
+    """The user's own "now": the time of their newest message; without messages, of their newest graph memory.
+
+    Decay is measured on this clock by default, not the wall clock: a store of
+    conversations imported from last year must not archive them all on import.
+    Messages set it, not graph memories: a ``create_memory`` call is dated by
+    its reference time (the wall clock unless given), which would drag an
+    imported history into the present.
+    """
+    latest = max((m.occurred_at for m in memory.messages.by_id.values()), default=None)
+    return latest or max((m.created_at for m in memory.graph.memories.values()), default=None)
+
+
+_RECORDS = (LlmCallRecorded, GraphProposalRejected)  # what a model's check leaves besides its decisions
+
+
+def _applied(state: GraphState, event: Event) -> bool:
+    """A status change the memory already has (a retried append, or another round that decided it first)."""
+    if not isinstance(event, GraphMemoryStatusChanged):
+        return False
+    m = state.memories.get(event.memory_id)
+    return m is not None and m.status == event.status
 
 
 class GraphMixin:
@@ -24,22 +51,38 @@ class GraphMixin:
         self._commit(pending, followups=False)
         return [p.event_id for p in pending]
 
-    def graph_jobs(self, tenant: str | None = None, user_id: str | None = None) -> list[tuple]:
-        """(tenant, user, graph state, staged ids) for every user with staged memories: the consolidation work."""
+    def graph_jobs(self, tenant: str | None = None, user_id: str | None = None, *, decay: bool = True,
+                   at: datetime | None = None, idle: bool = False) -> list[Job]:
+        """The consolidation work: one :class:`Job` per user with staged memories (``idle``: with any graph memory).
+
+        A job holds a copy of the user's graph, the staged ids, the user's note
+        evidence (the conflict check reads it) and, with ``decay``, the time to
+        measure decay at: ``at``, else the user's own clock (:func:`user_clock`).
+        """
         jobs = []
         for (t, u), memory in sorted(self.state.users.items()):
             if (tenant and t != tenant) or (user_id and u != user_id):
                 continue
             staged = [mid for mid, m in memory.graph.memories.items() if m.staged]
-            if staged:
-                jobs.append((t, u, memory.graph.copy(), staged))
+            if staged or (idle and memory.graph.memories):
+                now = (at or user_clock(memory)) if decay else None
+                jobs.append(Job(t, u, memory.graph.copy(), staged, note_evidence(memory.notes), now))
         return jobs
 
     def append_graph(self, tenant: str, user_id: str, events: list[tuple[str, Event]]) -> int:
-        """Append the events a consolidation task returned (keyed ids: a retried append finds them present)."""
+        """Append the events a consolidation task returned; returns how many were new.
+
+        Idempotent: keyed ids let a retried append find its merges, links, batch
+        and conclusions present, and a status change the memory already has is dropped;
+        a model's call record and rejected proposals are appended only beside a new decision.
+        """
         memory = self.state.user(tenant, user_id)
-        known = set(memory.graph.merges) | set(memory.graph.edges) | set(memory.graph.conclusions) if memory else set()
-        fresh = [(i, e) for i, e in events if i not in known]
+        graph = memory.graph if memory else GraphState()
+        known = set(graph.merges) | set(graph.edges) | set(graph.conclusions)
+        known |= {m.batch_id for m in graph.memories.values() if m.batch_id}
+        fresh = [(i, e) for i, e in events if i not in known and not _applied(graph, e)]
+        if all(isinstance(e, _RECORDS) for _, e in fresh):
+            fresh = []  # a model's call and rejections came with decisions already appended: a retried append
         if fresh:
             self._commit([PendingEvent(tenant, user_id, i, e) for i, e in fresh], followups=False)
         return len(fresh)

@@ -18,6 +18,12 @@ nothing in the graph is written any other way.
 - ``graph_memory_status_changed``: a memory became active, archived or superseded.
 - ``graph_conclusion_recorded``: the abstraction engine's long-term conclusion
   (statement, conditions, confidence, sources, version).
+- ``graph_proposal_rejected``: a memory or link a language model proposed that
+  was not applied, and why (the fold ignores it; the log keeps the reason).
+
+A staged memory or a linked edge decided by a language model names its
+``llm_call_recorded`` event in ``llm_call_id`` (v2 of both events; v1 had no
+such field and upcasts to ``None``).
 
 The memory types and relation names are stored in English identifiers
 (``event``, ``fact``, ``relation``, ``opinion``); labels keep the user's language.
@@ -51,7 +57,7 @@ class GraphMemoryStaged(Event):
     """
 
     kind: ClassVar[str] = "graph_memory_staged"
-    schema_version: ClassVar[int] = 1
+    schema_version: ClassVar[int] = 2  # v2: llm_call_id, reason
 
     subject: str = Field(min_length=1)
     memory_type: GraphMemoryType
@@ -63,9 +69,11 @@ class GraphMemoryStaged(Event):
     source_message_ids: tuple[str, ...] = ()
     source_turn_ids: tuple[str, ...] = ()
     occurred_at: AwareDatetime
-    extractor: str = Field(min_length=1)  # "tool:create_memory", "llm:<model>", "rules-v1"
+    extractor: str = Field(min_length=1)  # "tool:create_memory", "llm:<model>", "graph-rules-v1"
     dim: int = Field(default=0, ge=0)
     vectors: dict[str, bytes] = Field(default_factory=dict)
+    llm_call_id: str | None = None  # the llm_call_recorded event it was read from (or whose failure it replaces)
+    reason: str | None = None  # why this extractor staged it, when that needs saying (an offline fallback)
 
     @model_validator(mode="after")
     def _vectors(self) -> GraphMemoryStaged:
@@ -139,7 +147,7 @@ class GraphEdgeLinked(Event):
     """
 
     kind: ClassVar[str] = "graph_edge_linked"
-    schema_version: ClassVar[int] = 1
+    schema_version: ClassVar[int] = 2  # v2: llm_call_id
 
     source_id: str = Field(min_length=1)
     target_id: str = Field(min_length=1)
@@ -150,7 +158,8 @@ class GraphEdgeLinked(Event):
     importance: float = Field(default=0.6, ge=0.0, le=1.0)
     occurred_at: AwareDatetime
     reason: str = Field(min_length=1)
-    discovered_by: str = Field(min_length=1)  # "tool:link_memories", "consolidate:shared_node", …
+    discovered_by: str = Field(min_length=1)  # "tool:link_memories", "consolidate:rules-v1", "consolidate:llm:<model>"
+    llm_call_id: str | None = None  # the llm_call_recorded event that confirmed it, if a model did
 
     @model_validator(mode="after")
     def _no_loop(self) -> GraphEdgeLinked:
@@ -207,6 +216,25 @@ class GraphConclusionRecorded(Event):
         return self
 
 
+class GraphProposalRejected(Event):
+    """A language model's proposal that was not applied: what was proposed, by which call, and why not.
+
+    ``proposed`` names the proposal's kind (``create_memory``, ``causal_link``);
+    ``proposal`` is its JSON as given (cut to a bounded length). No projection
+    folds it: it is the audit trail of a decision not taken.
+    """
+
+    kind: ClassVar[str] = "graph_proposal_rejected"
+    schema_version: ClassVar[int] = 1
+
+    llm_call_id: str = Field(min_length=1)
+    proposed: str = Field(min_length=1)
+    proposal: str
+    reason: str = Field(min_length=1)
+    decider: str = Field(min_length=1)  # "llm:<model>"
+    source_message_ids: tuple[str, ...] = ()
+
+
 GRAPH_EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -217,5 +245,6 @@ GRAPH_EVENT_TYPES: dict[str, type[Event]] = {
         GraphEdgeLinked,
         GraphMemoryStatusChanged,
         GraphConclusionRecorded,
+        GraphProposalRejected,
     )
 }

@@ -24,8 +24,20 @@ def _message_recorded_v1_to_v2(payload: Payload) -> Payload:
     return out
 
 
+def _graph_memory_staged_v1_to_v2(payload: Payload) -> Payload:
+    # v1 had no llm_call_id and no reason: every v1 memory came from rules or a tool call.
+    return {**payload, "llm_call_id": None, "reason": None}
+
+
+def _graph_edge_linked_v1_to_v2(payload: Payload) -> Payload:
+    # v1 had no llm_call_id: no v1 edge was confirmed by a language model.
+    return {**payload, "llm_call_id": None}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("message_recorded", 1): _message_recorded_v1_to_v2,
+    ("graph_memory_staged", 1): _graph_memory_staged_v1_to_v2,
+    ("graph_edge_linked", 1): _graph_edge_linked_v1_to_v2,
 }
 
 

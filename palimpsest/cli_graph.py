@@ -39,13 +39,22 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
-        report = mem.consolidate(tenant=args.tenant, user_id=args.user, max_in_flight=args.workers)
+        report = mem.consolidate(tenant=args.tenant, user_id=args.user, max_in_flight=args.workers, at=args.at,
+                                 decay=args.decay, idle=args.decay)
     if args.json:
         print_json(report)
         return 0
     print(f"consolidated {report['staged']} staged memories of {report['users']} users in {report['seconds']:.2f}s: "
-          f"{report['events']} events (merges, links, conclusions)")
+          f"{report['events']} events (status changes, merges, links, conclusions); "
+          f"{report['superseded']} superseded by the notes, {report['archived']} archived by decay")
     return 0
+
+
+CONSOLIDATE_HELP = """Each user's round: (1) mark superseded the graph memories resting on notes since superseded or
+deleted (history is kept: a status change, still in the log and the export); (2) merge near-duplicate nodes, link
+related memories, mark the staged batch consolidated, abstract conclusions; (3) with --decay only, archive the
+memories whose decayed importance fell below the floor, measured at --at, else at each user's latest message time
+(their own timeline, not the wall clock). Only users with staged memories take part, unless --decay."""
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -73,9 +82,14 @@ def register(sub) -> None:
     sp.add_argument("--out", required=True)
     sp.set_defaults(func=cmd_tools)
 
-    sp = sub.add_parser("consolidate", help="consolidate staged graph memories now (parallel Ray tasks)")
+    sp = sub.add_parser("consolidate", help="consolidate staged graph memories now (parallel Ray tasks)",
+                        description=CONSOLIDATE_HELP)
     stream_args(sp, required=False)
     sp.add_argument("--workers", type=int, help="tasks in flight at once (default: the CPU count)")
+    sp.add_argument("--at", type=parse_when, metavar="ISO",
+                    help="ISO time with offset to measure decay at (default: each user's latest message time)")
+    sp.add_argument("--decay", action="store_true",
+                    help="also archive decayed memories, for every user (even with nothing staged)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_consolidate)
 

@@ -76,6 +76,7 @@ class Memory(GraphApiMixin):
             for i in range(cfg.num_shards)
         ]
         self.cluster = ShardCluster(store_config.store_id(path), specs, store_config.routing_table(path).resolve())
+        self.llm_config = llm  # the consolidation tasks ask it which linked memories are causal
         self._embedder: Embedder | None = None
         self._routes: dict[tuple[str, str], int] = {}
         self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
@@ -194,19 +195,20 @@ class Memory(GraphApiMixin):
             self.consolidate()
         return report
 
-    def schedule_consolidation(self, every_s: float | None) -> None:
+    def schedule_consolidation(self, every_s: float | None, *, decay: bool = False) -> None:
         """Consolidate every ``every_s`` seconds in a background thread (None stops it), besides every
-        ``consolidate_every`` new messages and on demand."""
+        ``consolidate_every`` new messages and on demand. Each round is :meth:`consolidate`: the note check and
+        the staged batch; with ``decay`` also the decay sweep of every user, on each user's own clock."""
         if self._scheduler is not None:
             self._scheduler.cancel()
             self._scheduler = None
         if every_s:
             def tick() -> None:
                 try:
-                    self.consolidate()
+                    self.consolidate(decay=decay, idle=decay)
                 except Exception as exc:  # noqa: BLE001 - a failed round is logged; the next one retries
                     log.warning("consolidation_failed", error=str(exc))
-                self.schedule_consolidation(every_s)
+                self.schedule_consolidation(every_s, decay=decay)
 
             self._scheduler = threading.Timer(every_s, tick)
             self._scheduler.daemon = True

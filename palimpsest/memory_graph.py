@@ -4,6 +4,7 @@ graph memories staged at ingest, parallel consolidation on Ray, and the export."
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,7 @@ import numpy as np
 
 from actors.consolidation import run_consolidation
 from events.commands import RecordMessage
+from events.graph_events import GraphMemoryStatusChanged
 from events.tool_calls import CreateMemory, LinkMemories, validate_tool_call
 from palimpsest.remote import aware as _aware
 from palimpsest.remote import get as _get
@@ -76,20 +78,37 @@ class GraphApiMixin:
         return self.tool_call(tenant, user_id, "search_memories", arguments)
 
     def consolidate(self, *, tenant: str | None = None, user_id: str | None = None,
-                    max_in_flight: int | None = None, parallel: bool = True) -> dict:
+                    max_in_flight: int | None = None, parallel: bool = True, decay: bool = False,
+                    at: datetime | None = None, idle: bool = False) -> dict:
         """Consolidate every staged graph memory: one pure Ray task per user, in parallel across shards.
 
-        Each task returns events (merges, links, conclusions); the user's shard appends them.
+        Each task returns events (status changes, merges, links, conclusions); the user's shard appends them.
+        A task first marks ``superseded`` the active memories resting on notes that were since superseded or
+        deleted, then consolidates the staged batch, then (only with ``decay``: a deliberate sweep, like
+        ``archive sweep`` for turns) archives the memories whose decayed importance fell below the floor. Without
+        it the decay stays what seed 001 §5.3 makes it, a factor graph search computes at query time (the δ
+        term); archiving by default would take half the LoCoMo dev graph out of the retrieval's expansion. Decay is measured at ``at`` when given (time travel), else at each
+        user's latest message time (``actors.service_graph.user_clock``): the user's own timeline, so importing
+        old conversations does not archive them against the wall clock. Users with nothing staged are left alone
+        unless ``idle`` (then their note check and decay run too). The automatic rounds (every
+        ``consolidate_every`` messages, :meth:`schedule_consolidation`) call this with the defaults.
+        With a language model configured (``PALIMPSEST_LLM_*``), each task also asks it which of the pairs its
+        batch linked are causal, and the confirmed ones become ``causality`` edges (:mod:`actors.llm.causality`).
         """
         started = time.perf_counter()
+        at = _aware(at, "consolidate") if at is not None else None
         shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
-        jobs = [job for part in _get([s.graph_jobs.remote(tenant, user_id) for s in shards]) for job in part]
+        jobs = [job for part in _get([s.graph_jobs.remote(tenant, user_id, decay=decay, at=at, idle=idle)
+                                      for s in shards]) for job in part]
         self._since_consolidation = 0
-        results = run_consolidation(jobs, max_in_flight=max_in_flight, parallel=parallel)
+        results = run_consolidation(jobs, max_in_flight=max_in_flight, parallel=parallel, llm=self.llm_config)
         appended = _get([
             self._shard(t, u).append_graph.remote(t, u, events) for (t, u), events in results.items() if events
         ])
-        return {"users": len(jobs), "staged": sum(len(j[3]) for j in jobs), "events": sum(appended),
+        changes = Counter(e.status for events in results.values() for _, e in events
+                          if isinstance(e, GraphMemoryStatusChanged))
+        return {"users": len(jobs), "staged": sum(len(j.staged_ids) for j in jobs), "events": sum(appended),
+                "superseded": changes["superseded"], "archived": changes["archived"],
                 "seconds": time.perf_counter() - started}
 
     def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:

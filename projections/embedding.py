@@ -87,6 +87,11 @@ EMBEDDERS = {"minilm": MiniLMEmbedder, "hash": HashEmbedder}
 MODEL_IDS = {"minilm": MINILM_ID, "hash": HASH_ID}
 
 
+def embedder_name(model_id: str) -> str | None:
+    """The configured name (``minilm``, ``hash``) of the encoder with ``model_id``; None for an unknown id."""
+    return next((name for name, known in MODEL_IDS.items() if known == model_id), None)
+
+
 @lru_cache(maxsize=4)
 def make_embedder(name: str) -> Embedder:
     """A shared encoder by its configured name (``minilm`` or ``hash``)."""

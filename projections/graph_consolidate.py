@@ -31,7 +31,10 @@ its events returns nothing.
   are archived. Decay itself is never stored: it is a function of ``now``.
 
 :func:`consolidate` runs them in that order on one batch of staged memories,
-each step seeing the previous steps' events (applied to a scratch copy).
+each step seeing the previous steps' events (applied to a scratch copy),
+after the conflict check against the notes
+(:func:`projections.graph_conflicts.note_conflicts`), so no new link or
+conclusion rests on a memory the notes have withdrawn.
 Event ids come from ``new_id(key)``, where ``key`` names the decision
 (``<batch digest>/merge/<kept>/<merged>`` …), never from a counter or a clock.
 
@@ -62,6 +65,8 @@ from events.graph_events import (
 )
 from events.model import Event
 from projections.graph import GraphMemory, GraphState, GraphView, apply
+from projections.graph_conflicts import note_conflicts
+from projections.notes import NoteState
 
 NewId = Callable[[str], str]
 
@@ -271,39 +276,54 @@ def _edge_key(e: GraphEdgeLinked) -> str:
 
 
 def consolidate(state: GraphState, staged_ids: Collection[str], config: ConsolidationConfig = DEFAULT_CONSOLIDATION,
-                new_id: NewId = _same, *, now: datetime | None = None) -> list[tuple[str, Event]]:
-    """(event id, event) pairs consolidating the staged memories among ``staged_ids``; [] when none is staged.
+                new_id: NewId = _same, *, now: datetime | None = None,
+                notes: NoteState | None = None) -> list[tuple[str, Event]]:
+    """(event id, event) pairs consolidating the staged memories among ``staged_ids``.
 
-    Steps: de-duplicate the batch's nodes, discover relations, mark the batch
-    consolidated, abstract conclusions, and (with ``now``) archive decayed
-    memories. ``new_id`` receives ``"<batch digest>/<decision>"``; a shard passes
-    e.g. ``lambda key: str(uuid5(NAMESPACE, f"{tenant}/{user}/{key}"))``.
+    Steps: with ``notes`` (the user's :class:`NoteState`, or its
+    :func:`~projections.graph_conflicts.note_evidence`), mark the active
+    memories that rest on superseded or deleted notes ``superseded``; then
+    de-duplicate the batch's nodes, discover relations, mark the batch
+    consolidated, abstract conclusions; and, with ``now``, archive the memories
+    decayed at ``now``. The note check and decay read the whole graph, so they
+    run even when nothing is staged; with nothing staged, no ``notes`` and no
+    ``now``, the result is []. Every step decides nothing twice: run again on
+    the state that holds its events, it returns [].
+
+    ``new_id`` receives ``"<batch digest>/<decision>"`` (with nothing staged, the
+    digest of the state's last seq); a shard passes e.g.
+    ``lambda key: str(uuid5(NAMESPACE, f"{tenant}/{user}/{key}"))``.
     """
     batch = sorted((mid for mid in set(staged_ids) if mid in state.memories and state.memories[mid].staged),
                    key=lambda mid: state.memories[mid].seq)
-    if not batch:
+    if not batch and notes is None and now is None:
         return []
-    digest = hashlib.sha256("\n".join(batch).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(("\n".join(batch) if batch else f"@{state.last_seq}").encode()).hexdigest()[:16]
 
     def ids(key: str) -> str:
         return new_id(f"{digest}/{key}")
 
     scratch, out = state.copy(), []
-    at = max(state.memories[mid].created_at for mid in batch)
+    at = max((state.memories[mid].created_at for mid in batch), default=now)
 
     def emit(event_id: str, event: Event) -> None:
         out.append((event_id, event))
         apply(scratch, event_id, event, scratch.last_seq + 1, at)
 
-    batch_nodes = {n for mid in batch for n in state.memories[mid].node_ids}
-    for merge in _dedup(scratch, scratch.view(), config, batch_nodes, ids):
-        emit(merge.merge_id, merge)
-    for link in discover_relations(scratch, batch, config):
-        emit(ids(_edge_key(link)), link)
-    batch_id = ids("batch")
-    emit(batch_id, GraphMemoriesConsolidated(batch_id=batch_id, memory_ids=tuple(batch), consolidator=config.consolidator))
-    for conclusion in abstract_conclusions(scratch, config, new_id=ids):
-        emit(conclusion.conclusion_id, conclusion)
+    if notes is not None:
+        for change in note_conflicts(scratch, notes):
+            emit(ids(f"supersede/{change.memory_id}"), change)
+    if batch:
+        batch_nodes = {n for mid in batch for n in state.memories[mid].node_ids}
+        for merge in _dedup(scratch, scratch.view(), config, batch_nodes, ids):
+            emit(merge.merge_id, merge)
+        for link in discover_relations(scratch, batch, config):
+            emit(ids(_edge_key(link)), link)
+        batch_id = ids("batch")
+        emit(batch_id, GraphMemoriesConsolidated(batch_id=batch_id, memory_ids=tuple(batch),
+                                                 consolidator=config.consolidator))
+        for conclusion in abstract_conclusions(scratch, config, new_id=ids):
+            emit(conclusion.conclusion_id, conclusion)
     if now is not None:
         for change in decay_updates(scratch, now, config):
             emit(ids(f"archive/{change.memory_id}"), change)

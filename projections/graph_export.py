@@ -33,8 +33,8 @@ NODE_COLOURS = {"subject": "#e4572e", "topic": "#2e86ab", "object": "#3bb273", "
 EDGE_COLOURS = {"memory_type": "#8d99ae", "core_relation": "#2e86ab", "attribute": "#c8c8c8", "causality": "#e4572e",
                 "reference": "#7768ae", "member": "#dddddd", "source": "#d1495b"}
 _NODE_KEYS = (("label", "string"), ("kind", "string"), ("memory_ids", "string"), ("merged_ids", "string"),
-              ("memory_type", "string"), ("status", "string"), ("importance", "double"), ("created_at", "string"),
-              ("turn_ids", "string"), ("confidence", "double"), ("version", "int"))
+              ("memory_type", "string"), ("status", "string"), ("consolidated", "boolean"), ("importance", "double"),
+              ("created_at", "string"), ("turn_ids", "string"), ("confidence", "double"), ("version", "int"))
 _EDGE_KEYS = (("edge_type", "string"), ("relation", "string"), ("importance", "double"), ("occurred_at", "string"),
               ("memory_id", "string"), ("origin", "string"))
 
@@ -47,7 +47,8 @@ def _elements(state: GraphState) -> tuple[list[dict], list[dict]]:
     edges = []
     for m in sorted(state.memories.values(), key=lambda m: (m.seq, m.memory_id)):
         vertices.append({"id": f"memory:{m.memory_id}", "label": " ".join(x for x in (m.subject, m.topic, m.object) if x),
-                         "kind": "memory", "memory_type": m.memory_type, "status": m.status, "importance": m.importance,
+                         "kind": "memory", "memory_type": m.memory_type, "status": m.status,
+                         "consolidated": m.consolidated, "importance": m.importance,
                          "created_at": m.created_at.isoformat(), "turn_ids": " ".join(m.source_turn_ids)})
         edges.append({"id": f"{m.memory_id}/member", "source": f"memory:{m.memory_id}",
                       "target": view.canonical_of[m.topic_node], "edge_type": "member", "relation": "member",
@@ -85,7 +86,9 @@ def to_graphml(state: GraphState) -> str:
     def data(parent: ET.Element, scope: str, keys: tuple, record: dict) -> None:
         for name, _ in keys:
             if record.get(name) not in (None, ""):
-                ET.SubElement(parent, q("data"), {"key": f"{scope}_{name}"}).text = str(record[name])
+                value = record[name]
+                text = str(value).lower() if isinstance(value, bool) else str(value)  # GraphML booleans: true/false
+                ET.SubElement(parent, q("data"), {"key": f"{scope}_{name}"}).text = text
 
     for v in vertices:
         data(ET.SubElement(graph, q("node"), {"id": v["id"]}), "n", _NODE_KEYS, v)

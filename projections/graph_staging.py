@@ -4,7 +4,9 @@ The driver extracts candidate graph memories from each new turn (offline
 EN/ZH subject–verb–object rules, :mod:`projections.graph_extract`) and
 embeds their topic and object labels with the store's encoder, so the shard
 can record them — vectors included — in the same batch as the turn. Replay
-reads the recorded vectors and never embeds again.
+reads the recorded vectors and never embeds again. With a language model
+configured, the shard asks it for the turn's memories instead and stages
+these only as its fallback (:mod:`actors.llm.graph_ops`).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ returns the state; the items themselves are immutable records.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -60,7 +61,7 @@ class MemoryItem:
     access_count: int = 0
     last_access: datetime | None = None
     ignored_touches: int = 0  # touches whose reason the policy does not count
-    accesses: tuple[datetime, ...] = ()  # when each counted access happened, in log order (for time travel)
+    accesses: tuple[datetime, ...] = ()  # when each counted access happened, sorted (time travel bisects it)
 
     @property
     def reference_time(self) -> datetime:
@@ -102,6 +103,13 @@ def _stability(policy: RetentionPolicy, memory_type: str, access_count: int) -> 
     return policy.stability_for(memory_type) * policy.reinforcement_factor**access_count
 
 
+def _with_access(accesses: tuple[datetime, ...], at: datetime) -> tuple[datetime, ...]:
+    if not accesses or accesses[-1] <= at:  # the usual case: touches arrive in time order
+        return (*accesses, at)
+    i = bisect.bisect_right(accesses, at)
+    return (*accesses[:i], at, *accesses[i:])
+
+
 def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> RetentionState:
     """Apply one envelope. Messages create items, classifications set their type, counted touches reinforce."""
     _check_policy(state, policy)
@@ -139,7 +147,7 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
                 n = item.access_count + 1
                 last = env.occurred_at if item.last_access is None else max(item.last_access, env.occurred_at)
                 stability, ignored = _stability(policy, item.memory_type, n), item.ignored_touches
-                accesses = (*item.accesses, env.occurred_at)
+                accesses = _with_access(item.accesses, env.occurred_at)
             else:
                 n, last, stability, ignored = item.access_count, item.last_access, item.stability, item.ignored_touches + 1
                 accesses = item.accesses
@@ -156,7 +164,7 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
                 last = event.at if item.last_access is None else max(item.last_access, event.at)
                 state.items[memory_id] = replace(
                     item, access_count=n, last_access=last, stability=_stability(policy, item.memory_type, n),
-                    accesses=(*item.accesses, event.at),
+                    accesses=_with_access(item.accesses, event.at),
                 )
     return state
 
@@ -195,11 +203,11 @@ def as_of(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> MemoryIte
         return None
     if item.last_access is None or item.last_access <= now:
         return item
-    past = tuple(a for a in item.accesses if a <= now)
+    past = item.accesses[: bisect.bisect_right(item.accesses, now)]
     # Positional, not dataclasses.replace: a ranking asks this for every candidate of every query.
     return MemoryItem(
         item.memory_id, item.seq, item.created_at, _stability(policy, item.memory_type, len(past)), item.memory_type,
-        item.classifier, item.category, item.exempt, len(past), max(past) if past else None, item.ignored_touches,
+        item.classifier, item.category, item.exempt, len(past), past[-1] if past else None, item.ignored_touches,
         past,
     )
 

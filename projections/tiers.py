@@ -52,6 +52,7 @@ reads no clock and does no I/O.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -247,10 +248,23 @@ def _evict_lfu(state: TierState) -> None:
     state.pending_archival[victim.session_id] = victim.page_ids
 
 
+@lru_cache(maxsize=4096)
+def _term_set(terms: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(terms)
+
+
 def _to_mid_term(state: TierState, page: Page, at: datetime, config: TierConfig) -> None:
+    # similarity() for every active session, spelled out with the page's terms and vector read once (a replay
+    # places every message, against up to mid_term_capacity sessions)
     best, best_score = None, -math.inf
+    words, vector = _term_set(page.keywords), page.vector
     for session in state.active.values():
-        score = similarity(page, session, config)
+        centroid = session.centroid
+        cos = float(np.dot(vector, centroid)) if (vector is not None and centroid is not None
+                                                  and vector.shape == centroid.shape) else 0.0
+        theirs = _term_set(session.keywords)
+        overlap = len(words & theirs) / len(words | theirs) if words and theirs else 0.0
+        score = cos + config.keyword_weight * overlap
         if score > best_score:  # strict: the oldest session wins a tie
             best, best_score = session, score
     if best is not None and best_score >= config.session_similarity:
@@ -273,8 +287,9 @@ def _visit(state: TierState, event: MemoryTouched, at: datetime) -> None:
     visited = dict.fromkeys(state.page_session[m] for m in event.memory_ids if m in state.page_session)
     for session_id in visited:  # one visit per session per touch event
         s = state.active[session_id]
-        state.active[session_id] = replace(s, visits=s.visits + 1, access_count=s.access_count + 1,
-                                           last_access=max(s.last_access, at))
+        # Positional, not dataclasses.replace: one per touched session per query, over a whole replay.
+        state.active[session_id] = Session(s.session_id, s.pages, s.created_at, max(s.last_access, at), s.visits + 1,
+                                           s.access_count + 1, s.vector_sum, s.centroid, s.keyword_counts, s.keywords)
 
 
 def _distilled(state: TierState, event: ProfileDistilled, at: datetime) -> None:

@@ -129,7 +129,8 @@ def _rehearse(state: WorkingState, event: MemoryTouched) -> None:
         items = state.conversations[conversation_id]
         for i, item in enumerate(items):
             if item.memory_id == memory_id:
-                items[i] = replace(item, rehearsals=item.rehearsals + 1)
+                items[i] = WorkingItem(item.memory_id, item.seq, item.conversation_id, item.role, item.occurred_at,
+                                       item.rehearsals + 1)  # positional: replace() is slow in a replay
                 break
 
 

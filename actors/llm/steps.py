@@ -1,10 +1,10 @@
 """What the LLM-driven steps share: who decided, why the offline rules took over, and how lines are shown.
 
-Each step (``memory_ops``, ``titles``, ``distill``, ``review``, ``usage``)
-asks a ``StructuredLlm`` once per batch and returns the call's
-``llm_call_recorded`` event beside the domain events it led to; the shard
-appends both in one batch, so replay folds the recorded decisions and never
-asks again. Pure apart from the call itself and the ids ``new_id`` mints.
+Each step (``memory_ops``, ``titles``, ``distill``, ``review``, ``usage``,
+``graph_ops``, ``causality``) asks a ``StructuredLlm`` once per batch and
+returns the call's ``llm_call_recorded`` event beside the domain events it
+led to; the shard appends both in one batch, so replay folds the recorded
+decisions and never asks again. Pure apart from the call itself and the ids ``new_id`` mints.
 """
 
 from __future__ import annotations

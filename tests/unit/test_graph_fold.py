@@ -19,6 +19,7 @@ from events.graph_events import (
     GraphMemoryStatusChanged,
     GraphNodesMerged,
     GraphNodesUnmerged,
+    GraphProposalRejected,
 )
 from projections.graph import GraphState, fold, node_id
 from tests.builders import stream, touch
@@ -182,6 +183,7 @@ def test_every_graph_event_round_trips_through_json():
         GraphMemoryStatusChanged(memory_id="m1", status="archived", reason="r"),
         GraphConclusionRecorded(conclusion_id="c", cluster_key="k", statement="s", conditions=("a = b",),
                                 confidence=0.5, source_memory_ids=("m1",), version=1),
+        GraphProposalRejected(llm_call_id="c1", proposed="create_memory", proposal="{}", reason="r", decider="llm:m"),
     ]
     assert {type(e).kind for e in samples} == set(GRAPH_EVENT_TYPES)
     for event in samples:

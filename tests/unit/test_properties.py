@@ -25,6 +25,7 @@ from events.graph_events import (
     GraphMemoryStatusChanged,
     GraphNodesMerged,
     GraphNodesUnmerged,
+    GraphProposalRejected,
 )
 from events.model import (
     MEMORY_TYPES,
@@ -190,7 +191,7 @@ def graph_memory_staged(draw):
         subject=draw(TEXT), memory_type=draw(st.sampled_from(["event", "fact", "relation", "opinion"])), topic=topic,
         object=obj, attributes=draw(st.dictionaries(IDS, TEXT, max_size=2)), importance=draw(st.floats(0.0, 1.0)),
         source_message_ids=draw(st.lists(IDS, max_size=2).map(tuple)), occurred_at=draw(WHEN),
-        extractor="rules-v1", dim=dim,
+        extractor="rules-v1", dim=dim, llm_call_id=draw(st.none() | IDS), reason=draw(st.none() | TEXT),
         vectors={label: draw(st.binary(min_size=4 * dim, max_size=4 * dim)) for label in labels},
     )
 
@@ -203,11 +204,13 @@ graph_events = st.one_of(
     st.builds(GraphNodesUnmerged, merge_id=IDS, reason=TEXT),
     st.builds(GraphEdgeLinked, source_id=st.just("m1"), target_id=st.just("m2"),
               relation_type=st.sampled_from(["causality", "reference"]), relation=TEXT, occurred_at=WHEN,
-              reason=TEXT, discovered_by=st.just("tool:link_memories")),
+              reason=TEXT, discovered_by=st.just("tool:link_memories"), llm_call_id=st.none() | IDS),
     st.builds(GraphMemoryStatusChanged, memory_id=IDS, status=st.just("archived"), reason=TEXT),
     st.builds(GraphConclusionRecorded, conclusion_id=IDS, cluster_key=IDS, statement=TEXT,
               confidence=st.floats(0.0, 1.0), source_memory_ids=st.lists(IDS, min_size=1, max_size=3).map(tuple),
               version=st.just(1)),
+    st.builds(GraphProposalRejected, llm_call_id=IDS, proposed=st.sampled_from(["create_memory", "causal_link"]),
+              proposal=TEXT, reason=TEXT, decider=st.just("llm:m"), source_message_ids=st.lists(IDS, max_size=2).map(tuple)),
 )
 
 ANY_EVENT = st.one_of(
@@ -222,7 +225,7 @@ def test_the_strategies_cover_every_event_kind():
         "message_recorded", "message_embedded", "memory_touched", "message_classified", "llm_call_recorded",
         "note_operation", "note_reviewed", "memory_archived", "memory_restored", "profile_distilled", "episode_titled",
         "graph_memory_staged", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
-        "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded",
+        "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded", "graph_proposal_rejected",
     }
 
 

@@ -123,14 +123,19 @@ def run_demo(store: Path) -> int:
 
         _rule("10. memory graph: facts staged from the turns, consolidated by Ray tasks, graph-expanded search")
         report = mem.consolidate()
-        print(f"consolidated {report['staged']} staged graph memories: {report['events']} events "
-              "(merges, links, conclusions)")
+        print(f"consolidated {report['staged']} staged graph memories: {report['events']} events (status changes, "
+              f"merges, links, conclusions); {report['superseded']} superseded by the notes")
         found = mem.search_memories("demo", "maya", query="What happened around the Atlas launch?", mode="auto",
                                     max_results=3)
         print(f"search_memories (auto mode chose depth {found['depth']}):")
         for h in found["hits"]:
             via = f" via {' → '.join(h['via'])}" if h["via"] else ""
             print(f"  {h['score']:.3f} [{h['memory_type']}] {h['summary']} (turns {', '.join(h['turn_ids'])}{via})")
+        hits = mem.search("demo", "maya", "What did Maya decide about Atlas?", k=5)
+        for h in (h for h in hits if "graph_rank" in h.breakdown):
+            b = h.breakdown
+            print(f"search lifted {h.turn_id} (rank {h.rank}) through the graph: reached from "
+                  f"{mem_turn(hits, b['graph_seed'])} via {' → '.join(b['graph_via'])}")
         graph = mem.graph_export("demo", "maya")
         (store / "graph.html").write_text(graph["html"], encoding="utf-8")
         (store / "graph.graphml").write_text(graph["graphml"], encoding="utf-8")
@@ -155,3 +160,8 @@ def run_demo(store: Path) -> int:
     print(f"\n{stats['messages']} messages, {stats['touches']} touches, {stats['events']} events in {store}/")
     print(f"try: palimpsest --store {store} search --tenant demo --user maya 'green tea'")
     return 0
+
+
+def mem_turn(hits, memory_id: str) -> str:
+    """The turn id of ``memory_id`` among ``hits`` (its memory id when it is not one of them)."""
+    return next((h.turn_id for h in hits if h.memory_id == memory_id), memory_id)

@@ -13,8 +13,10 @@ A memory rests on a closed note when either holds:
 
 1. **Same source message.** The memory was drawn from a message among the
    note's sources, and its terms (of topic, object and attribute values)
-   overlap the note's key terms. When they overlap none of that message's
-   notes, the message's notes are all it can rest on, and all must be closed.
+   overlap the note's key terms (all such notes of the message closed). A
+   memory sharing no term with the message's notes rests on none of them:
+   "I do my best work early. I prefer green tea" gives a note on tea, and
+   superseding it withdraws the tea memory, not the early-work one.
 2. **Same claim** (only for ``superseded`` notes and for states: ``fact``,
    ``relation``, ``opinion``; an ``event`` that happened stays true). The
    memory has the note's subject, the terms of its object (or of its topic,
@@ -97,10 +99,12 @@ def _same_source(m: GraphMemory, by_message: dict[str, list[Note]]) -> tuple[lis
     claim: frozenset[str] = frozenset()
     for message_id in m.source_message_ids:
         siblings = by_message.get(message_id, [])
-        matched = [n for n in siblings if terms & set(n.key_terms)] or siblings
+        # Only the notes about what the memory says: "I do my best work early. I prefer green tea" gives a note
+        # on tea, and superseding it says nothing about the early work.
+        matched = [n for n in siblings if terms & set(n.key_terms)]
         if matched and all(n.status != "active" for n in matched):
             found.update((n.note_id, n) for n in matched)
-            claim |= (terms & {t for n in matched for t in n.key_terms}) or terms
+            claim |= terms & {t for n in matched for t in n.key_terms}
     return sorted(found.values(), key=lambda n: (n.seq, n.note_id)), claim
 
 

@@ -151,16 +151,20 @@ def top_similarity(state: GraphState, query_vector: np.ndarray) -> float | None:
 
 def _links(view: GraphView, active: set[str], relation_filter: Collection[str] | None) -> dict[str, list[tuple[str, str]]]:
     links: dict[str, list[tuple[str, str]]] = {}
+    names: dict[tuple[str, str], str] = {}  # one string per relation, shared by every hop (10k memories: 240k hops)
     for e in view.edges:
         if e.origin != "linked" or (relation_filter is not None and not {e.edge_type, e.relation} & set(relation_filter)):
             continue
         ends = [{eid} if kind == "memory" else set(view.nodes[eid].memory_ids)
                 for kind, eid in ((e.source_kind, e.source_id), (e.target_kind, e.target_id))]
+        name = names.get((e.edge_type, e.relation))
+        if name is None:
+            name = names[(e.edge_type, e.relation)] = f"{e.edge_type}:{e.relation}"
         for a in ends[0] & active:
             for b in ends[1] & active:
                 if a != b:
-                    links.setdefault(a, []).append((b, f"{e.edge_type}:{e.relation}"))
-                    links.setdefault(b, []).append((a, f"{e.edge_type}:{e.relation}"))
+                    links.setdefault(a, []).append((b, name))
+                    links.setdefault(b, []).append((a, name))
     return links
 
 

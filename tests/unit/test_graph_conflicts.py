@@ -132,3 +132,11 @@ def test_the_evidence_shipped_to_a_task_decides_alike_and_is_empty_without_close
     assert note_conflicts(state, note_evidence(full)) == note_conflicts(state, full)
     assert note_evidence(full).index.doc_ids == []
     assert note_evidence(notes(("tea", TEA))).notes == {}
+
+
+
+def test_a_memory_sharing_no_term_with_its_messages_closed_note_stays_active():
+    # "I do my best work early. I prefer green tea in the morning": one note (tea), two memories
+    state = graph(("m-early", memory("Atlas", "do", "Atlas's best work early", memory_type="fact", turn="t1")),
+                  ("m-tea", memory("Atlas", "prefer", "green tea", memory_type="fact", turn="t1")))
+    assert changes(state, notes(("tea", TEA), ("coffee", COFFEE))) == [("m-tea", "superseded", "coffee")]

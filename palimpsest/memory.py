@@ -40,7 +40,7 @@ from projections.policy import RetentionPolicy
 from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
-CONSOLIDATE_EVERY = 500  # new messages between automatic graph consolidations
+CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
 
 
 @dataclass
@@ -80,7 +80,7 @@ class Memory(GraphApiMixin):
         self._embedder: Embedder | None = None
         self._routes: dict[tuple[str, str], int] = {}
         self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
-        self.consolidate_every = CONSOLIDATE_EVERY  # new messages between automatic consolidations; 0: on demand only
+        self.consolidate_every = CONSOLIDATE_EVERY  # staged graph memories between automatic rounds; 0: on demand
         self._since_consolidation = 0
         self._scheduler: threading.Timer | None = None
 
@@ -159,11 +159,13 @@ class Memory(GraphApiMixin):
         shard_of = self._route([(c.tenant, c.user_id) for c in commands])
         in_flight: list = []
         results: dict[int, list] = {}
+        staging: dict[int, int] = {}  # command → graph memories sent with it (staged if the message is new)
         bar = tqdm(total=len(commands), unit="msg", desc="ingest", disable=not progress)
         for start in range(0, len(commands), batch_size):
             chunk = list(range(start, min(start + batch_size, len(commands))))
             vectors = embedder.encode([commands[i].index_text() for i in chunk])
             graph = self._graph_memories([commands[i] for i in chunk]) if extract_graph else None
+            staging.update(zip(chunk, map(len, graph or ())))
             by_shard: dict[int, list[int]] = {}
             for pos, i in enumerate(chunk):
                 by_shard.setdefault(shard_of[i], []).append(pos)
@@ -186,18 +188,18 @@ class Memory(GraphApiMixin):
             report.memory_ids.append(outcome.memory_id)
             if outcome.created:
                 report.created += 1
+                self._since_consolidation += staging.get(i, 0)
             else:
                 report.duplicates += 1
         report.seconds = time.perf_counter() - started
         log.info("ingested", received=report.received, created=report.created, duplicates=report.duplicates)
-        self._since_consolidation += report.created
         if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
             self.consolidate()
         return report
 
     def schedule_consolidation(self, every_s: float | None, *, decay: bool = False) -> None:
         """Consolidate every ``every_s`` seconds in a background thread (None stops it), besides every
-        ``consolidate_every`` new messages and on demand. Each round is :meth:`consolidate`: the note check and
+        ``consolidate_every`` staged graph memories and on demand. Each round is :meth:`consolidate`: the note check and
         the staged batch; with ``decay`` also the decay sweep of every user, on each user's own clock."""
         if self._scheduler is not None:
             self._scheduler.cancel()

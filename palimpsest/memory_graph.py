@@ -53,6 +53,9 @@ class GraphApiMixin:
             event = staged_event(call.model_dump(), self._label_vectors(labels), extractor="tool:create_memory",
                                  occurred_at=call.occurred_at or reference)
             [memory_id] = _get(self._shard(tenant, user_id).stage_graph.remote(tenant, user_id, [event]))
+            self._since_consolidation += 1
+            if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
+                self.consolidate()
             return {"memory_id": memory_id, "staged": True}
         if isinstance(call, LinkMemories):
             source, target = self.embedder.encode([call.source_memory_description, call.target_memory_description])
@@ -91,7 +94,7 @@ class GraphApiMixin:
         user's latest message time (``actors.service_graph.user_clock``): the user's own timeline, so importing
         old conversations does not archive them against the wall clock. Users with nothing staged are left alone
         unless ``idle`` (then their note check and decay run too). The automatic rounds (every
-        ``consolidate_every`` messages, :meth:`schedule_consolidation`) call this with the defaults.
+        ``consolidate_every`` staged memories, :meth:`schedule_consolidation`) call this with the defaults.
         With a language model configured (``PALIMPSEST_LLM_*``), each task also asks it which of the pairs its
         batch linked are causal, and the confirmed ones become ``causality`` edges (:mod:`actors.llm.causality`).
         """

@@ -159,3 +159,19 @@ def test_the_timed_scheduler_consolidates_in_the_background_and_sweeps_decay_onl
             time.sleep(0.2)
         mem.schedule_consolidation(None)
         assert "archived" in {s for s, _ in statuses(mem).values()}  # four years before the user's latest message
+
+
+def test_consolidation_runs_by_itself_every_n_staged_memories(tmp_path):
+    def consolidated(mem: Memory) -> list[str]:
+        return sorted(m["consolidated"] for m in graph_memories(mem).values())
+
+    with Memory.open(tmp_path / "count", num_shards=1, embedder="hash") as mem:
+        mem.consolidate_every = 3
+        mem.add_messages([say("I adopted a cat named Luna", "2024-05-02T18:00:00+00:00"),
+                          say("I went hiking with Bob yesterday", "2024-05-03T18:00:00+00:00")],
+                         tenant="acme", user_id="atlas")
+        staged = len(graph_memories(mem))
+        assert 0 < staged < 3 and consolidated(mem) == ["false"] * staged  # under the count: nothing yet
+        for topic in ("pottery", "violin", "camping")[: 3 - staged]:
+            mem.create_memory(*USER, subject="Atlas", memory_type="event", topic=topic)
+        assert consolidated(mem) == ["true"] * 3  # the third staged memory triggered the round

@@ -12,7 +12,13 @@ from actors.consolidation import Job
 from actors.deciders import decide_touches, new_event_id
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
-from events.graph_events import GraphEdgeLinked, GraphMemoryStaged, GraphMemoryStatusChanged, GraphProposalRejected
+from events.graph_events import (
+    GraphEdgeLinked,
+    GraphMemoryStaged,
+    GraphMemoryStatusChanged,
+    GraphNodesUnmerged,
+    GraphProposalRejected,
+)
 from events.model import Event, LlmCallRecorded
 from projections import graph_export, graph_search
 from projections.graph import GraphState
@@ -123,6 +129,38 @@ class GraphMixin:
                                 discovered_by="tool:link_memories")
         [edge_id] = self.stage_graph(tenant, user_id, [event])
         return {"edge_id": edge_id, "source": asdict(ends[0]), "target": asdict(ends[1])}
+
+    def graph_merges(self, tenant: str, user_id: str) -> list[dict]:
+        """Every node merge of the user's graph, oldest first: what was kept, what was merged into it, why, undone."""
+        memory = self.state.user(tenant, user_id)
+        if memory is None:
+            return []
+        g = memory.graph
+        return [{"merge_id": r.merge_id, "kept_node": r.kept_node_id, "kept_label": g.nodes[r.kept_node_id].label,
+                 "merged_nodes": list(r.applied), "merged_labels": [g.nodes[n].label for n in r.applied],
+                 "similarity": r.similarity, "reason": r.reason, "undone": r.undone, "undo_reason": r.undo_reason}
+                for r in sorted(g.merges.values(), key=lambda r: (r.seq, r.merge_id))]
+
+    def unmerge(self, tenant: str, user_id: str, merge_id: str, reason: str) -> dict:
+        """Undo a merge with a ``graph_nodes_unmerged`` event: its nodes stand on their own again, and
+        de-duplication will not merge that pair again."""
+        memory = self.state.user(tenant, user_id)
+        record = memory.graph.merges.get(merge_id) if memory is not None else None
+        problems = []
+        if record is None:
+            problems.append(("merge_id", f"{merge_id!r}: no merge of {tenant}/{user_id} has this id; "
+                                         "list them with `palimpsest merges`"))
+        elif record.undone:
+            problems.append(("merge_id", f"{merge_id!r} was already undone ({record.undo_reason}); nothing to restore"))
+        if not reason.strip():
+            problems.append(("reason", "empty; say why the merge is undone (it is kept in the log)"))
+        if problems:
+            raise InvalidInputError(problems, what="unmerge")
+        event_id = new_event_id()
+        self._commit([PendingEvent(tenant, user_id, event_id, GraphNodesUnmerged(merge_id=merge_id, reason=reason))],
+                     followups=False)
+        return {"event_id": event_id, "merge_id": merge_id, "kept_node": record.kept_node_id,
+                "restored_nodes": list(record.applied)}
 
     def graph_export(self, tenant: str, user_id: str, title: str) -> dict:
         """The user's memory graph as a self-contained HTML page and as GraphML."""

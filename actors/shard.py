@@ -98,6 +98,12 @@ class ShardActor:
     def graph_export(self, *args, **kwargs):
         return self._svc.graph_export(*args, **kwargs)
 
+    def graph_merges(self, *args, **kwargs):
+        return self._svc.graph_merges(*args, **kwargs)
+
+    def unmerge(self, *args, **kwargs):
+        return self._svc.unmerge(*args, **kwargs)
+
     def scan(self, *args, **kwargs):
         return self._svc.scan(*args, **kwargs)
 

@@ -114,6 +114,15 @@ class GraphApiMixin:
                 "superseded": changes["superseded"], "archived": changes["archived"],
                 "seconds": time.perf_counter() - started}
 
+    def graph_merges(self, tenant: str, user_id: str) -> list[dict]:
+        """The user's node merges, oldest first (id, kept and merged nodes with labels, similarity, reason, undone)."""
+        return _get(self._shard(tenant, user_id).graph_merges.remote(tenant, user_id))
+
+    def unmerge(self, tenant: str, user_id: str, merge_id: str, *, reason: str = "undone by the user") -> dict:
+        """Undo a node merge (an event; the merge stays in the history). Unknown or already undone ids raise
+        :class:`InvalidInputError`."""
+        return _get(self._shard(tenant, user_id).unmerge.remote(tenant, user_id, merge_id, reason))
+
     def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:
         """The user's memory graph as ``html`` (self-contained, interactive) and ``graphml`` text."""
         return _get(self._shard(tenant, user_id).graph_export.remote(tenant, user_id, title or f"{tenant}/{user_id}"))

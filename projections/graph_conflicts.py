@@ -34,6 +34,7 @@ are applied the same check returns nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -80,6 +81,18 @@ def note_evidence(notes: NoteState) -> NoteState:
     return NoteState(notes=keep)
 
 
+# "switch to MySQL and drop PostgreSQL": a note names what it gives up; those terms support nothing.
+_DROP_EN = re.compile(r"\b(?:drop(?:s|ped|ping)?|quit(?:s|ting)?|stop(?:s|ped|ping)? using|no longer(?: use)?|"
+                      r"instead of|rather than|replac(?:e|es|ed|ing)|remov(?:e|es|ed|ing)|ditch(?:es|ed|ing)?)\s+"
+                      r"([^,.;!?]+)", re.IGNORECASE)
+_DROP_ZH = re.compile(r"(?:不再用|不再|放弃|换掉|取消|去掉)([^，。；！？,.;!?]+)")
+
+
+def _dropped(text: str) -> frozenset[str]:
+    fragments = [m.group(1) for rx in (_DROP_EN, _DROP_ZH) for m in rx.finditer(text)]
+    return frozenset().union(*map(_terms, fragments)) if fragments else frozenset()
+
+
 def _stated(claim: frozenset[str], support: list[frozenset[str]]) -> bool:
     return bool(claim) and any(claim <= terms for terms in support)
 
@@ -124,7 +137,8 @@ def note_conflicts(graph: GraphState, notes: NoteState) -> list[GraphMemoryStatu
         return []
     by_message = _by_message(notes.notes.values())
     superseded = sorted((n for n in closed if n.status == "superseded"), key=lambda n: (n.seq, n.note_id))
-    support = [frozenset(n.key_terms) for n in notes.notes.values() if n.status == "active" and n.polarity == "positive"]
+    support = [frozenset(n.key_terms) - _dropped(n.text) for n in notes.notes.values()
+               if n.status == "active" and n.polarity == "positive"]
     out = []
     for m in sorted(graph.memories.values(), key=lambda m: (m.created_at, m.seq, m.memory_id)):
         if m.status != "active":

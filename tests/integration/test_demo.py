@@ -38,5 +38,5 @@ def test_demo_shows_a_preference_superseded_with_its_chain_and_sources_and_archi
     assert "restored; default search top hit now: Sounds fun. What stack are you thinking about?" in archive
     assert "memory_archived    1" in out and "note_operation" in out
     graph = out.split("=== 10. memory graph")[1].split("=== 11.")[0]
-    assert "1 superseded by the notes" in graph  # the green-tea memory; "my best work early" (same turn) stays
+    assert "2 superseded by the notes" in graph  # green tea and PostgreSQL; "my best work early" (same turn) stays
     assert "search lifted atlas-2:3 (rank 3) through the graph: reached from atlas-5:3 via reference:related" in graph

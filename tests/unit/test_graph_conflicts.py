@@ -140,3 +140,13 @@ def test_a_memory_sharing_no_term_with_its_messages_closed_note_stays_active():
     state = graph(("m-early", memory("Atlas", "do", "Atlas's best work early", memory_type="fact", turn="t1")),
                   ("m-tea", memory("Atlas", "prefer", "green tea", memory_type="fact", turn="t1")))
     assert changes(state, notes(("tea", TEA), ("coffee", COFFEE))) == [("m-tea", "superseded", "coffee")]
+
+
+def test_a_successor_note_naming_what_it_drops_does_not_keep_the_old_claim_alive():
+    postgres = add("Decision: use PostgreSQL as the database", ("postgresql", "database"), "msg-t1")
+    mysql = update("pg", "Decision: switch to MySQL and drop PostgreSQL", ("mysql", "drop", "postgresql"), "msg-t2",
+                   day(5))
+    state = graph(("m-pg", memory("Atlas", "decide", "use PostgreSQL", memory_type="fact", turn="t1")))
+    assert changes(state, notes(("pg", postgres), ("my", mysql))) == [("m-pg", "superseded", "my")]
+    keeps = update("pg", "Decision: use PostgreSQL 16 as the database", ("postgresql", "database"), "msg-t2", day(5))
+    assert changes(state, notes(("pg", postgres), ("pg16", keeps))) == []  # a refinement still states it

@@ -1,4 +1,4 @@
-"""Reading one Chinese clause as subject–verb–object (part of ``graph-rules-v1``).
+"""Reading one Chinese clause as subject–verb–object (part of ``graph-rules-v2``).
 
 ``read_chinese("我去了瑜伽课", speaker="小红", ...)`` gives
 ``Reading("小红", "event", "去", "瑜伽课", {})``. The clause has already had

@@ -1,4 +1,4 @@
-"""Reading one English clause as subject–verb–object (part of ``graph-rules-v1``).
+"""Reading one English clause as subject–verb–object (part of ``graph-rules-v2``).
 
 ``read_english("I went to a support group", speaker="Caroline", ...)`` gives
 ``Reading("Caroline", "event", "go", "support group", {})``. The clause has
@@ -9,12 +9,13 @@ How a clause is read:
 
 1. Expand contractions ("I'm" → "I am") and drop openers ("so", "btw", "just").
 2. Subject: "I" / "we" (the speaker), "my sister [Anna]" (the sister, plus a
-   relation memory), "Anthony and I" (the speaker, with Anthony), or a
-   capitalised name followed by a verb. No subject: the subject of the clause
+   relation memory), "Anthony and I" / "the kids and I" / "me and Jon" (the
+   speaker, with them), or a capitalised name followed by a verb. No subject: the subject of the clause
    before ("… and got a dog"), or the speaker at the start of a sentence
    ("Lost my job yesterday").
 3. Verb group: past forms are events; "am going to X" / "will X" planned
-   events; "am Xing" ongoing events; present forms facts (habits, states);
+   events, and so are "am off to X"; "am Xing" ongoing events; present forms
+   facts (habits, states), and so are leanings ("am passionate about X");
    like / love / hate facts (past: opinions); think / believe opinions;
    negations, modals and hedges ("I want", "I guess") nothing.
 4. Object: the noun phrase after the verb (and its particle: "signed up for"),
@@ -29,9 +30,10 @@ from typing import NamedTuple
 
 from projections.english_lemma import SAME_IN_PAST, ing_lemma, past_lemma, present_lemma
 from projections.graph_rules import (
-    ADVERBS_EN, BASE_VERBS_EN, BE_FORMS, BREAK_EN, DETERMINERS_EN, GET_STATES, KIN_EN_RX, LEAD_PREPS_EN, LIFE_EVENTS,
-    MODALS_EN, NAME_RX, NEGATIONS_EN, NOT_NAMES, NOT_PLACES_EN, NP_STOP_EN, OPINION_EN, PASSIVE_EVENTS_EN,
-    PHRASAL_EN, PLACE_PREPS_EN, PREFERENCE_EN, SKIP_PRESENT_EN, SKIP_VERBS_EN, TRAILING_EN, VAGUE_EN,
+    ADVERBS_EN, BASE_VERBS_EN, BE_FORMS, BREAK_EN, DETERMINERS_EN, GET_STATES, KIN_EN_RX, LEAD_PREPS_EN, LEANINGS_EN,
+    LIFE_EVENTS, MODALS_EN, NAME_RX, NEGATIONS_EN, NOT_NAMES, NOT_PLACES_EN, NP_STOP_EN, OPINION_EN, PARTNER_EN_RX,
+    PASSIVE_EVENTS_EN, PHRASAL_EN, PLACE_PREPS_EN, PREFERENCE_EN, SKIP_PRESENT_EN, SKIP_VERBS_EN, TRAILING_EN,
+    VAGUE_EN,
 )
 
 
@@ -66,7 +68,7 @@ LEAD = re.compile(
     re.IGNORECASE,
 )
 _SUBJECT = re.compile(
-    r"^(?:(?P<partner>[Mm]y\s+" + KIN_EN_RX + r"|" + NAME_RX + r")\s+and\s+[Ii]\b"
+    r"^(?:(?P<partner>" + PARTNER_EN_RX + r")\s+and\s+[Ii]\b|[Mm]e\s+and\s+(?P<partner_after>" + PARTNER_EN_RX + r")\b"
     r"|(?P<i>[Ii])\b|(?P<we>[Ww]e)\b"
     r"|[Mm]y\s+(?P<kin>" + KIN_EN_RX + r")(?:,?\s+(?P<kname>" + NAME_RX + r")\b,?)?"
     r"|(?P<name>" + NAME_RX + r")\b)"
@@ -76,10 +78,13 @@ _IS_MY_KIN = re.compile(r"^(?P<name>" + NAME_RX + r")\s+(?:is|was)\s+my\s+(?P<ki
 
 
 def _possessive(phrase: str, speaker: str) -> str:
-    """"my sister" → "Caroline's sister", "our city" → "Caroline's city"."""
-    return re.sub(r"^(?:my|our)\s+", f"{speaker}'s ", phrase.strip(), flags=re.IGNORECASE)
+    """"my sister" → "Caroline's sister", "our city" → "Caroline's city", "the kids" → "kids"."""
+    phrase = re.sub(r"^the\s+", "", phrase.strip(), flags=re.IGNORECASE)
+    return re.sub(r"^(?:my|our)\s+", f"{speaker}'s ", phrase, flags=re.IGNORECASE)
 
 
+_DEGREE = frozenset({"so", "very", "super", "really", "pretty", "quite", "totally", "extremely", "kinda", "a", "big",
+                     "huge", "real"})
 _QUOTES = frozenset({'"', "“", "”"})
 _GERUND_LINKS = frozenset({"into", "on", "down", "up", "out", "about", "for", "over", "through"})
 _OWNERS = frozenset({"the", "a", "an", "my", "our", "his", "her", "their", "this", "that"})
@@ -126,6 +131,10 @@ def _predicate(words: list[str], i: int, *, first_person: bool, tense: str | Non
             if _at(words, j + 2) in BASE_VERBS_EN:
                 return _Predicate("event", words[j + 2], "planned", j + 3)
             return _Predicate("event", "go", "planned", j + 1)
+        if v == "off" and _at(words, j + 1) == "to" and not past:  # "I'm off to go swimming", "off to the gym"
+            if _at(words, j + 2) in BASE_VERBS_EN:
+                return _Predicate("event", words[j + 2], "planned", j + 3)
+            return _Predicate("event", "go", "planned", j + 1)
         if v.endswith("ing") and (lemma := ing_lemma(v)) and lemma not in SKIP_VERBS_EN and v != "being":
             return _Predicate("event", lemma, None if past else ("planned" if tense == "future" else "ongoing"), j + 1)
         if v == "born":
@@ -134,6 +143,11 @@ def _predicate(words: list[str], i: int, *, first_person: bool, tense: str | Non
             return _Predicate("event", f"be {v}", None, j + 1)
         if v == "from":
             return _Predicate("fact", "be from", None, j + 1)
+        k = _skip(words, j, _DEGREE)
+        if _at(words, k) in LEANINGS_EN and _at(words, k + 1) == LEANINGS_EN[_at(words, k)] and not past:
+            return _Predicate("fact", f"be {words[k]} {words[k + 1]}", None, k + 2)  # "I'm passionate about X"
+        if _at(words, k) == "into" and not past:
+            return _Predicate("fact", "be into", None, k + 1)
         return _Predicate("fact", "be", None, j) if v in ("a", "an") and not past else None  # not "when I was a kid"
     if w in ("have", "has", "had"):
         j = _skip(words, i + 1, ADVERBS_EN)
@@ -263,6 +277,7 @@ def read_english(clause: str, *, speaker: str, inherited: str | None, tense: str
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)
     text = LEAD.sub("", text.strip(" ,.!-–—")).strip()
+    text = re.sub(r"^been\b", "have been", text, flags=re.IGNORECASE)  # "Been reading that book…": I have been
     if match := _IS_MY_KIN.match(text):
         return [relation(speaker, match["kin"], match["name"])], None
     readings: list[Reading] = []
@@ -270,6 +285,7 @@ def read_english(clause: str, *, speaker: str, inherited: str | None, tense: str
     if subject_match and subject_match["name"] and not _is_name(subject_match["name"]):
         subject_match = None
     attributes: dict[str, str] = {}
+    partner = None
     if subject_match is None:
         if inherited is None:
             return [], None
@@ -277,7 +293,7 @@ def read_english(clause: str, *, speaker: str, inherited: str | None, tense: str
     else:
         rest, first_person = text[subject_match.end():], True
         subject = speaker
-        if partner := subject_match["partner"]:
+        if partner := subject_match["partner"] or subject_match["partner_after"]:
             attributes["with"] = _possessive(partner, speaker)
             if partner.lower().startswith("my "):
                 readings.append(relation(speaker, partner[3:], None))
@@ -295,6 +311,9 @@ def read_english(clause: str, *, speaker: str, inherited: str | None, tense: str
         opinion = _opinion(tokens, words, predicate.next, subject, predicate.lemma, speaker)
         return readings + ([opinion] if opinion else []), subject
     topic, obj, found = _object_and_attributes(tokens, words, predicate.next, predicate.lemma, speaker)
+    if topic in ("take", "bring") and obj and len(obj.split()) > 1 and (ing_lemma(obj.split()[-1]) or "") in BASE_VERBS_EN:
+        *whom, activity = obj.split()  # "took my fam camping": whom, and what for
+        obj, found = " ".join(whom), {**found, "activity": activity}
     if "with" in attributes and "with" in found:  # "My husband and I went … with the kids"
         found["with"] = f"{attributes['with']}, {found['with']}"
     attributes = {**attributes, **found}
@@ -302,7 +321,7 @@ def read_english(clause: str, *, speaker: str, inherited: str | None, tense: str
     if not anchored and not topic.startswith(("be ", "get ")):
         return readings, subject  # "I loved it", "we had a blast": nothing to anchor a memory on
     kin_with = attributes.get("with", "").removeprefix(f"{speaker}'s ")
-    if kin_with != attributes.get("with") and _KIN.fullmatch(kin_with) and not (subject_match and subject_match["partner"]):
+    if kin_with != attributes.get("with") and _KIN.fullmatch(kin_with) and not (subject_match and partner):
         readings.append(relation(speaker, kin_with, None))  # "… with my sister"
     memory = Reading(subject, predicate.memory_type, topic, obj, attributes, predicate.status)
     return [memory, *readings], subject

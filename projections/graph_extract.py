@@ -1,4 +1,4 @@
-"""Offline extraction of graph memories from one dialogue turn, English and Chinese (``graph-rules-v1``).
+"""Offline extraction of graph memories from one dialogue turn, English and Chinese (``graph-rules-v2``).
 
 Seed 001 has an LLM call ``create_memory(subject, memory_type, topic, object,
 attributes, importance)``; this module proposes the same memories without
@@ -21,6 +21,11 @@ A pure, deterministic function of (text, speaker, occurred_at). How a turn is re
    when it continues the clause before ("… and got a dog"), that one's time.
 3. Read each clause with :func:`~projections.graph_english.read_english` or
    :func:`~projections.graph_chinese.read_chinese` (the time cut out first).
+   Besides, "<det> <noun> I <past verb>" inside any clause ("This book I read
+   …", :mod:`projections.graph_relatives`), and bare gerund items after a
+   clause ("I enjoy reading, watching movies, …", :mod:`projections.graph_lists`).
+   A shared photo's caption ("[image: a photo of …]") is a ``share`` event of
+   what it shows (:mod:`projections.graph_captions`).
 4. An event gets ``time`` (the ISO rendering of its time expression) and, when
    not yet done, ``status`` (planned / ongoing). Importance: 0.5 for events
    and facts, 0.7 relations, 0.4 opinions; +0.3 life events (adopt, marry,
@@ -42,14 +47,23 @@ from datetime import datetime
 from typing import Any, Literal
 
 from projections.english_lemma import IRREGULAR
+from projections.graph_captions import CAPTION, caption_readings
 from projections.graph_chinese import read_chinese
 from projections.graph_english import LEAD, Reading, read_english
-from projections.graph_rules import BASE_IMPORTANCE, KIN_EN_RX, LIFE_EVENTS, NAME_RX, ROUTINE, ZH_LEAD
+from projections.graph_lists import activity, is_activity, list_item
+from projections.graph_relatives import relative_readings
+from projections.graph_rules import (
+    BASE_IMPORTANCE,
+    LIFE_EVENTS,
+    PARTNER_EN_RX,
+    ROUTINE,
+    ZH_LEAD,
+)
 from projections.note_rules import HYPOTHETICAL, QUESTION
 from projections.text import has_cjk
 from projections.timenorm import TimeMention, normalize_time
 
-EXTRACTOR_ID = "graph-rules-v1"
+EXTRACTOR_ID = "graph-rules-v2"
 MemoryType = Literal["event", "fact", "relation", "opinion"]
 
 
@@ -90,16 +104,17 @@ class _Clause:
 _SENTENCE = re.compile(r"(?:[^.!?。！？；;\n]|\.(?!\s|$))+[.!?。！？；;]*")
 _PAST = "(?:" + "|".join(sorted(set(IRREGULAR) - {"been"}, key=len, reverse=True)) + r"|[a-z]+ed)\b"
 _EN_BREAK = re.compile(
-    r"\s*[;:()]\s*|\s+[-–—]+\s+|\s*[–—]\s*"
+    r"\s*[;:()]\s*|\s+[-–—]+\s+|\s*[–—]\s*|(?<=[a-z])-\s+"
     r"|\s*,\s*(?:(?:and\s+then|and|then|but|so|because|though|although|which|while)\b\s*)?"
     r"|\s+(?:but|so|because|although|though|while|whereas|since|after|before|when|until|which)\s+"
     r"|\s+and(?:\s+then)?\s+(?=(?:i|we|it|he|she|they|my|that|this|there|you)\b|" + _PAST + ")",
     re.IGNORECASE,
 )
-_PARTNER = re.compile(r"(?:[Mm]y\s+" + KIN_EN_RX + "|" + NAME_RX + ")")
+_PARTNER = re.compile(PARTNER_EN_RX)
 _ZH_BREAK = re.compile(r"[，,；;：:、]?(?:然后|接着|但是|不过|而且|所以|因为|并且)|[，,；;：:]")
 _FILLER = re.compile(r"^[\s,.!?，。！？–—-]*(?:(?:on|in|at|since|around|about|during|by|从|在|于)[\s,.!?，。！？]*)?$",
                      re.IGNORECASE)  # what is left of "On May 7, 2023," once the date is cut out
+_WHEN_CLAUSE = re.compile(r"^\W*when\s+(?:i|we|my|our)\b[^?？,]*,[^?？]*$", re.IGNORECASE)  # "When I was young, …"
 _CONTINUING = re.compile(r"^[\s,]*(?:and(?:\s+then)?|then)?[\s,]*$", re.IGNORECASE)
 
 
@@ -154,6 +169,8 @@ def _sentence_memories(sentence: str, speaker: str, occurred_at: datetime) -> li
     subject: str | None = speaker  # a sentence may open without one: "Lost my job yesterday"
     carried: TimeMention | None = None  # the time of a clause that held nothing else ("Last Friday,")
     previous_time: TimeMention | None = None
+    lead: Reading | None = None  # the last activity read ("I enjoy reading"): later bare items share its verb
+    pending: CandidateGraphMemory | None = None  # a bare activity ("- running,") kept if another one follows
     for clause in _clauses(sentence, zh, mentions):
         own = [m for m in mentions if clause.start <= m.span[0] < clause.end]
         body, cut = "", clause.start
@@ -169,6 +186,15 @@ def _sentence_memories(sentence: str, speaker: str, occurred_at: datetime) -> li
         read = read_chinese if zh else read_english
         readings, subject = read(body, speaker=speaker, inherited=inherited, tense=_tense(time, occurred_at))
         evidence = sentence[clause.start:clause.end].strip(" ,.!?;，。！？；")
+        if not zh:
+            readings = readings + relative_readings(body, speaker)
+            item = None if readings else activity(body)
+            if item and clause.continues and (lead or pending):
+                if pending:  # a second bare item: the first was a list item too
+                    found.append(pending)
+                readings = [list_item(lead, item, speaker)]
+            pending = _candidate(list_item(None, item, speaker), evidence, zh, time) if item and not readings else None
+            lead = next((r for r in readings if is_activity(r)), None) if readings or not item else lead
         found.extend(_candidate(r, evidence, zh, time) for r in readings)
         previous_time, carried = time, None
     return found
@@ -183,10 +209,15 @@ def extract_graph_memories(text: str, *, speaker: str | None, occurred_at: datet
     """
     who = speaker or "user"
     found: dict[tuple[str, str, str, str | None], CandidateGraphMemory] = {}
-    for match in _SENTENCE.finditer(text.replace("’", "'")):
+    text = text.replace("’", "'")
+    for match in _SENTENCE.finditer(CAPTION.sub(" ", text)):
         sentence = match.group().strip()
-        if not sentence or QUESTION.search(sentence) or HYPOTHETICAL.search(sentence):
+        question = QUESTION.search(sentence) and not _WHEN_CLAUSE.match(sentence)
+        if not sentence or question or HYPOTHETICAL.search(sentence):
             continue
         for memory in _sentence_memories(sentence, who, occurred_at):
             found.setdefault((memory.subject, memory.memory_type, memory.topic, memory.object), memory)
+    for reading, caption in caption_readings(text, who):
+        memory = _candidate(reading, caption, False, None)
+        found.setdefault((memory.subject, memory.memory_type, memory.topic, memory.object), memory)
     return tuple(found.values())

@@ -1,4 +1,4 @@
-"""The rule tables of ``graph-rules-v1``: how one dialogue turn is read as graph memories.
+"""The rule tables of ``graph-rules-v2``: how one dialogue turn is read as graph memories.
 
 Data only; :mod:`projections.graph_extract` applies them. Editing a table
 changes what the extractor returns, so it also means a new extractor id.
@@ -33,6 +33,7 @@ KIN_ZH = ("妈妈", "母亲", "老妈", "爸爸", "父亲", "老爸", "父母", 
 KIN_EN_RX = r"(?i:(?:(?:" + "|".join(sorted(KIN_MODIFIERS_EN)) + r")\s+)?" + _alternation(KIN_EN) + r")\b"
 KIN_ZH_RX = _alternation(KIN_ZH)
 NAME_RX = r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?"
+PARTNER_EN_RX = r"(?:(?:[Mm]y|[Oo]ur|[Tt]he)\s+" + KIN_EN_RX + "|" + NAME_RX + ")"  # "my husband and I", "me and Jon"
 # Capitalised words that open a clause without being anybody's name.
 NOT_NAMES = words("""I The A An It Its This That These Those We You He She They My Our Your His Her Their There Here
     What When Where Why How Who Which Yesterday Today Tomorrow Tonight Last Next Yes Yeah Yep No Nope Oh Wow Hey Hi
@@ -59,6 +60,11 @@ SKIP_VERBS_EN = words("""want need hope wish wonder mean guess know forget say t
 SKIP_PRESENT_EN = words("see get find")  # "I see", "I get it", "I find it…": talk, not facts
 OPINION_EN = {"think": "think", "thought": "think", "believe": "believe", "believed": "believe"}
 PREFERENCE_EN = words("like love enjoy hate dislike prefer adore")
+# Lasting leanings stated with "be": "I'm passionate about X", "allergic to X" (adjective → its preposition).
+LEANINGS_EN: dict[str, str] = {
+    "keen": "on", "passionate": "about", "allergic": "to", "interested": "in", "obsessed": "with", "hooked": "on",
+    "drawn": "to", "addicted": "to", "fond": "of", "crazy": "about", "fan": "of", "member": "of", "part": "of",
+}
 GET_STATES = words("married engaged divorced hurt injured promoted fired hired sick lost pregnant")
 PASSIVE_EVENTS_EN = words("""promoted hired fired accepted invited selected elected chosen awarded nominated diagnosed
     injured hurt married engaged divorced adopted featured published admitted rejected""")
@@ -70,7 +76,7 @@ PHRASAL_EN: dict[str, frozenset[str]] = {
     "catch": words("up"), "move": words("in out"), "come": words("back"), "go": words("back out"),
     "get": words("back together"), "fill": words("out"), "try": words("out"), "clean": words("up"),
     "wrap": words("up"), "team": words("up"), "break": words("up"), "grow": words("up"), "look": words("after"),
-    "open": words("up"), "reach": words("out"), "end": words("up"), "cheer": words("up"), "meet": words("up"),
+    "open": words("up"), "reach": words("out"), "carve": words("out"), "end": words("up"), "cheer": words("up"), "meet": words("up"),
 }
 # Base forms that "to" or "will" / "going to" may introduce ("went to see", "going to start").
 BASE_VERBS_EN = frozenset(IRREGULAR.values()) | words("""help visit try start share celebrate relax play watch explore
@@ -84,13 +90,14 @@ BASE_VERBS_EN = frozenset(IRREGULAR.values()) | words("""help visit try start sh
 LEAD_PREPS_EN = words("to at on for into in about from by through around over across towards toward onto")
 PLACE_PREPS_EN = words("at in to near inside")
 NP_STOP_EN = words("""to at in on with for from into onto during after before since until till near by through across
-    around over towards toward without like than and but or so because as if when while where which who whom whose
+    around over towards toward without like than and but or so because as if when while where which who whom whose each
     that is was were are am be been it i we he she they you me him them us last next every ago then though although
     yesterday today tonight tomorrow not how what why""")
 BREAK_EN = words("and but or so because as if when while where which who whom that though although since until")
 DETERMINERS_EN = words("a an the some any this that these those another")
 TRAILING_EN = words("""too again together here there now already yet anyway though today recently lately first also
-    as well so really all alone much more ever before once twice about around back finally soon of""")
+    as well so really all alone much more ever before once twice about around back finally soon of just afterward
+    afterwards lol haha""")
 # Objects that carry no content ("I loved it", "had a blast"): the memory needs another anchor.
 VAGUE_EN = words("""it that this them one something anything everything nothing some lot lots stuff things thing
     time times fun blast way more much well great good ok okay fine better best amazing awesome cool nice sure

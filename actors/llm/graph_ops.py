@@ -13,9 +13,9 @@ the speaker's name, as in the offline rules, so both share subject nodes.
 A proposal that fails is not staged: a ``graph_proposal_rejected`` event
 records it and why. The staged memories say ``extractor="llm:<model>"`` and
 name the call in ``llm_call_id``. When the call fails, or every proposal of
-the reply fails, the offline rules' memories (``graph-rules-v1``, computed
+the reply fails, the offline rules' memories (``graph-rules-v2``, computed
 by the driver beside the turn) are staged instead, each naming the call and
-saying why in ``reason`` ("llm unavailable (...); offline rules: graph-rules-v1").
+saying why in ``reason`` ("llm unavailable (...); offline rules: graph-rules-v2").
 
 Labels the offline rules did not already embed are embedded with ``embed``
 (the store's encoder), so the model's memories are found by vector like any

@@ -131,7 +131,7 @@ def test_a_reply_with_nothing_usable_stages_the_offline_memories_and_says_why(tm
         [staged] = [e.event for e in logged(svc, "graph_memory_staged")]
         assert (staged.topic, staged.extractor) == ("lose", EXTRACTOR_ID)
         assert staged.reason.startswith("llm reply unusable (1 proposal(s) rejected, first: memory_type: 'dream'")
-        assert staged.reason.endswith("; offline rules: graph-rules-v1")
+        assert staged.reason.endswith("; offline rules: graph-rules-v2")
         assert len(logged(svc, "graph_proposal_rejected")) == 1
     svc.close()
 
@@ -149,7 +149,7 @@ def test_with_the_server_down_the_offline_rules_stage_the_memories_and_the_reaso
         (m.subject, m.memory_type, m.topic, m.object) for m in expected]
     for s in staged:
         assert (s.extractor, s.llm_call_id) == (EXTRACTOR_ID, call.event_id)
-        assert s.reason.startswith("llm unavailable (") and s.reason.endswith("); offline rules: graph-rules-v1")
+        assert s.reason.startswith("llm unavailable (") and s.reason.endswith("); offline rules: graph-rules-v2")
         assert "127.0.0.1:9" in s.reason
     svc.close()
 

@@ -1,4 +1,4 @@
-"""Offline graph-memory extraction (graph-rules-v1): a table of English and Chinese turns and what they state."""
+"""Offline graph-memory extraction (graph-rules-v2): a table of English and Chinese turns and what they state."""
 
 from __future__ import annotations
 
@@ -91,6 +91,45 @@ TURNS = [
     ("我三天前报名了陶艺课", "小红", [("小红", "event", "报名", "陶艺课", {"time": "2023-05-07"})]),
     ("我每天跑步", "小红", [("小红", "fact", "跑步", None, {})]),
     ("我领养了一只狗", None, [("user", "event", "领养", "狗", {})]),
+    # graph-rules-v2: conversational English.
+    ("Here's a pic of my family camping at the beach. [image: a photo of a family sitting around a campfire on the beach]",
+     "Melanie", [("Melanie", "event", "share", "campfire", {})]),
+    ("Take a look at this. [image: a photo of a painting of a sunset over a lake]", "Melanie",
+     [("Melanie", "event", "share", "painting", {"of": "sunset"})]),
+    ("[image: a photo of a bowl of ice cream with a spoon in it]", "Nate", [("Nate", "event", "share", "ice cream", {})]),
+    ("[image: a photo of a person holding a necklace with a cross]", "Caroline",
+     [("Caroline", "event", "share", "necklace", {})]),
+    ("[image: a photo of a man and a woman smiling]", "Caroline", []),
+    ("I'm off to go swimming with the kids.", "Melanie",
+     [("Melanie", "event", "go", "swimming", {"with": "kids", "status": "planned"})]),
+    ("I'm off to the gym!", "John", [("John", "event", "go", "gym", {"status": "planned"})]),
+    ("The kids and I went to the zoo.", "Melanie", [("Melanie", "event", "go", "zoo", {"with": "kids"})]),
+    ("Me and Jon went to the beach.", "Gina", [("Gina", "event", "go", "beach", {"with": "Jon"})]),
+    ("This book I read last year reminds me to always pursue my dreams.", "Melanie",
+     [("Melanie", "event", "read", "book", {"time": "2022"})]),
+    ("These figurines I bought yesterday remind me of family love.", "Melanie",
+     [("Melanie", "event", "buy", "figurines", {"time": "2023-05-09"})]),
+    ("Here's a pic of a cake I made recently!", "Joanna", [("Joanna", "event", "make", "cake", {})]),
+    ("Yeah! Besides writing, I also enjoy reading, watching movies, and exploring nature.", "Joanna",
+     [("Joanna", "fact", "enjoy", "reading", {}), ("Joanna", "fact", "enjoy", "watching movies", {}),
+      ("Joanna", "fact", "enjoy", "exploring nature", {})]),
+    ("So I'm carving out some me-time each day - running, reading, or playing my violin", "Melanie",
+     [("Melanie", "event", "carve out", "me-time", {"status": "ongoing"}), ("Melanie", "fact", "do", "running", {}),
+      ("Melanie", "fact", "do", "reading", {}), ("Melanie", "fact", "do", "playing violin", {})]),
+    ("Actually, I just took my fam camping in the mountains last week", "Melanie",
+     [("Melanie", "event", "take", "Melanie's fam",
+       {"place": "mountains", "activity": "camping", "time": "2023-05-01/2023-05-07"})]),
+    ("I'm passionate about improving education in our community.", "John",
+     [("John", "fact", "be passionate about", "improving education", {"place": "John's community"})]),
+    ("I'm allergic to most reptiles.", "Joanna", [("Joanna", "fact", "be allergic to", "most reptiles", {})]),
+    ("I'm really into yoga.", "Maria", [("Maria", "fact", "be into", "yoga", {})]),
+    ("Been reading a book you recommended.", "Melanie",
+     [("Melanie", "event", "read", "book", {"status": "ongoing"})]),
+    ("When I was younger, my family and I went on a road trip to Oregon.", "Maria",
+     [("Maria", "event", "go", "road trip", {"with": "Maria's family", "place": "Oregon"}),
+      ("Maria", "relation", "family", "Maria's family", {})]),
+    ("I've been busy lately- I took a creative writing class.", "Maria",
+     [("Maria", "event", "take", "creative writing class", {})]),
 ]
 
 # Questions, hypotheticals, negations, wishes and small talk state nothing.
@@ -113,6 +152,18 @@ NOTHING = [
     "我想去日本",
     "哈哈好的",
     "",
+    # graph-rules-v2's patterns do not fire on questions, hypotheticals, negations or empty heads.
+    "Are you off to the gym?",
+    "If I'm off to the beach tomorrow, I'll call you.",
+    "Did you read the book I recommended?",
+    "Maybe the cake we made will win.",
+    "That's the way I felt.",
+    "I remember the first time we met.",
+    "When did you go camping?",
+    "Is the book you read any good? [image: a photo of a man and a woman]",
+    "I'm not into yoga.",
+    "I'm super keen to spread that intensity.",
+    "Nothing much, just chilling.",
 ]
 
 
@@ -142,7 +193,7 @@ def test_candidates_carry_evidence_language_time_and_extractor():
     (memory,) = extract_graph_memories("Hey! I went to a support group yesterday 8pm, it was great.",
                                        speaker="Caroline", occurred_at=REF)
     assert memory.evidence == "I went to a support group yesterday 8pm"
-    assert (memory.language, memory.extractor) == ("en", EXTRACTOR_ID) == ("en", "graph-rules-v1")
+    assert (memory.language, memory.extractor) == ("en", EXTRACTOR_ID) == ("en", "graph-rules-v2")
     assert memory.when is not None and memory.when.start == datetime(2023, 5, 9, 20, tzinfo=CST)
     assert memory.attributes["time"] == "2023-05-09T20:00+08:00"
     (zh, _) = extract_graph_memories("我妹妹养了一只猫", speaker="小红", occurred_at=REF)

@@ -10,7 +10,9 @@ after, inside a sentence about something else:
 
 Only "I" / "we" with a past verb count (the speaker did it); the noun phrase
 must follow a determiner and hold no pronoun or function word, and empty
-heads ("the way I", "the first time we", "the fact that I") state nothing.
+heads ("the way I", "the first time we", "the fact that I") state nothing, and
+a noun phrase after a time or reason preposition ("since the launch crunch I
+switched to coffee", "after the move we …") is the clause's setting, not its object.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ _EMPTY_HEADS = VAGUE_EN | words("""fact feeling reason way time times day days n
     type part rest reminder memory memories thought thoughts hope""")
 _POSSESSIVES = words("my our")
 _INNER = words("of a an the this that these those")
+# "since the launch crunch I switched to coffee": a time or reason phrase before the clause, not its object
+_ADVERBIAL = re.compile(r"\b(?:since|after|before|during|until|till|because of|due to|when|while|once|throughout|"
+                        r"over|by|for|in|on|at)\s*$", re.IGNORECASE)
 _UNREAD = SKIP_VERBS_EN | words("have do get")
 
 
@@ -36,6 +41,8 @@ def relative_readings(clause: str, speaker: str) -> list[Reading]:
     """The things the speaker says they did in "<det> <noun phrase> I <past verb>" clauses."""
     out = []
     for match in _RELATIVE.finditer(clause):
+        if _ADVERBIAL.search(clause[: match.start()]):
+            continue
         np = match["np"].split()
         while np[0][:1].islower() and (cut := next((k for k, w in enumerate(np) if w.lower() in _INNER), None)) is not None:
             np = np[cut + 1:] or ["."]  # "a pic of a cake I made": the cake; not "The Lord of the Rings"

@@ -134,7 +134,8 @@ TURNS = [
 
 # Questions, hypotheticals, negations, wishes and small talk state nothing.
 NOTHING = [
-    "Did you go to the park yesterday?",
+    "Since the launch crunch I switched to coffee in the morning.",  # a setting, not a thing I switched
+    "After the move we switched to tea.",
     "What are you up to this weekend?",
     "If I win, I'll buy a house.",
     "Maybe I'll go hiking next week.",

@@ -61,7 +61,7 @@ def expand_hits(state: GraphState, seeds: Sequence[str], depth: int, *, shared: 
     found = graph_search.expand(state, seed_memories, depth, shared=shared, config=config)
     origin = {mid: message_id for message_id in seeds for mid in by_message.get(message_id, ())}
     out: dict[str, Reached] = {}
-    for mid, (distance, path, via) in sorted(found.items(), key=lambda kv: (kv[1][0], seed_memories.index(kv[1][1][0]))):
+    for mid, (distance, path, via) in found.items():  # BFS order: closest first, then the better seed
         if distance == 0:
             continue
         for message_id in state.memories[mid].source_message_ids:

@@ -204,9 +204,14 @@ def _unit(vector: np.ndarray) -> np.ndarray | None:
     return v / norm if norm > 0.0 and math.isfinite(norm) else None
 
 
+@lru_cache(maxsize=4096)
+def _term_set(terms: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(terms)  # a page's or session's keywords, compared against every session in a replay
+
+
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     """|A ∩ B| / |A ∪ B|, 0 when either set is empty."""
-    sa, sb = set(a), set(b)
+    sa, sb = (_term_set(x) if isinstance(x, tuple) else frozenset(x) for x in (a, b))
     return len(sa & sb) / len(sa | sb) if sa and sb else 0.0
 
 
@@ -248,23 +253,10 @@ def _evict_lfu(state: TierState) -> None:
     state.pending_archival[victim.session_id] = victim.page_ids
 
 
-@lru_cache(maxsize=4096)
-def _term_set(terms: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(terms)
-
-
 def _to_mid_term(state: TierState, page: Page, at: datetime, config: TierConfig) -> None:
-    # similarity() for every active session, spelled out with the page's terms and vector read once (a replay
-    # places every message, against up to mid_term_capacity sessions)
     best, best_score = None, -math.inf
-    words, vector = _term_set(page.keywords), page.vector
     for session in state.active.values():
-        centroid = session.centroid
-        cos = float(np.dot(vector, centroid)) if (vector is not None and centroid is not None
-                                                  and vector.shape == centroid.shape) else 0.0
-        theirs = _term_set(session.keywords)
-        overlap = len(words & theirs) / len(words | theirs) if words and theirs else 0.0
-        score = cos + config.keyword_weight * overlap
+        score = similarity(page, session, config)
         if score > best_score:  # strict: the oldest session wins a tie
             best, best_score = session, score
     if best is not None and best_score >= config.session_similarity:

@@ -1,7 +1,11 @@
-"""Ray actors that own shards of the memory, and the plain services they wrap.
+"""The shard core and the Ray actors around it.
 
-``actors.service`` (with its mixins), ``actors.deciders``, ``actors.followups``
-and ``actors.llm`` do not import Ray; ``actors.shard``, ``actors.directory``,
-``actors.runtime`` and ``actors.consolidation`` (the parallel consolidation
-tasks) do.
+Ray-free (tested without Ray): ``actors.commands`` (the command and query
+models), ``actors.core`` (:class:`ShardCore`: one ``handle`` for commands,
+one ``query`` for reads, the runner, touch group-commit), the deciders
+(``actors.deciders``, ``decide_archive``, ``decide_notes``, ``decide_graph``),
+the readers (``actors.reads``, ``reads_notes``, ``reads_graph``),
+``actors.followups``, ``actors.consolidation_jobs`` and ``actors.llm``.
+Ray: ``actors.shard``, ``actors.directory``, ``actors.runtime``,
+``actors.ray_init`` and ``actors.consolidation`` (the parallel consolidation tasks).
 """

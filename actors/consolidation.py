@@ -21,57 +21,20 @@ the task stays pure apart from that call and replay never makes it.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import NamedTuple
 
 import ray
 
-from actors.llm.causality import llm_causal_links
-from actors.llm.client import LlmClient
+from actors.consolidation_jobs import Events, Job, consolidate_user
 from actors.llm.config import LlmConfig
+from actors.ray_init import ensure_ray
 from events.errors import InvalidInputError
-from events.model import Event
 from projections.graph import GraphState
-from projections.graph_consolidate import DEFAULT_CONSOLIDATION, ConsolidationConfig, consolidate
+from projections.graph_consolidate import DEFAULT_CONSOLIDATION, ConsolidationConfig
 from projections.notes import NoteState
 
-# Fixed forever: consolidation event ids are uuid5(NAMESPACE, "<tenant>/<user>/<decision key>").
-NAMESPACE = uuid.UUID("5b0e6a53-9f3c-4c1e-8d6a-2f4b7c9e1a07")
-
-Events = list[tuple[str, Event]]
-
-
-class Job(NamedTuple):
-    """One user's consolidation work; a plain ``(tenant, user_id, state, staged_ids)`` tuple is one too."""
-
-    tenant: str
-    user_id: str
-    state: GraphState  # that user's graph (a copy: the task only reads it)
-    staged_ids: Sequence[str]
-    notes: NoteState | None = None  # that user's note evidence; None skips the conflict check
-    now: datetime | None = None  # when to measure decay for that user; None: the run's ``now``
-
-
-def keyed_ids(tenant: str, user_id: str) -> Callable[[str], str]:
-    """The ``new_id`` of one user's consolidation: a name-based uuid of the decision, so a rerun names it alike."""
-    return lambda key: uuid.uuid5(NAMESPACE, f"{tenant}/{user_id}/{key}").hex
-
-
-def consolidate_user(tenant: str, user_id: str, state: GraphState, staged_ids: Sequence[str],
-                     config: ConsolidationConfig = DEFAULT_CONSOLIDATION, now: datetime | None = None,
-                     notes: NoteState | None = None, llm: LlmConfig | None = None) -> Events:
-    """The events consolidating one user's graph (see :func:`consolidate`); reads ``state``, never writes it.
-
-    With ``llm``, a language model then checks which pairs the batch linked are
-    causal (:func:`actors.llm.causality.llm_causal_links`; its call is among the events).
-    """
-    new_id = keyed_ids(tenant, user_id)
-    events = consolidate(state, staged_ids, config, new_id, now=now, notes=notes)
-    if llm is not None and events:
-        events += llm_causal_links(LlmClient(llm), state, events, new_id)
-    return events
+__all__ = ["Job", "consolidate_task", "consolidate_user", "run_consolidation"]
 
 
 @ray.remote(num_cpus=1)
@@ -126,10 +89,7 @@ def run_consolidation(
                                                         j.now or now, j.notes, llm) for j in jobs}
     if not jobs:
         return {}
-    if not ray.is_initialized():
-        from actors.runtime import ensure_ray  # late: actors.runtime imports the shard actor, which may import us
-
-        ensure_ray()
+    ensure_ray()
     cap = max_in_flight or max(1, int(ray.cluster_resources().get("CPU", 1)))
     out: dict[tuple[str, str], Events] = {(j.tenant, j.user_id): [] for j in jobs}  # keys in job order
     in_flight: dict[ray.ObjectRef, tuple[str, str]] = {}

@@ -1,46 +1,47 @@
-"""Deciders: ``decide(state, command) -> events``. Pure apart from minting event ids (and, with a
-language model configured, its calls, each returned as an ``llm_call_recorded`` event).
+"""The decider of :class:`~actors.commands.RecordMessages`: messages, their embeddings and classes, the
+graph memories and note operations read from them, all in one append.
 
-A command already applied (same client message id) yields no new events.
+A message whose client id the user already has yields no new events (the
+outcome names the stored memory id); see :mod:`actors.decision` for what a
+decider may do.
 """
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass
-
 import numpy as np
 
+from actors.commands import RecordMessages
+from actors.decision import Decision, Deps, new_event_id
 from actors.llm.graph_ops import Embed, llm_graph_memories
 from actors.llm.memory_ops import llm_note_operations
 from events.commands import RecordMessage
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.graph_events import GraphMemoryStaged
-from events.model import MemoryTouched, MessageEmbedded, MessageRecorded
+from events.model import MessageEmbedded, MessageRecorded
 from projections.classify import classification_event
 from projections.graph_staging import STAGED_ROLES
 from projections.note_ops import decide_note_operations
-from projections.retrieval import Hit
 from projections.state import ShardState
 
 
-def new_event_id() -> str:
-    return uuid.uuid4().hex
-
-
-@dataclass(frozen=True, slots=True)
-class RecordOutcome:
-    """What happened to one command: its memory id, and whether it was new."""
-
-    memory_id: str
-    created: bool
+def decide_record_messages(state: ShardState, cmd: RecordMessages, deps: Deps) -> Decision:
+    """The events of a batch of messages; the outcome is, per message, its memory id and whether it is new."""
+    if cmd.model_id != deps.model_id:
+        raise InvalidInputError(
+            [("model_id", f"{cmd.model_id!r} differs from the store's {deps.model_id!r}; embed with the store's model")],
+            what="record batch",
+        )
+    pending, outcomes = decide_record(state, list(cmd.messages), cmd.vectors, cmd.model_id, deps.dim, deps.llm,
+                                      [tuple(g) for g in cmd.graph] if cmd.graph is not None else None,
+                                      deps.embed_labels)
+    return Decision(pending, outcomes)
 
 
 def decide_record(
     state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int, llm=None,
     graph: list[tuple[GraphMemoryStaged, ...]] | None = None, embed: Embed | None = None,
-) -> tuple[list[PendingEvent], list[RecordOutcome]]:
+) -> tuple[list[PendingEvent], list[dict]]:
     """Events for new messages (recorded, embedded, classified); known client ids are acknowledged as duplicates.
 
     The embedding and the memory type are recorded here, once, so replay never recomputes them.
@@ -58,7 +59,7 @@ def decide_record(
         )
     blocks: list[list[PendingEvent]] = []  # per new message: recorded, embedded, classified
     fresh: list[tuple[PendingEvent, tuple[GraphMemoryStaged, ...]]] = []  # per new message: recorded, offline graph
-    outcomes: list[RecordOutcome] = []
+    outcomes: list[dict] = []
     seen_in_batch: dict[tuple[str, str, str], str] = {}
     for position, (cmd, vec) in enumerate(zip(commands, vectors)):
         key = cmd.message_key()
@@ -66,7 +67,7 @@ def decide_record(
         known = memory.messages.client_ids.get(key) if memory else None
         known = known or seen_in_batch.get((cmd.tenant, cmd.user_id, key))
         if known:
-            outcomes.append(RecordOutcome(known, created=False))
+            outcomes.append({"memory_id": known, "created": False})
             continue
         message_id = new_event_id()
         seen_in_batch[(cmd.tenant, cmd.user_id, key)] = message_id
@@ -96,7 +97,7 @@ def decide_record(
             for derived in (embedded, classified)
         ])
         fresh.append((message, tuple(graph[position]) if graph else ()))
-        outcomes.append(RecordOutcome(message_id, created=True))
+        outcomes.append({"memory_id": message_id, "created": True})
     staged, calls = decide_graph(fresh, llm if graph is not None else None, embed)
     pending: list[PendingEvent] = []
     for block, (message, _), memories, before in zip(blocks, fresh, staged, calls, strict=True):
@@ -174,25 +175,3 @@ def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None) -> l
             source = op.source_message_ids[0] if op.source_message_ids else None
             out.append(PendingEvent(tenant, user_id, event_id, op, causation_id=source, correlation_id=source))
     return out
-
-
-def decide_touches(
-    tenant: str, user_id: str, query: str, hits: list[Hit], reason: str, query_id: str | None = None
-) -> list[PendingEvent]:
-    """One ``memory_touched`` event for the hits of one query (none when nothing was hit).
-
-    ``hits`` are ranked results with ``memory_id`` and ``score`` (retrieval
-    hits, graph hits, ...), best first; a hit without a ``rank`` has its position.
-    """
-    if not hits:
-        return []
-    query_id = query_id or uuid.uuid4().hex[:16]
-    touched = MemoryTouched(
-        reason=reason,
-        query_id=query_id,
-        query=query,
-        memory_ids=tuple(h.memory_id for h in hits),
-        ranks=tuple(getattr(h, "rank", i) for i, h in enumerate(hits, start=1)),
-        scores=tuple(h.score for h in hits),
-    )
-    return [PendingEvent(tenant, user_id, new_event_id(), touched, correlation_id=query_id)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from actors.deciders import new_event_id
+from actors.decision import new_event_id
 from actors.llm.distill import llm_distill_profile
 from actors.llm.titles import llm_episode_title
 from events.envelope import PendingEvent

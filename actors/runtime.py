@@ -1,43 +1,21 @@
-"""Starting Ray and the actors of one store.
+"""The actors of one store: its shards and its directory, created or re-attached by name.
 
-The embedded default is a local Ray with ``num_cpus`` = the machine's cores
-and no dashboard. Set ``RAY_ADDRESS`` (or pass ``address``) to use a running
-cluster, e.g. one started from ``ray_cluster.yaml``.
+Ray itself is started (or joined, with ``RAY_ADDRESS``) by :func:`actors.ray_init.ensure_ray`.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from pathlib import Path
 
 import ray
 
 from actors.directory import DirectoryActor
-from actors.service import ShardSpec
+from actors.ray_init import NAMESPACE, ensure_ray
 from actors.shard import ShardActor
+from actors.spec import ShardSpec
 from events.errors import StoreError
 
-NAMESPACE = "palimpsest"
-
-
-def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
-    """Connect to Ray once per process (local by default)."""
-    if ray.is_initialized():
-        return
-    address = address or os.environ.get("RAY_ADDRESS")
-    kwargs = dict(
-        include_dashboard=False,
-        logging_level=logging.WARNING,
-        log_to_driver=os.environ.get("PALIMPSEST_RAY_LOGS") == "1",
-        namespace=NAMESPACE,
-        runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}},
-    )
-    if address:
-        ray.init(address=address, **kwargs)
-    else:
-        ray.init(num_cpus=num_cpus or os.cpu_count() or 1, **kwargs)
-
+__all__ = ["NAMESPACE", "ShardCluster", "ensure_ray"]
 
 class ShardCluster:
     """The shard actors and the directory of one store, created or re-attached by name."""

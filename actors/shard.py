@@ -1,25 +1,34 @@
-"""ShardActor: the Ray actor around :class:`ShardService`.
+"""ShardActor: the Ray actor around :class:`actors.core.ShardCore`.
 
 Owns one shard's DuckDB log file (its only writer), the projections of the
-users routed to it, and its LanceDB table. Recovery: Ray restarts a dead
-actor (``max_restarts=-1``); ``__init__`` folds the log again and reconciles
-LanceDB, so nothing acknowledged is lost. Calls in flight when it died are
-retried (``max_task_retries``): ``record`` is idempotent by client message
-id, queries have no effects beyond touch events.
+users routed to it, and its LanceDB table. Two entry points: ``handle``
+(commands, each idempotent by its ``command_id``) and ``query`` (reads).
+A daemon thread group-commits the queries' touch events once they are older
+than ``spec.touch_flush_s``; a lock keeps it and the calls one at a time.
 
-Each method forwards to the :class:`ShardService` method of the same name
-(see there for arguments); the actor adds only process isolation.
+Recovery: Ray restarts a dead actor (``max_restarts=-1``); ``__init__``
+folds the log again and reconciles LanceDB, so nothing acknowledged is lost.
+Calls in flight when it died are retried with the same arguments
+(``max_task_retries=-1``): a command already applied before the crash finds
+its record and returns the recorded outcome, appending nothing; queries have
+no effects beyond touches (buffered touches not yet flushed are lost with
+the process: they are access signals, not facts).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import ray
 import structlog
 
-from actors.service import ShardService, ShardSpec
+from actors.commands import Command, Query
+from actors.core import ShardCore
+from actors.spec import ShardSpec
+
+logger = structlog.get_logger("palimpsest.shard")
 
 
 @ray.remote(max_restarts=-1, max_task_retries=-1, num_cpus=0)
@@ -27,94 +36,39 @@ class ShardActor:
     def __init__(self, spec: ShardSpec) -> None:
         # Logs go to stderr: a driver that forwards worker output keeps its stdout for results.
         structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
-        self._svc = ShardService(spec)
+        self._core = ShardCore(spec)
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        threading.Thread(target=self._flusher, name="touch-flusher", daemon=True).start()
 
     def pid(self) -> int:
         return os.getpid()
 
-    def record(self, *args, **kwargs):
-        return self._svc.record(*args, **kwargs)
+    def handle(self, commands: list[Command]) -> list:
+        with self._lock:
+            outcomes = self._core.handle(commands)
+            marker = self._core.spec.crash_marker
+            if marker is not None and marker.exists():
+                marker.unlink()
+                os._exit(1)  # the injected crash: committed, never acknowledged
+            return outcomes
 
-    def search(self, *args, **kwargs):
-        return self._svc.search(*args, **kwargs)
+    def query(self, queries: list[Query]) -> list:
+        with self._lock:
+            return [self._core.query(q) for q in queries]
 
-    def context(self, *args, **kwargs):
-        return self._svc.context(*args, **kwargs)
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            self._core.close()
 
-    def counterfactual(self, *args, **kwargs):
-        return self._svc.counterfactual(*args, **kwargs)
-
-    def episodes(self, *args, **kwargs):
-        return self._svc.episodes(*args, **kwargs)
-
-    def retention(self, *args, **kwargs):
-        return self._svc.retention(*args, **kwargs)
-
-    def sweep(self, *args, **kwargs):
-        return self._svc.sweep(*args, **kwargs)
-
-    def archive(self, *args, **kwargs):
-        return self._svc.archive(*args, **kwargs)
-
-    def restore(self, *args, **kwargs):
-        return self._svc.restore(*args, **kwargs)
-
-    def archived(self, *args, **kwargs):
-        return self._svc.archived(*args, **kwargs)
-
-    def notes(self, *args, **kwargs):
-        return self._svc.notes(*args, **kwargs)
-
-    def note_history(self, *args, **kwargs):
-        return self._svc.note_history(*args, **kwargs)
-
-    def record_reply(self, *args, **kwargs):
-        return self._svc.record_reply(*args, **kwargs)
-
-    def review(self, *args, **kwargs):
-        return self._svc.review(*args, **kwargs)
-
-    def profile(self, *args, **kwargs):
-        return self._svc.profile(*args, **kwargs)
-
-    def tiers(self, *args, **kwargs):
-        return self._svc.tiers(*args, **kwargs)
-
-    def stage_graph(self, *args, **kwargs):
-        return self._svc.stage_graph(*args, **kwargs)
-
-    def graph_jobs(self, *args, **kwargs):
-        return self._svc.graph_jobs(*args, **kwargs)
-
-    def append_graph(self, *args, **kwargs):
-        return self._svc.append_graph(*args, **kwargs)
-
-    def search_memories(self, *args, **kwargs):
-        return self._svc.search_memories(*args, **kwargs)
-
-    def link_memories(self, *args, **kwargs):
-        return self._svc.link_memories(*args, **kwargs)
-
-    def graph_export(self, *args, **kwargs):
-        return self._svc.graph_export(*args, **kwargs)
-
-    def graph_merges(self, *args, **kwargs):
-        return self._svc.graph_merges(*args, **kwargs)
-
-    def unmerge(self, *args, **kwargs):
-        return self._svc.unmerge(*args, **kwargs)
-
-    def scan(self, *args, **kwargs):
-        return self._svc.scan(*args, **kwargs)
-
-    def digest(self, *args, **kwargs):
-        return self._svc.digest(*args, **kwargs)
-
-    def replay(self, *args, **kwargs):
-        return self._svc.replay(*args, **kwargs)
-
-    def stats(self, *args, **kwargs):
-        return self._svc.stats(*args, **kwargs)
-
-    def close(self):
-        self._svc.close()
+    def _flusher(self) -> None:
+        period = max(0.01, self._core.spec.touch_flush_s / 2)
+        while not self._closed.wait(period):
+            with self._lock:
+                if self._closed.is_set() or not self._core.touches_due():
+                    continue
+                try:
+                    self._core.flush_touches()
+                except Exception as exc:  # noqa: BLE001 - a failed flush is logged; the touches are dropped
+                    logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))

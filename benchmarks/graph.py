@@ -194,7 +194,7 @@ def bench_search(state: GraphState, vectors, rng, queries: int) -> dict:
 def bench_create(args, vectors, rng, tmp: Path) -> dict:
     """One ``stage_graph`` call per memory through a real shard service; tool-call validation timed apart."""
     from actors.service import ShardService, ShardSpec
-    from events.tool_calls import validate_tool_call
+    from projections.tool_calls import validate_tool_call
 
     svc = ShardService(ShardSpec(index=0, log_path=tmp / "shard-000.duckdb", lance_dir=tmp / "vectors",
                                  model_id=HashEmbedder.model_id, dim=HashEmbedder.dim))

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from events.envelope import ENVELOPE_SCHEMA, Envelope, from_arrow, to_arrow
 from events.errors import ConcurrencyError, StoreError
-from events.log import EventLog, ScanFilter
+from events.log import CommandRecord, EventLog, ScanFilter
 
 DDL = """
 CREATE TABLE IF NOT EXISTS events (
@@ -32,6 +32,15 @@ CREATE TABLE IF NOT EXISTS events (
     correlation_id VARCHAR,
     payload VARCHAR NOT NULL,
     UNIQUE (tenant, user_id, seq)
+);
+CREATE TABLE IF NOT EXISTS commands (
+    command_id VARCHAR NOT NULL PRIMARY KEY,
+    kind VARCHAR NOT NULL,
+    tenant VARCHAR NOT NULL,
+    user_id VARCHAR NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL,
+    event_ids VARCHAR[] NOT NULL,
+    outcome VARCHAR NOT NULL
 )
 """
 SCAN_BATCH = 20_000
@@ -84,13 +93,19 @@ class DuckDBEventLog(EventLog):
         rows = self._con.execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
         self._heads = {(t, u): int(s) for t, u, s in rows}
 
-    def _write(self, envelopes: list[Envelope]) -> None:
+    def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
         batch = to_arrow(envelopes)
         con = self._con
         con.execute("BEGIN TRANSACTION")
         try:
             con.register("_pending_batch", batch)
             con.execute("INSERT INTO events SELECT * FROM _pending_batch")
+            if command is not None:
+                con.execute(
+                    "INSERT INTO commands VALUES (?, ?, ?, ?, now(), ?, ?)",
+                    [command.command_id, command.kind, command.tenant, command.user_id, list(command.event_ids),
+                     command.outcome],
+                )
             con.execute("COMMIT")
         except duckdb.ConstraintException as exc:
             con.execute("ROLLBACK")
@@ -110,6 +125,13 @@ class DuckDBEventLog(EventLog):
         )
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]))
+
+    def _command(self, command_id: str) -> CommandRecord | None:
+        row = self._con.cursor().execute(
+            "SELECT command_id, kind, outcome, tenant, user_id, event_ids FROM commands WHERE command_id = ?",
+            [command_id],
+        ).fetchone()
+        return None if row is None else CommandRecord(*row[:5], tuple(row[5]))
 
     def close(self) -> None:
         self._con.close()

@@ -9,7 +9,7 @@ Every backend passes the suite in ``tests/contract``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from events.envelope import Envelope, PendingEvent, seal
@@ -42,6 +42,24 @@ class ScanFilter:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class CommandRecord:
+    """A command the log has applied: its id, kind, target stream, the events it appended and its outcome.
+
+    Written in the same transaction as the command's events, so a command is
+    either applied and recorded or neither. ``outcome`` is the JSON the caller
+    was (or will be) given: a retried command returns it instead of running
+    again. ``tenant``/``user_id`` are empty for a command spanning many users.
+    """
+
+    command_id: str
+    kind: str
+    outcome: str
+    tenant: str = ""
+    user_id: str = ""
+    event_ids: tuple[str, ...] = field(default=())
+
+
 class EventLog:
     """Base class: sequence assignment and expected-head checks shared by every backend.
 
@@ -53,15 +71,17 @@ class EventLog:
 
     # -- the contract -------------------------------------------------
     def append(
-        self, pending: Sequence[PendingEvent], *, expected: Mapping[Stream, int] | None = None
+        self, pending: Sequence[PendingEvent], *, expected: Mapping[Stream, int] | None = None,
+        command: CommandRecord | None = None,
     ) -> list[Envelope]:
         """Append a batch atomically and return the stored envelopes in order.
 
         ``expected`` maps a stream to the head ``seq`` the caller decided on;
         if another append moved that head first, nothing is written and
-        :class:`ConcurrencyError` is raised.
+        :class:`ConcurrencyError` is raised. ``command`` is recorded in the
+        same transaction (its id must be new; a command may append no event).
         """
-        if not pending:
+        if not pending and command is None:
             return []
         for stream, seq in (expected or {}).items():
             if self.head(*stream) != seq:
@@ -76,9 +96,13 @@ class EventLog:
             seq = next_seq.get(stream, 0) + 1
             next_seq[stream] = seq
             sealed.append(seal(p, seq, recorded_at))
-        self._write(sealed)
+        self._write(sealed, command)
         self._heads = next_seq
         return sealed
+
+    def command(self, command_id: str) -> CommandRecord | None:
+        """The record of an applied command, or None if no command with this id was applied."""
+        return self._command(command_id)
 
     def scan(self, flt: ScanFilter | None = None) -> Iterator[Envelope]:
         """Events in (tenant, user, seq) order, old versions upcast."""
@@ -98,7 +122,10 @@ class EventLog:
         pass
 
     # -- backend hooks ------------------------------------------------
-    def _write(self, envelopes: list[Envelope]) -> None:
+    def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
+        raise NotImplementedError
+
+    def _command(self, command_id: str) -> CommandRecord | None:
         raise NotImplementedError
 
     def _read(self, flt: ScanFilter) -> Iterator[Envelope]:
@@ -112,8 +139,9 @@ class InMemoryEventLog(EventLog):
         super().__init__()
         self._rows: list[Envelope] = []
         self._ids: set[str] = set()
+        self._commands: dict[str, CommandRecord] = {}
 
-    def _write(self, envelopes: list[Envelope]) -> None:
+    def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
         ids = [e.event_id for e in envelopes]
         repeated = {i for i in ids if ids.count(i) > 1} if len(set(ids)) != len(ids) else set()
         clash = self._ids.intersection(ids) | repeated
@@ -122,8 +150,15 @@ class InMemoryEventLog(EventLog):
         for env in envelopes:
             if env.seq <= self._heads.get(env.stream, 0):
                 raise ConcurrencyError(f"seq {env.seq} of {env.stream} is already taken")
+        if command is not None and command.command_id in self._commands:
+            raise ConcurrencyError(f"command {command.command_id} is already recorded")
         self._rows.extend(envelopes)
         self._ids.update(ids)
+        if command is not None:
+            self._commands[command.command_id] = command
+
+    def _command(self, command_id: str) -> CommandRecord | None:
+        return self._commands.get(command_id)
 
     def _read(self, flt: ScanFilter) -> Iterator[Envelope]:
         rows = sorted(self._rows, key=lambda e: (e.tenant, e.user_id, e.seq))

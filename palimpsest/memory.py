@@ -14,17 +14,16 @@ import threading
 import time
 from datetime import UTC, datetime
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import structlog
-from tqdm import tqdm
 
+from actors import commands as c
 from actors.llm import LlmConfig
 from actors.runtime import ShardCluster, ensure_ray
-from actors.service import ReplayReport, ShardSpec
+from actors.spec import ReplayReport, ShardSpec
 from events.commands import RecordMessage, validate_messages
 from events.envelope import Envelope
 from events.errors import InvalidInputError
@@ -32,6 +31,8 @@ from events.log import ScanFilter
 from palimpsest import config as store_config
 from palimpsest.memory_graph import GraphApiMixin
 from palimpsest.remote import aware as _aware
+from palimpsest.ingest import IngestReport, send_batches
+from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
 from projections.archive import SCOPES
 from projections.context import Context
@@ -41,19 +42,6 @@ from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
-
-
-@dataclass
-class IngestReport:
-    received: int = 0
-    created: int = 0
-    duplicates: int = 0
-    memory_ids: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def messages_per_s(self) -> float:
-        return self.received / self.seconds if self.seconds else 0.0
 
 
 class Memory(GraphApiMixin):
@@ -76,9 +64,9 @@ class Memory(GraphApiMixin):
             for i in range(cfg.num_shards)
         ]
         self.cluster = ShardCluster(store_config.store_id(path), specs, store_config.routing_table(path).resolve())
+        self.shards = Shards(self.cluster)
         self.llm_config = llm  # the consolidation tasks ask it which linked memories are causal
         self._embedder: Embedder | None = None
-        self._routes: dict[tuple[str, str], int] = {}
         self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
         self.consolidate_every = CONSOLIDATE_EVERY  # staged graph memories between automatic rounds; 0: on demand
         self._since_consolidation = 0
@@ -119,15 +107,6 @@ class Memory(GraphApiMixin):
             self._embedder = make_embedder(self.config.embedder)
         return self._embedder
 
-    def _shard(self, tenant: str, user_id: str):
-        return self.cluster.shards[self._route([(tenant, user_id)])[0]]
-
-    def _route(self, streams: list[tuple[str, str]]) -> list[int]:
-        unknown = sorted({s for s in streams if s not in self._routes})
-        if unknown:
-            self._routes.update(zip(unknown, self.cluster.route(unknown)))
-        return [self._routes[s] for s in streams]
-
     # -- writing ----------------------------------------------------
     def add_messages(
         self,
@@ -154,39 +133,14 @@ class Memory(GraphApiMixin):
         ]
         commands = validate_messages(items)
         report = IngestReport(received=len(commands))
+        graph_of = self._graph_memories if extract_graph else None
         embedder = self.embedder  # load the model before the clock and the progress bar start
         started = time.perf_counter()
-        shard_of = self._route([(c.tenant, c.user_id) for c in commands])
-        in_flight: list = []
-        results: dict[int, list] = {}
-        staging: dict[int, int] = {}  # command → graph memories sent with it (staged if the message is new)
-        bar = tqdm(total=len(commands), unit="msg", desc="ingest", disable=not progress)
-        for start in range(0, len(commands), batch_size):
-            chunk = list(range(start, min(start + batch_size, len(commands))))
-            vectors = embedder.encode([commands[i].index_text() for i in chunk])
-            graph = self._graph_memories([commands[i] for i in chunk]) if extract_graph else None
-            staging.update(zip(chunk, map(len, graph or ())))
-            by_shard: dict[int, list[int]] = {}
-            for pos, i in enumerate(chunk):
-                by_shard.setdefault(shard_of[i], []).append(pos)
-            for shard, positions in by_shard.items():
-                ref = self.cluster.shards[shard].record.remote(
-                    [commands[chunk[p]] for p in positions], vectors[positions], embedder.model_id,
-                    [graph[p] for p in positions] if graph else None,
-                )
-                in_flight.append((ref, [chunk[p] for p in positions]))
-            # Keep the encoder busy while shards append: wait only for work older than one chunk.
-            while len(in_flight) > 2 * max(1, len(by_shard)):
-                ref, idx = in_flight.pop(0)
-                results.update(zip(idx, _get(ref)))
-            bar.update(len(chunk))
-        for ref, idx in in_flight:
-            results.update(zip(idx, _get(ref)))
-        bar.close()
+        results, staging = send_batches(self.shards, embedder, commands, graph_of, batch_size, progress)
         for i in range(len(commands)):
             outcome = results[i]
-            report.memory_ids.append(outcome.memory_id)
-            if outcome.created:
+            report.memory_ids.append(outcome["memory_id"])
+            if outcome["created"]:
                 report.created += 1
                 self._since_consolidation += staging.get(i, 0)
             else:
@@ -246,9 +200,8 @@ class Memory(GraphApiMixin):
             raise InvalidInputError([("scope", f"{scope!r}; choose one of {', '.join(SCOPES)}")], what="search")
         now = _aware(now, "search")
         vec = self._query_vector(query)
-        return _get(
-            self._shard(tenant, user_id).search.remote(tenant, user_id, query, vec, k, fusion, now=now, scope=scope)
-        )
+        return self.shards.ask(tenant, user_id, c.Search(tenant=tenant, user_id=user_id, query=query, query_vector=vec, k=k,
+                                                   fusion=fusion, now=now, scope=scope))
 
     def build_context(
         self,
@@ -265,9 +218,8 @@ class Memory(GraphApiMixin):
             raise InvalidInputError([("token_budget", f"{token_budget}; give a positive number of tokens")], what="context")
         now = _aware(now, "context")
         vec = self._query_vector(query)
-        return _get(
-            self._shard(tenant, user_id).context.remote(tenant, user_id, query, vec, token_budget, fusion, now=now)
-        )
+        return self.shards.ask(tenant, user_id, c.BuildContext(tenant=tenant, user_id=user_id, query=query, query_vector=vec,
+                                                         token_budget=token_budget, fusion=fusion, now=now))
 
     # -- notes, profile, tiers ---------------------------------------
     def notes(
@@ -278,13 +230,13 @@ class Memory(GraphApiMixin):
         now = _aware(now, "notes")
         if at is not None:
             at = _aware(at, "notes")
-        return _get(self._shard(tenant, user_id).notes.remote(tenant, user_id, now, at, include_inactive))
+        return self.shards.ask(tenant, user_id, c.Notes(tenant=tenant, user_id=user_id, now=now, at=at,
+                                                  include_inactive=include_inactive))
 
     def note_history(self, note_id: str, *, tenant: str | None = None, user_id: str | None = None) -> dict:
         """The whole version chain of a note (oldest first) with each version's sources, and whose it is."""
-        now = datetime.now(UTC)
-        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
-        for found in _get([s.note_history.remote(note_id, now, tenant, user_id) for s in shards]):
+        query = c.NoteHistory(note_id=note_id, now=datetime.now(UTC), tenant=tenant, user_id=user_id)
+        for found in self.shards.ask_each(query, tenant, user_id):
             if found is not None:
                 return found
         raise InvalidInputError([("note_id", f"{note_id!r} is no note in this store; list notes with "
@@ -305,25 +257,25 @@ class Memory(GraphApiMixin):
             ids = [i.memory_id for i in retrieved.items]
         else:
             ids = list(retrieved)
-        return _get(self._shard(tenant, user_id).record_reply.remote(tenant, user_id, reply, ids, query))
+        return self.shards.send(tenant, user_id, c.RecordReply(tenant=tenant, user_id=user_id, reply=reply,
+                                                         memory_ids=tuple(ids), query=query))
 
     def review_notes(self, now: datetime | None = None, *, tenant: str | None = None, user_id: str | None = None) -> list[dict]:
         """Run the note reviewer (seed 002): promotion at importance ≥ 2.5, retraction below 0.5; decisions are events."""
-        now = _aware(now, "review")
-        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
-        return [r for part in _get([s.review.remote(now, tenant, user_id) for s in shards]) for r in part]
+        command = c.ReviewNotes(now=_aware(now, "review"), tenant=tenant, user_id=user_id)
+        return [r for part in self.shards.send_each(command, tenant, user_id) for r in part]
 
     def get_user_profile(
         self, tenant: str, user_id: str, *, include_knowledge: bool = True, include_assistant_knowledge: bool = False
     ) -> dict:
         """The long-term profile distilled from hot mid-term sessions: traits and knowledge (MemoryOS)."""
-        return _get(self._shard(tenant, user_id).profile.remote(
-            tenant, user_id, include_knowledge, include_assistant_knowledge))
+        return self.shards.ask(tenant, user_id, c.Profile(tenant=tenant, user_id=user_id, include_knowledge=include_knowledge,
+                                                    include_assistant_knowledge=include_assistant_knowledge))
 
     def tiers(self, tenant: str, user_id: str, *, conversation_id: str | None = None, now: datetime | None = None) -> dict:
         """Short-term pages, mid-term sessions with heat, working memory and the sensory buffer at ``now``."""
-        now = _aware(now, "tiers")
-        return _get(self._shard(tenant, user_id).tiers.remote(tenant, user_id, now, conversation_id))
+        return self.shards.ask(tenant, user_id, c.Tiers(tenant=tenant, user_id=user_id, now=_aware(now, "tiers"),
+                                                  conversation_id=conversation_id))
 
     # -- archive ----------------------------------------------------
     def sweep(
@@ -333,24 +285,22 @@ class Memory(GraphApiMixin):
 
         Returns what was (or, with ``dry_run``, would be) archived, per user and reason.
         """
-        now = _aware(now, "sweep")
-        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
-        parts = _get([s.sweep.remote(now, tenant, user_id, dry_run) for s in shards])
-        return [row for part in parts for row in part]
+        command = c.SweepArchive(now=_aware(now, "sweep"), tenant=tenant, user_id=user_id, dry_run=dry_run)
+        return [row for part in self.shards.send_each(command, tenant, user_id) for row in part]
 
     def archive(self, tenant: str, user_id: str, memory_ids: list[str], *, reason: str = "archived by hand") -> list[str]:
         """Move memories out of default retrieval by hand (an event; nothing is deleted)."""
-        now = datetime.now(UTC)
-        return _get(self._shard(tenant, user_id).archive.remote(tenant, user_id, list(memory_ids), now, reason))
+        return self.shards.send(tenant, user_id, c.ArchiveMemories(tenant=tenant, user_id=user_id, memory_ids=tuple(memory_ids),
+                                                             now=datetime.now(UTC), reason=reason))
 
     def restore(self, tenant: str, user_id: str, memory_ids: list[str], *, reason: str = "restored by hand") -> list[str]:
         """Bring archived memories back into default retrieval (restoring counts as an access)."""
-        now = datetime.now(UTC)
-        return _get(self._shard(tenant, user_id).restore.remote(tenant, user_id, list(memory_ids), now, reason))
+        return self.shards.send(tenant, user_id, c.RestoreMemories(tenant=tenant, user_id=user_id, memory_ids=tuple(memory_ids),
+                                                             now=datetime.now(UTC), reason=reason))
 
     def archived(self, tenant: str, user_id: str) -> list[dict]:
         """One user's archived memories with when, why and the retention they had."""
-        return _get(self._shard(tenant, user_id).archived.remote(tenant, user_id))
+        return self.shards.ask(tenant, user_id, c.Archived(tenant=tenant, user_id=user_id))
 
     def counterfactual(
         self, policy: RetentionPolicy, now: datetime | None = None, *, queries: Iterable[tuple[str, str, str]] = (),
@@ -363,11 +313,13 @@ class Memory(GraphApiMixin):
         """
         now = _aware(now, "counterfactual")
         queries = [(t, u, q, self._query_vector(q)) for t, u, q in queries]
-        routes = self._route([(t, u) for t, u, _, _ in queries]) if queries else []
+        routes = self.shards.route([(t, u) for t, u, _, _ in queries]) if queries else []
         parts = _get([
-            s.counterfactual.remote(policy, now, [q for q, r in zip(queries, routes) if r == i], k)
+            s.query.remote([c.Counterfactual(policy=policy, now=now, k=k,
+                                             queries=tuple(q for q, r in zip(queries, routes) if r == i))])
             for i, s in enumerate(self.cluster.shards)
         ])
+        parts = [part for [part] in parts]
         return sorted((u for part in parts for u in part), key=lambda u: (u["tenant"], u["user_id"]))
 
     def episodes(self, tenant: str, user_id: str, query: str | None = None, *, k: int = 5) -> list[dict]:
@@ -375,12 +327,12 @@ class Memory(GraphApiMixin):
 
         With a ``query``: the ``k`` episodes that match it best (episodes as retrievable units), best first.
         """
-        shard = self._shard(tenant, user_id)
         if query is None:
-            return _get(shard.episodes.remote(tenant, user_id))
+            return self.shards.ask(tenant, user_id, c.Episodes(tenant=tenant, user_id=user_id))
         if k < 1:
             raise InvalidInputError([("k", f"{k}; ask for at least 1 episode")], what="episode search")
-        return _get(shard.episodes.remote(tenant, user_id, query, self._query_vector(query), k))
+        return self.shards.ask(tenant, user_id, c.Episodes(tenant=tenant, user_id=user_id, query=query,
+                                                     query_vector=self._query_vector(query), k=k))
 
     def retention(self, tenant: str, user_id: str, now: datetime | None = None) -> list[dict]:
         """Each memory's retention at ``now`` (default: the current time): R, stability, Δt, accesses, why.
@@ -388,8 +340,7 @@ class Memory(GraphApiMixin):
         A ``now`` in the past shows the memory as it was then: later messages
         are absent and later accesses are not counted.
         """
-        now = _aware(now, "retention")
-        return _get(self._shard(tenant, user_id).retention.remote(tenant, user_id, now))
+        return self.shards.ask(tenant, user_id, c.Retention(tenant=tenant, user_id=user_id, now=_aware(now, "retention")))
 
     def events(
         self,
@@ -405,22 +356,21 @@ class Memory(GraphApiMixin):
     ) -> list[Envelope]:
         """Scan the log (all shards, or the user's shard) in (tenant, user, seq) order."""
         flt = ScanFilter(tenant, user_id, from_seq, to_seq, since, until, tuple(kinds) if kinds else None)
-        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
         out: list[Envelope] = []
-        for part in _get([s.scan.remote(flt, limit) for s in shards]):
+        for part in self.shards.ask_each(c.ScanEvents(filter=flt, limit=limit), tenant, user_id):
             out.extend(part)
         out.sort(key=lambda e: (e.tenant, e.user_id, e.seq))
         return out[:limit] if limit is not None else out
 
     def replay(self) -> list[ReplayReport]:
         """Rebuild every projection of every shard from the log (in parallel) and compare digests."""
-        return _get([s.replay.remote() for s in self.cluster.shards])
+        return self.shards.ask_each(c.Replay())
 
     def digest(self) -> list[dict]:
-        return _get([s.digest.remote() for s in self.cluster.shards])
+        return self.shards.ask_each(c.Digest())
 
     def stats(self) -> dict:
-        shards = _get([s.stats.remote() for s in self.cluster.shards])
+        shards = self.shards.ask_each(c.Stats())
         return {
             "path": str(self.path),
             "num_shards": self.config.num_shards,

@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from actors import commands as c
 from actors.consolidation import run_consolidation
 from events.commands import RecordMessage
 from events.graph_events import GraphMemoryStatusChanged
-from events.tool_calls import CreateMemory, LinkMemories, validate_tool_call
+from projections.tool_calls import CreateMemory, LinkMemories, validate_tool_call
 from palimpsest.remote import aware as _aware
 from palimpsest.remote import get as _get
 from projections.graph_staging import candidates_for, labels_of, staged_event
@@ -52,20 +53,23 @@ class GraphApiMixin:
             labels = [x for x in (call.topic, call.object) if x]
             event = staged_event(call.model_dump(), self._label_vectors(labels), extractor="tool:create_memory",
                                  occurred_at=call.occurred_at or reference)
-            [memory_id] = _get(self._shard(tenant, user_id).stage_graph.remote(tenant, user_id, [event]))
+            [memory_id] = self.shards.send(tenant, user_id, c.StageGraphMemories(tenant=tenant, user_id=user_id,
+                                                                           memories=(event,)))
             self._since_consolidation += 1
             if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
                 self.consolidate()
             return {"memory_id": memory_id, "staged": True}
         if isinstance(call, LinkMemories):
             source, target = self.embedder.encode([call.source_memory_description, call.target_memory_description])
-            return _get(self._shard(tenant, user_id).link_memories.remote(
-                tenant, user_id, source, target, call.relation_type, call.relation or call.relation_type,
-                call.importance, reference, "link_memories tool call"))
+            return self.shards.send(tenant, user_id, c.LinkMemories(
+                tenant=tenant, user_id=user_id, source_vector=source, target_vector=target,
+                relation_type=call.relation_type, relation=call.relation or call.relation_type,
+                importance=call.importance, now=reference, reason="link_memories tool call"))
         time_range = (call.time_range.start, call.time_range.end) if call.time_range else None
-        return _get(self._shard(tenant, user_id).search_memories.remote(
-            tenant, user_id, call.query, self._query_vector(call.query), reference, mode=call.mode,
-            expand_depth=call.expand_depth, memory_types=call.memory_types, time_range=time_range,
+        return self.shards.ask(tenant, user_id, c.SearchMemories(
+            tenant=tenant, user_id=user_id, query=call.query, query_vector=self._query_vector(call.query),
+            now=reference, mode=call.mode, expand_depth=call.expand_depth,
+            memory_types=tuple(call.memory_types) if call.memory_types else None, time_range=time_range,
             max_results=call.max_results))
 
     def create_memory(self, tenant: str, user_id: str, **arguments) -> dict:
@@ -100,14 +104,15 @@ class GraphApiMixin:
         """
         started = time.perf_counter()
         at = _aware(at, "consolidate") if at is not None else None
-        shards = [self._shard(tenant, user_id)] if tenant and user_id else self.cluster.shards
-        jobs = [job for part in _get([s.graph_jobs.remote(tenant, user_id, decay=decay, at=at, idle=idle)
-                                      for s in shards]) for job in part]
+        query = c.GraphJobs(tenant=tenant, user_id=user_id, decay=decay, at=at, idle=idle)
+        jobs = [job for part in self.shards.ask_each(query, tenant, user_id) for job in part]
         self._since_consolidation = 0
         results = run_consolidation(jobs, max_in_flight=max_in_flight, parallel=parallel, llm=self.llm_config)
         appended = _get([
-            self._shard(t, u).append_graph.remote(t, u, events) for (t, u), events in results.items() if events
+            self.shards.of(t, u).handle.remote([c.ApplyConsolidation(tenant=t, user_id=u, events=tuple(events))])
+            for (t, u), events in results.items() if events
         ])
+        appended = [n for [n] in appended]
         changes = Counter(e.status for events in results.values() for _, e in events
                           if isinstance(e, GraphMemoryStatusChanged))
         return {"users": len(jobs), "staged": sum(len(j.staged_ids) for j in jobs), "events": sum(appended),
@@ -116,13 +121,14 @@ class GraphApiMixin:
 
     def graph_merges(self, tenant: str, user_id: str) -> list[dict]:
         """The user's node merges, oldest first (id, kept and merged nodes with labels, similarity, reason, undone)."""
-        return _get(self._shard(tenant, user_id).graph_merges.remote(tenant, user_id))
+        return self.shards.ask(tenant, user_id, c.GraphMerges(tenant=tenant, user_id=user_id))
 
     def unmerge(self, tenant: str, user_id: str, merge_id: str, *, reason: str = "undone by the user") -> dict:
         """Undo a node merge (an event; the merge stays in the history). Unknown or already undone ids raise
         :class:`InvalidInputError`."""
-        return _get(self._shard(tenant, user_id).unmerge.remote(tenant, user_id, merge_id, reason))
+        return self.shards.send(tenant, user_id, c.Unmerge(tenant=tenant, user_id=user_id, merge_id=merge_id, reason=reason))
 
     def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:
         """The user's memory graph as ``html`` (self-contained, interactive) and ``graphml`` text."""
-        return _get(self._shard(tenant, user_id).graph_export.remote(tenant, user_id, title or f"{tenant}/{user_id}"))
+        return self.shards.ask(tenant, user_id, c.GraphExport(tenant=tenant, user_id=user_id,
+                                                        title=title or f"{tenant}/{user_id}"))

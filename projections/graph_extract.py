@@ -83,7 +83,7 @@ class CandidateGraphMemory:
     extractor: str = EXTRACTOR_ID
 
     def as_tool_arguments(self) -> dict[str, Any]:
-        """The arguments of the equivalent ``create_memory`` call (see :mod:`events.tool_calls`)."""
+        """The arguments of the equivalent ``create_memory`` call (see :mod:`projections.tool_calls`)."""
         arguments: dict[str, Any] = {"subject": self.subject, "memory_type": self.memory_type, "topic": self.topic,
                                      "attributes": dict(self.attributes), "importance": self.importance}
         if self.object:

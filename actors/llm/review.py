@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from actors.deciders import new_event_id
+from actors.decision import new_event_id
 from actors.llm.client import StructuredLlm
 from actors.llm.steps import clip, llm_decider, unavailable
 from events.model import LlmCallRecorded, NoteReviewed

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from actors.deciders import new_event_id
+from actors.decision import new_event_id
 from actors.llm.client import StructuredLlm
 from actors.llm.steps import LINE_CHARS, clip
 from events.errors import InvalidInputError

@@ -19,7 +19,7 @@ import pytest
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import seal
 from events.errors import ConcurrencyError
-from events.log import EventLog, InMemoryEventLog, ScanFilter
+from events.log import CommandRecord, EventLog, InMemoryEventLog, ScanFilter
 from tests.builders import T0, embedding, message, pending, touch
 
 ALICE, BOB, GLOBEX_ALICE = ("acme", "alice"), ("acme", "bob"), ("globex", "alice")
@@ -88,6 +88,32 @@ class EventLogContract:
         before = snapshot(filled)
         assert filled.append([]) == []
         assert snapshot(filled) == before
+
+    # -- command records ------------------------------------------------
+    def test_a_command_is_recorded_with_its_events_in_one_append(self, filled):
+        record = CommandRecord("cmd-1", "RecordReply", '{"used": ["e1"]}', "acme", "alice", ("a9",))
+        [stored] = filled.append([pending("a9", touch("e1"), *ALICE)], command=record)
+
+        assert filled.command("cmd-1") == record and stored.event_id == "a9"
+        assert filled.command("cmd-2") is None
+
+    def test_a_command_without_events_is_recorded_too(self, filled):
+        before = snapshot(filled)
+        assert filled.append([], command=CommandRecord("dry-1", "SweepArchive", "[]")) == []
+        assert filled.command("dry-1") == CommandRecord("dry-1", "SweepArchive", "[]")
+        assert snapshot(filled) == before
+
+    def test_a_command_id_recorded_twice_rejects_the_second_batch_whole(self, filled):
+        filled.append([pending("a9", touch("e1"), *ALICE)], command=CommandRecord("cmd-1", "RecordReply", "1"))
+        before = snapshot(filled)
+        with pytest.raises(ConcurrencyError):
+            filled.append([pending("a10", touch("e1"), *ALICE)], command=CommandRecord("cmd-1", "RecordReply", "2"))
+        assert snapshot(filled) == before and filled.command("cmd-1").outcome == "1"
+
+    def test_a_rejected_batch_records_no_command(self, filled):
+        with pytest.raises(ConcurrencyError):
+            filled.append([pending("e1", touch("e1"), *ALICE)], command=CommandRecord("cmd-x", "RecordReply", "1"))
+        assert filled.command("cmd-x") is None
 
     # -- reading ------------------------------------------------------
     def test_scan_returns_every_event_in_tenant_user_seq_order(self, filled):
@@ -189,7 +215,7 @@ class EventLogContract:
         before = snapshot(filled)
         taken = seal(pending("n1", message("dup seq", "n1"), *ALICE), seq=2, recorded_at=datetime.now(UTC))
         with pytest.raises(ConcurrencyError):
-            filled._write([taken])
+            filled._write([taken], None)
         assert snapshot(filled) == before
 
 
@@ -212,13 +238,15 @@ class TestDuckDBEventLog(EventLogContract):
     def make_log(self, tmp_path: Path) -> EventLog:
         return DuckDBEventLog(tmp_path / "log" / "shard-000.duckdb")
 
-    def test_reopening_the_file_gives_the_same_events_and_heads(self, filled):
+    def test_reopening_the_file_gives_the_same_events_heads_and_commands(self, filled):
+        filled.append([], command=CommandRecord("cmd-1", "SweepArchive", '[{"reason": "x"}]', "acme", "alice"))
         before = snapshot(filled)
         filled.close()
 
         reopened = DuckDBEventLog(filled.path)
         try:
             assert snapshot(reopened) == before
+            assert reopened.command("cmd-1") == CommandRecord("cmd-1", "SweepArchive", '[{"reason": "x"}]', "acme", "alice")
             [stored] = reopened.append([pending("n1", message("after reopen", "n1"), *BOB)])
             assert stored.seq == 3
         finally:

@@ -53,7 +53,7 @@ def ingest_while_killing(mem, kill) -> tuple[dict, list[int]]:
             except BaseException as exc:  # recorded and asserted on by the test
                 errors.append(exc)
 
-    actor = mem.cluster.shards[mem._route([(TENANT, USER)])[0]]
+    actor = mem.cluster.shards[mem.shards.route([(TENANT, USER)])[0]]
     pids, acked_at_kill = [], []
     worker = threading.Thread(target=ingest, daemon=True)
     worker.start()
@@ -90,7 +90,7 @@ def assert_nothing_acknowledged_was_lost(mem, acked: dict[int, list[str]]):
 
     reports = mem.replay()
     assert all(r.equal for r in reports), [(r.shard, r.live, r.rebuilt) for r in reports if not r.equal]
-    shard = mem.stats()["shards"][mem._route([(TENANT, USER)])[0]]
+    shard = mem.stats()["shards"][mem.shards.route([(TENANT, USER)])[0]]
     assert shard["vectors_indexed"] == shard["messages"] == BATCHES * PER_BATCH
     hits = mem.search(TENANT, USER, "walked 123 steps", k=3)
     assert hits[0].text == "batch 12 message 3: walked 123 steps today"

@@ -9,6 +9,8 @@ replay rebuilds it. Decay is measured on the user's clock, or ``--at``.
 
 from __future__ import annotations
 
+from actors import commands as c
+
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -16,7 +18,6 @@ import pytest
 from actors.consolidation import run_consolidation
 from palimpsest import Memory
 from palimpsest.cli import main
-from palimpsest.remote import get
 
 pytestmark = pytest.mark.integration
 USER = ("acme", "atlas")
@@ -71,7 +72,7 @@ def test_the_notes_supersede_the_preference_and_the_graph_memory_is_still_found_
 
 def test_parallel_and_sequential_consolidation_decide_the_same_events_with_the_users_notes(store):
     _, mem = store
-    jobs = [job for part in get([s.graph_jobs.remote() for s in mem.cluster.shards]) for job in part]
+    jobs = [job for part in mem.shards.ask_each(c.GraphJobs()) for job in part]
     assert {(j.tenant, j.user_id) for j in jobs} == {USER, ("acme", "bob-friend")}
     assert all(j.notes is not None and j.now is not None for j in jobs)
     parallel = run_consolidation(jobs, max_in_flight=2)
@@ -104,7 +105,8 @@ def test_consolidation_supersedes_the_green_tea_memory_keeps_its_history_and_rep
     kinds = ["graph_memory_status_changed", "graph_memories_consolidated", "graph_edge_linked"]
     written = [(e.event_id, e.event) for e in mem.events(*USER, kinds=kinds)]
     assert len(written) >= 2
-    assert get(mem._shard(*USER).append_graph.remote(*USER, written)) == 0  # a retried append writes nothing
+    # a rerun of the consolidation (a new command with the same keyed events) writes nothing
+    assert mem.shards.send(*USER, c.ApplyConsolidation(tenant=USER[0], user_id=USER[1], events=tuple(written))) == 0
 
     again = mem.consolidate(idle=True)  # nothing staged, every user asked: nothing decided twice
     assert (again["users"], again["staged"], again["events"]) == (2, 0, 0)

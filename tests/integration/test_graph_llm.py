@@ -18,7 +18,9 @@ import pytest
 
 from actors.consolidation import run_consolidation
 from actors.llm import LlmConfig
-from actors.service import ShardService, ShardSpec
+from actors import commands as c
+from actors.core import ShardCore
+from actors.spec import ShardSpec
 from events.commands import validate_messages
 from events.graph_events import GraphEdgeLinked, GraphMemoryStaged, GraphProposalRejected
 from palimpsest import Memory
@@ -41,7 +43,7 @@ def spec_for(tmp_path, base_url: str) -> ShardSpec:
                      model_id=EMBED.model_id, dim=384, llm=llm)
 
 
-def record(svc: ShardService, *texts: str, start: int = 0):
+def record(svc: ShardCore, *texts: str, start: int = 0):
     """Record ``texts`` as Maya's turns with the graph memories the offline rules read (as ``Memory`` does)."""
     commands = validate_messages([command(t, start + i, speaker="Maya") for i, t in enumerate(texts)])
     candidates = candidates_for(commands)
@@ -49,10 +51,12 @@ def record(svc: ShardService, *texts: str, start: int = 0):
     vectors = dict(zip(labels, EMBED.encode(labels)))
     graph = [tuple(staged_event(c, vectors, occurred_at=cmd.occurred_at, extractor=c.extractor) for c in group)
              for cmd, group in zip(commands, candidates)]
-    return svc.record(commands, EMBED.encode([c.index_text() for c in commands]), EMBED.model_id, graph)
+    [outcomes] = svc.handle([c.RecordMessages(messages=tuple(commands), vectors=EMBED.encode([m.index_text() for m in commands]),
+                                              model_id=EMBED.model_id, graph=tuple(graph))])
+    return outcomes
 
 
-def logged(svc: ShardService, kind: str) -> list:
+def logged(svc: ShardCore, kind: str) -> list:
     return [e for e in svc.log.scan() if e.kind == kind]
 
 
@@ -63,7 +67,7 @@ def memory(index: int, subject: str, memory_type: str, topic: str, obj: str | No
 
 def test_the_model_proposes_the_memories_staged_with_its_call_and_the_extractor(tmp_path):
     with FakeOpenAI() as server:
-        svc = ShardService(spec_for(tmp_path, server.base_url))
+        svc = ShardCore(spec_for(tmp_path, server.base_url))
         server.script(Reply.json({"memories": [
             memory(0, "I", "事件", "lose", "job", attributes={"time": "yesterday"}, importance=0.8),
             memory(1, "Maya", "event", "move in", "parents' house", attributes={"with": "parents"}, importance=0.7),
@@ -78,7 +82,7 @@ def test_the_model_proposes_the_memories_staged_with_its_call_and_the_extractor(
         for envelope, outcome in zip(staged, outcomes, strict=True):
             event: GraphMemoryStaged = envelope.event
             assert (event.extractor, event.llm_call_id, event.reason) == (f"llm:{MODEL}", call.event_id, None)
-            assert event.source_message_ids == (outcome.memory_id,) and envelope.causation_id == outcome.memory_id
+            assert event.source_message_ids == (outcome["memory_id"],) and envelope.causation_id == outcome["memory_id"]
         lose, move = (s.event for s in staged)
         # "I" is the speaker, the seed's 事件 is an event, "yesterday" is resolved against the turn's time.
         assert (lose.subject, lose.memory_type, lose.attributes) == ("Maya", "event", {"time": "2024-04-30"})
@@ -89,14 +93,14 @@ def test_the_model_proposes_the_memories_staged_with_its_call_and_the_extractor(
         graph = svc.state.user("acme", "alice").graph
         assert {m.extractor for m in graph.memories.values()} == {f"llm:{MODEL}"}
         assert not logged(svc, "graph_proposal_rejected")
-        before = svc.digest()
-    assert svc.replay().equal and svc.digest() == before  # the server is gone: the memories are in the log
+        before = svc.query(c.Digest())
+    assert svc.query(c.Replay()).equal and svc.query(c.Digest()) == before  # the server is gone: the memories are in the log
     svc.close()
 
 
 def test_an_invalid_proposal_is_dropped_with_its_reason_and_the_valid_ones_staged(tmp_path):
     with FakeOpenAI() as server:
-        svc = ShardService(spec_for(tmp_path, server.base_url))
+        svc = ShardCore(spec_for(tmp_path, server.base_url))
         server.script(Reply.json({"memories": [
             memory(0, "Maya", "dream", "fly", importance=1.7),
             memory(1, "Maya", "relation", "parents"),
@@ -118,14 +122,14 @@ def test_an_invalid_proposal_is_dropped_with_its_reason_and_the_valid_ones_stage
         assert "object: a relation memory needs the other party" in rejected[1].reason
         assert rejected[2].reason == "source_message_index 5 names no dialogue line"
         assert rejected[3].reason.startswith("repeats an earlier proposal for line 1")
-        assert rejected[0].source_message_ids == (outcomes[0].memory_id,) and rejected[2].source_message_ids == ()
+        assert rejected[0].source_message_ids == (outcomes[0]["memory_id"],) and rejected[2].source_message_ids == ()
         assert '"topic": "fly"' in rejected[0].proposal
     svc.close()
 
 
 def test_a_reply_with_nothing_usable_stages_the_offline_memories_and_says_why(tmp_path):
     with FakeOpenAI() as server:
-        svc = ShardService(spec_for(tmp_path, server.base_url))
+        svc = ShardCore(spec_for(tmp_path, server.base_url))
         server.script(Reply.json({"memories": [memory(0, "Maya", "dream", "fly")]}), NO_NOTES)
         record(svc, TURNS[0])
         [staged] = [e.event for e in logged(svc, "graph_memory_staged")]
@@ -137,7 +141,7 @@ def test_a_reply_with_nothing_usable_stages_the_offline_memories_and_says_why(tm
 
 
 def test_with_the_server_down_the_offline_rules_stage_the_memories_and_the_reason_says_so(tmp_path):
-    svc = ShardService(spec_for(tmp_path, "http://127.0.0.1:9"))  # nothing listens there
+    svc = ShardCore(spec_for(tmp_path, "http://127.0.0.1:9"))  # nothing listens there
     record(svc, *TURNS[:2])
 
     [call] = [c for c in logged(svc, "llm_call_recorded") if c.event.purpose == "graph_memories"]
@@ -157,18 +161,18 @@ def test_with_the_server_down_the_offline_rules_stage_the_memories_and_the_reaso
 def test_a_retried_causality_check_names_its_events_alike_and_appends_nothing_twice(tmp_path):
     verdict = Reply.json({"causal": [{"pair": 0, "cause": "A", "reason": "no job, no rent"}]})
     with FakeOpenAI() as server:
-        svc = ShardService(spec_for(tmp_path, server.base_url))
+        svc = ShardCore(spec_for(tmp_path, server.base_url))
         server.script(Reply.json({"memories": [memory(0, "Maya", "event", "lose", "job"),
                                                memory(1, "Maya", "event", "move in", "parents' house")]}), NO_NOTES)
         record(svc, *TURNS[:2])
-        jobs = svc.graph_jobs()
+        jobs = svc.query(c.GraphJobs())
         server.script(verdict, verdict)
         first = run_consolidation(jobs, parallel=False, llm=svc.spec.llm)
         again = run_consolidation(jobs, parallel=False, llm=svc.spec.llm)  # a retried task asks again
         assert [i for i, _ in first[("acme", "alice")]] == [i for i, _ in again[("acme", "alice")]]
         events = first[("acme", "alice")]
-        assert svc.append_graph("acme", "alice", events) == len(events)
-        assert svc.append_graph("acme", "alice", again[("acme", "alice")]) == 0  # a retried append
+        assert svc.handle([c.ApplyConsolidation(tenant="acme", user_id="alice", events=tuple(events))])[0] == len(events)
+        assert svc.handle([c.ApplyConsolidation(tenant="acme", user_id="alice", events=tuple(again[("acme", "alice")]))])[0] == 0  # a retried append
         causal = [e for e in svc.state.user("acme", "alice").graph.edges.values() if e.edge_type == "causality"]
         assert len(causal) == 1 and len(logged(svc, "llm_call_recorded")) == 3  # graph, notes, causality
     svc.close()

@@ -30,7 +30,7 @@ BOB = [
 def populated(ray_cluster, tmp_path_factory):
     """A two-shard store holding Alice's and Bob's conversations, one on each shard."""
     mem = Memory.open(tmp_path_factory.mktemp("e2e") / "store", num_shards=2, embedder="hash")
-    assert sorted(mem._route([("acme", "alice"), ("acme", "bob")])) == [0, 1]  # both shards hold a user
+    assert sorted(mem.shards.route([("acme", "alice"), ("acme", "bob")])) == [0, 1]  # both shards hold a user
     mem.add_messages(ALICE)
     mem.add_messages(BOB)
     yield mem
@@ -201,7 +201,7 @@ def isolation_store(request, ray_cluster, tmp_path):
 def test_tenants_are_isolated_even_for_the_same_user_id(isolation_store):
     store = isolation_store
     a, b = ("tenant-a", "u1"), ("tenant-b", "u1")
-    same_shard = store._route([a])[0] == store._route([b])[0]
+    same_shard = store.shards.route([a])[0] == store.shards.route([b])[0]
     assert same_shard == (store.config.num_shards == 1)
     a_ids = set(store.add_messages([command(A_SECRET, 0, tenant=a[0], user_id=a[1]),
                                     command("I like jazz", 1, tenant=a[0], user_id=a[1])]).memory_ids)

@@ -9,9 +9,12 @@ from __future__ import annotations
 import pytest
 
 from actors.llm import LlmConfig
-from actors.service import ShardService, ShardSpec
+from actors import commands as c
+from actors.core import ShardCore
+from actors.spec import ShardSpec
 from events.commands import validate_messages
 from projections.embedding import HashEmbedder
+from tests.shard_helpers import record as record_items
 from tests.builders import command
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
@@ -26,9 +29,8 @@ def spec_for(tmp_path, base_url: str) -> ShardSpec:
                      model_id=EMBED.model_id, dim=384, llm=llm)
 
 
-def record(svc: ShardService, *texts: str, start: int = 0):
-    commands = validate_messages([command(t, start + i, speaker="Maya") for i, t in enumerate(texts)])
-    return svc.record(commands, EMBED.encode([c.index_text() for c in commands]), EMBED.model_id)
+def record(svc: ShardCore, *texts: str, start: int = 0):
+    return record_items(svc, [command(t, start + i, speaker="Maya") for i, t in enumerate(texts)])
 
 
 def op(kind, index, target=None, text=None, category=None, reason="because") -> dict:
@@ -38,7 +40,7 @@ def op(kind, index, target=None, text=None, category=None, reason="because") -> 
 
 def test_llm_note_operations_are_recorded_and_replay_without_the_model(tmp_path):
     with FakeOpenAI() as server:
-        svc = ShardService(spec_for(tmp_path, server.base_url))
+        svc = ShardCore(spec_for(tmp_path, server.base_url))
         server.script(Reply.json({"operations": [
             op("add", 0, text="The project uses PostgreSQL", category="decision", reason="a stated decision")]}))
         record(svc, "Our project runs on PostgreSQL for now.")
@@ -57,13 +59,13 @@ def test_llm_note_operations_are_recorded_and_replay_without_the_model(tmp_path)
         ops = {e.event_id: e.event for e in svc.log.scan() if e.kind == "note_operation"}
         assert ops[active.note_id].llm_call_id == calls[1].event_id  # the decision names the call it came from
         assert len(server.requests) == 2
-        before = svc.digest()
+        before = svc.query(c.Digest())
 
     # The server is gone: replay folds the recorded operations and never asks again.
-    report = svc.replay()
-    assert report.equal and svc.digest() == before
+    report = svc.query(c.Replay())
+    assert report.equal and svc.query(c.Digest()) == before
     svc.close()
-    reopened = ShardService(spec_for(tmp_path, "http://127.0.0.1:9"))  # nothing listens there
+    reopened = ShardCore(spec_for(tmp_path, "http://127.0.0.1:9"))  # nothing listens there
     assert reopened.digest() == before
     # A new message with the model unreachable: the offline rules decide, and the note says so.
     record(reopened, "I prefer green tea in the morning.", start=2)
@@ -76,16 +78,17 @@ def test_llm_note_operations_are_recorded_and_replay_without_the_model(tmp_path)
 
 def test_usage_is_judged_by_the_model_when_configured(tmp_path):
     with FakeOpenAI() as server:
-        svc = ShardService(spec_for(tmp_path, server.base_url))
+        svc = ShardCore(spec_for(tmp_path, server.base_url))
         server.script(Reply.json({"operations": []}))
         [out] = record(svc, "We decided to deploy Atlas on Fly.io.")
-        server.script(Reply.json({"used_ids": [out.memory_id]}))
-        used = svc.record_reply("acme", "alice", "It runs on Fly.io in Frankfurt.", [out.memory_id], "where is it?")
-        assert [u["memory_id"] for u in used] == [out.memory_id]
+        server.script(Reply.json({"used_ids": [out["memory_id"]]}))
+        [used] = svc.handle([c.RecordReply(tenant="acme", user_id="alice", reply="It runs on Fly.io in Frankfurt.",
+                                           memory_ids=(out["memory_id"],), query="where is it?")])
+        assert [u["memory_id"] for u in used] == [out["memory_id"]]
         touched = [e.event for e in svc.log.scan() if e.kind == "memory_touched"][-1]
-        assert (touched.reason, touched.memory_ids) == ("used", (out.memory_id,))
+        assert (touched.reason, touched.memory_ids) == ("used", (out["memory_id"],))
         assert "It runs on Fly.io in Frankfurt." in server.requests[-1].body["messages"][1]["content"]
-        assert svc.state.user("acme", "alice").retention.items[out.memory_id].access_count == 1
+        assert svc.state.user("acme", "alice").retention.items[out["memory_id"]].access_count == 1
         assert [e.event.purpose for e in svc.log.scan() if e.kind == "llm_call_recorded"] == [
             "note_operations", "usage_judge"]
         svc.close()
@@ -93,24 +96,24 @@ def test_usage_is_judged_by_the_model_when_configured(tmp_path):
 
 def test_a_closed_episode_gets_a_model_title_recorded_and_shown(tmp_path):
     with FakeOpenAI() as server:
-        svc = ShardService(spec_for(tmp_path, server.base_url))
+        svc = ShardCore(spec_for(tmp_path, server.base_url))
         server.script(Reply.json({"operations": []}))
         first = validate_messages([command("We planned the Atlas launch for May.", 0, speaker="Maya",
                                            conversation_id="c-1")])
-        svc.record(first, EMBED.encode([c.index_text() for c in first]), EMBED.model_id)
+        record_items(svc, first)
         # A new conversation closes the first episode: the shard asks the model for its title.
         server.script(Reply.json({"operations": []}),
                       Reply.json({"title": "Planning the Atlas launch", "summary": "Maya set the launch for May."}))
         second = validate_messages([command("Miso knocked my coffee over.", 90, speaker="Maya", conversation_id="c-2")])
-        svc.record(second, EMBED.encode([c.index_text() for c in second]), EMBED.model_id)
+        record_items(svc, second)
 
-        [titled, current] = svc.episodes("acme", "alice")
+        [titled, current] = svc.query(c.Episodes(tenant="acme", user_id="alice"))
         assert (titled["title"], titled["summary"], titled["titler"]) == (
             "Planning the Atlas launch", "Maya set the launch for May.", f"llm:{MODEL}")
         assert current["titler"] == "extractive" and current["open"]
         purposes = [e.event.purpose for e in svc.log.scan() if e.kind == "llm_call_recorded"]
         assert purposes == ["note_operations", "note_operations", "episode_title"]
-        before = svc.digest()
-    assert svc.replay().equal and svc.digest() == before  # the server is gone; the title is in the log
-    assert svc.episodes("acme", "alice")[0]["title"] == "Planning the Atlas launch"
+        before = svc.query(c.Digest())
+    assert svc.query(c.Replay()).equal and svc.query(c.Digest()) == before  # the server is gone; the title is in the log
+    assert svc.query(c.Episodes(tenant="acme", user_id="alice"))[0]["title"] == "Planning the Atlas launch"
     svc.close()

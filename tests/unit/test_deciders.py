@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from actors.deciders import RecordOutcome, decide_record, decide_touches
+from actors.deciders import decide_record
+from actors.reads import touches as decide_touches
 from events.commands import validate_messages
 from events.errors import InvalidInputError
 from events.log import InMemoryEventLog
@@ -36,7 +37,7 @@ def test_new_messages_yield_recorded_embedded_and_classified_events():
     assert classified.event.message_event_id == recorded.event_id
     assert classified.event.classifier == "rules-v1"
     assert (classified.causation_id, classified.correlation_id) == (recorded.event_id, recorded.event_id)
-    assert outcomes == [RecordOutcome(recorded.event_id, created=True)]
+    assert outcomes == [{"memory_id": recorded.event_id, "created": True}]
     assert (recorded.tenant, recorded.user_id, recorded.event.client_message_id) == ("acme", "alice", "c1")
     assert recorded.correlation_id == recorded.event_id
     assert embedded.event.message_event_id == recorded.event_id
@@ -54,7 +55,7 @@ def test_a_known_client_message_id_yields_no_events():
     again, [second] = decide(state, [command("I adopted a puppy", client_message_id="c1")])
 
     assert again == []
-    assert second == RecordOutcome(first.memory_id, created=False)
+    assert second == {"memory_id": first["memory_id"], "created": False}
 
 
 def test_a_known_message_without_client_id_is_recognised_by_content():
@@ -64,7 +65,7 @@ def test_a_known_message_without_client_id_is_recognised_by_content():
 
     again, [second] = decide(state, [command("I adopted a puppy")])
 
-    assert again == [] and second == RecordOutcome(first.memory_id, created=False)
+    assert again == [] and second == {"memory_id": first["memory_id"], "created": False}
 
 
 def test_duplicates_within_one_batch_yield_one_message():
@@ -77,8 +78,8 @@ def test_duplicates_within_one_batch_yield_one_message():
     recorded = [p for p in pending if isinstance(p.event, MessageRecorded)]
     assert [p.event.text for p in recorded] == ["tea", "coffee"]
     assert len(pending) == 6  # recorded, embedded and classified for each distinct message
-    assert [o.created for o in outcomes] == [True, True, False, False]
-    assert outcomes[2].memory_id == outcomes[0].memory_id and outcomes[3].memory_id == outcomes[1].memory_id
+    assert [o["created"] for o in outcomes] == [True, True, False, False]
+    assert outcomes[2]["memory_id"] == outcomes[0]["memory_id"] and outcomes[3]["memory_id"] == outcomes[1]["memory_id"]
 
 
 def test_the_same_client_id_in_another_stream_is_a_different_message():
@@ -89,7 +90,7 @@ def test_the_same_client_id_in_another_stream_is_a_different_message():
     pending, outcomes = decide(state, [command("tea", client_message_id="c1", user_id="bob"),
                                        command("tea", client_message_id="c1", tenant="globex")])
 
-    assert [o.created for o in outcomes] == [True, True]
+    assert [o["created"] for o in outcomes] == [True, True]
     assert [(p.tenant, p.user_id) for p in pending if isinstance(p.event, MessageRecorded)] == [
         ("acme", "bob"), ("globex", "alice"),
     ]
@@ -108,11 +109,12 @@ def test_touches_are_one_event_per_query_in_hit_order():
     fold(state, InMemoryEventLog().append(pending))
     hits = fuse(state.user("acme", "alice"), "puppy", [], k=5)
 
-    [touch] = decide_touches("acme", "alice", "puppy", hits, "search_hit", query_id="q-7")
+    [touch] = decide_touches("acme", "alice", "puppy", hits, "search_hit")
 
-    assert (touch.tenant, touch.user_id, touch.correlation_id) == ("acme", "alice", "q-7")
+    query_id = touch.event.query_id
+    assert (touch.tenant, touch.user_id, touch.correlation_id) == ("acme", "alice", query_id)
     assert touch.event == MemoryTouched(
-        reason="search_hit", query_id="q-7", query="puppy",
+        reason="search_hit", query_id=query_id, query="puppy",
         memory_ids=tuple(h.memory_id for h in hits),
         ranks=tuple(h.rank for h in hits),
         scores=tuple(h.score for h in hits),

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from events.tool_calls import CreateMemory, validate_tool_call
+from projections.tool_calls import CreateMemory, validate_tool_call
 from projections.english_lemma import ing_lemma, past_lemma, present_lemma
 from projections.graph_extract import EXTRACTOR_ID, CandidateGraphMemory, extract_graph_memories
 from projections.text import has_cjk

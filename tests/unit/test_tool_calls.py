@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from events.errors import InvalidInputError
-from events.tool_calls import (
+from projections.tool_calls import (
     TOOLS,
     CreateMemory,
     LinkMemories,

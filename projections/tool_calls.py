@@ -38,10 +38,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 from pydantic_core import PydanticCustomError
 
 from events.errors import InvalidInputError
-from events.tool_arguments import (
+from projections.tool_arguments import (
     EDGE_TYPE_ALIASES, EDGE_TYPES, MEMORY_TYPE_ALIASES, MEMORY_TYPES, PREPARE, RELATION_LABELS, TIME_KEYS, Problems,
 )
-from events.tool_schema import FIELD_HINTS, RANGES, function_schema
+from projections.tool_schema import FIELD_HINTS, RANGES, function_schema
 
 MemoryType = Literal["event", "fact", "relation", "opinion"]
 EdgeType = Literal["memory_type", "core_relation", "attribute", "causality", "reference"]

@@ -1,4 +1,4 @@
-"""Raw tool-call arguments made ready for validation (:mod:`events.tool_calls`).
+"""Raw tool-call arguments made ready for validation (:mod:`projections.tool_calls`).
 
 An LLM writes the seed's Chinese enum names, relative times and dates where
 timestamps belong; these functions turn them into what the models accept and
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from events.tool_schema import FIELD_HINTS
+from projections.tool_schema import FIELD_HINTS
 from projections.timenorm import TimeMention, resolve_time_phrase
 
 MEMORY_TYPES: tuple[str, ...] = ("event", "fact", "relation", "opinion")

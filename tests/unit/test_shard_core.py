@@ -1,12 +1,14 @@
-"""ShardService without Ray: an in-memory log, a real LanceDB directory, the hash embedder."""
+"""ShardCore without Ray: an in-memory log, a real LanceDB directory, the hash embedder."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from actors import commands as c
+from actors.core import ShardCore
 from actors.deciders import decide_record
-from actors.service import ShardService, ShardSpec
+from actors.spec import ShardSpec
 from events.commands import validate_messages
 from events.errors import InvalidInputError
 from events.log import InMemoryEventLog, ScanFilter
@@ -14,8 +16,7 @@ from projections.embedding import HashEmbedder
 from projections.tokens import default_counter
 from projections.vectors import VectorRow
 from tests.builders import command
-
-EMBED = HashEmbedder()
+from tests.shard_helpers import EMBED, context, kinds, record, search
 
 CONVERSATION = [
     command("I adopted a puppy named Biscuit last week", 0, speaker="Alice", turn_id="D1:1", client_message_id="c1"),
@@ -35,46 +36,33 @@ def spec(tmp_path) -> ShardSpec:
 
 @pytest.fixture
 def service(spec):
-    svc = ShardService(spec, log=InMemoryEventLog())
+    svc = ShardCore(spec, log=InMemoryEventLog())
     yield svc
     svc.close()
-
-
-def record(svc: ShardService, items: list[dict]):
-    commands = validate_messages(items)
-    return svc.record(commands, EMBED.encode([c.index_text() for c in commands]), EMBED.model_id)
-
-
-def search(svc: ShardService, query: str, tenant: str = "acme", user_id: str = "alice", k: int = 3, **kw):
-    return svc.search(tenant, user_id, query, EMBED.encode([query])[0], k, **kw)
-
-
-def kinds(svc: ShardService) -> list[str]:
-    return [e.kind for e in svc.log.scan()]
 
 
 def test_record_appends_a_message_and_its_embedding_and_indexes_it(service):
     outcomes = record(service, CONVERSATION)
 
-    assert [o.created for o in outcomes] == [True] * 4
+    assert [o["created"] for o in outcomes] == [True] * 4
     # ... and, in the same batch, the note each turn states: three first-person facts and a preference.
     assert kinds(service) == ["message_recorded", "message_embedded", "message_classified"] * 4 + ["note_operation"] * 4
     notes = service.state.user("acme", "alice").notes.active()
     assert [(n.category, n.source_message_ids) for n in notes] == [
-        ("fact", (outcomes[0].memory_id,)), ("fact", (outcomes[1].memory_id,)),
-        ("preference", (outcomes[2].memory_id,)), ("fact", (outcomes[3].memory_id,))]
+        ("fact", (outcomes[0]["memory_id"],)), ("fact", (outcomes[1]["memory_id"],)),
+        ("preference", (outcomes[2]["memory_id"],)), ("fact", (outcomes[3]["memory_id"],))]
     stats = service.stats()
     assert (stats["users"], stats["events"], stats["messages"], stats["vectors_indexed"]) == (1, 16, 4, 4)
     assert stats["streams"] == [["acme", "alice"]]
-    assert [o.memory_id for o in outcomes] == service.state.user("acme", "alice").messages.order
+    assert [o["memory_id"] for o in outcomes] == service.state.user("acme", "alice").messages.order
 
 
 def test_record_is_idempotent(service):
     first = record(service, CONVERSATION)
     again = record(service, CONVERSATION[:2])
 
-    assert [o.created for o in again] == [False, False]
-    assert [o.memory_id for o in again] == [o.memory_id for o in first[:2]]
+    assert [o["created"] for o in again] == [False, False]
+    assert [o["memory_id"] for o in again] == [o["memory_id"] for o in first[:2]]
     assert service.log.count() == 16 and service.vectors.count() == 4
 
 
@@ -82,7 +70,8 @@ def test_record_rejects_vectors_of_another_model(service):
     commands = validate_messages(CONVERSATION)
     vectors = EMBED.encode([c.index_text() for c in commands])
     with pytest.raises(InvalidInputError, match="model_id"):
-        service.record(commands, vectors, "sentence-transformers/all-MiniLM-L6-v2")
+        service.handle([c.RecordMessages(messages=tuple(commands), vectors=vectors,
+                                         model_id="sentence-transformers/all-MiniLM-L6-v2")])
     assert service.log.count() == 0 and service.vectors.count() == 0
 
 
@@ -108,6 +97,8 @@ def test_search_records_one_touch_event_for_its_hits(service):
     record(service, CONVERSATION)
 
     hits = search(service, "puppy", k=2)
+    assert "memory_touched" not in kinds(service)  # a read does not write in line ...
+    assert service.flush_touches() == 1  # ... its touches are group-committed after
 
     [touch] = list(service.log.scan(ScanFilter(kinds=("memory_touched",))))
     assert (touch.event.reason, touch.event.query) == ("search_hit", "puppy")
@@ -127,7 +118,8 @@ def test_context_stays_within_budget_and_touches_only_what_it_used(service):
     record(service, CONVERSATION)
     counter = default_counter()
 
-    ctx = service.context("acme", "alice", "puppy", EMBED.encode(["puppy"])[0], token_budget=20)
+    ctx = context(service, "puppy", token_budget=20)
+    service.flush_touches()
 
     assert ctx.items and ctx.items[0].turn_id == "D1:1"
     assert ctx.tokens == sum(counter.count(i.line) for i in ctx.items) <= 20
@@ -143,10 +135,10 @@ def test_context_stays_within_budget_and_touches_only_what_it_used(service):
 def test_replay_rebuilds_equal_projections(service):
     record(service, CONVERSATION)
     search(service, "puppy")
-    service.context("acme", "alice", "kitchen", EMBED.encode(["kitchen"])[0], token_budget=50)
-    before = service.digest()
+    context(service, "kitchen", token_budget=50)
+    before = service.query(c.Digest())  # flushes the touches first
 
-    report = service.replay()
+    report = service.query(c.Replay())
 
     assert report.equal
     assert report.live == before == report.rebuilt
@@ -178,7 +170,7 @@ def test_restart_recovers_from_the_log_and_reconciles_lancedb(spec, service):
     service.vectors.add([("acme", "alice", VectorRow("ghost", "ghost-e", 99, EMBED.model_id, np.ones(384, np.float32)))])
     assert service.vectors.count() == 3
 
-    restarted = ShardService(spec, log=service.log)
+    restarted = ShardCore(spec, log=service.log)
 
     assert restarted.vectors.count() == 4
     assert {m for _, _, m in restarted.vectors.keys()} == set(restarted.state.user("acme", "alice").messages.order)
@@ -193,7 +185,7 @@ def test_quotes_in_tenant_ids_do_not_widen_the_vector_filter(service, tenant):
 
     neighbours = service.vectors.search(tenant, "alice", EMBED.encode(["victim secret"])[0], 10)
 
-    assert [memory_id for memory_id, _ in neighbours] == [own.memory_id]
+    assert [memory_id for memory_id, _ in neighbours] == [own["memory_id"]]
     assert [h.text for h in search(service, "victim secret", tenant=tenant, k=10)] == ["my own note"]
 
 
@@ -201,12 +193,13 @@ def test_a_reply_reinforces_only_the_retrieved_notes_and_turns_it_drew_on(servic
     outcomes = record(service, CONVERSATION)
     memory = service.state.user("acme", "alice")
     [nurse_note] = [n for n in memory.notes.active() if "nurse" in n.text]
-    offered = [nurse_note.note_id, outcomes[3].memory_id]  # the nurse note and the kitchen turn
-    used = service.record_reply("acme", "alice", "Your sister is a nurse in Boston, right?", offered, "sister's job?")
+    offered = [nurse_note.note_id, outcomes[3]["memory_id"]]  # the nurse note and the kitchen turn
+    [used] = service.handle([c.RecordReply(tenant="acme", user_id="alice", reply="Your sister is a nurse in Boston, right?",
+                                           memory_ids=tuple(offered), query="sister's job?")])
 
     assert [u["memory_id"] for u in used] == [nurse_note.note_id]
     assert memory.notes.notes[nurse_note.note_id].uses == 1  # a note used by a reply is reinforced
     touched = [e.event for e in service.log.scan() if e.kind == "memory_touched"][-1]
     assert (touched.reason, touched.memory_ids) == ("used", (nurse_note.note_id,))
     with pytest.raises(InvalidInputError, match="memory_ids"):
-        service.record_reply("acme", "alice", "anything", ["no-such-id"], "")
+        service.handle([c.RecordReply(tenant="acme", user_id="alice", reply="anything", memory_ids=("no-such-id",))])

@@ -1,4 +1,4 @@
-"""JSON schemas and fix hints for :mod:`events.tool_calls`.
+"""JSON schemas and fix hints for :mod:`projections.tool_calls`.
 
 The function-calling schemas are generated from the pydantic models, then
 made self-contained for LLM providers: ``$ref`` inlined, titles dropped,

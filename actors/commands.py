@@ -1,0 +1,258 @@
+"""What a shard is asked to do: commands (they append events) and queries (they only read).
+
+Every command and query is a frozen pydantic model; the shard has one entry
+point for each kind (:meth:`actors.core.ShardCore.handle`,
+:meth:`actors.core.ShardCore.query`). A command carries a ``command_id``
+(drawn once, by the caller): the shard records each applied command's
+outcome in the same transaction as its events, so a command sent again
+(a retry after a crash, a client that resends) returns the recorded outcome
+and appends nothing. Callers validate user input at the boundary
+(:func:`events.commands.validate_messages`, the public API); the models here
+carry already-validated values, vectors included.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SkipValidation
+
+from events.commands import RecordMessage
+from events.graph_events import EdgeType, GraphMemoryStaged
+from events.model import Event
+from projections.policy import RetentionPolicy
+from projections.retrieval import DEFAULT_FUSION, FusionConfig
+
+Vector = Annotated[np.ndarray, SkipValidation]
+Fusion = Annotated[FusionConfig, SkipValidation]
+
+
+def new_command_id() -> str:
+    return uuid.uuid4().hex
+
+
+class ShardMessage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+class Command(ShardMessage):
+    """Appends events; idempotent by ``command_id``. ``tenant``/``user_id`` empty: every user of the shard."""
+
+    command_id: str = Field(default_factory=new_command_id, min_length=1, max_length=200)
+
+
+class Query(ShardMessage):
+    """Reads projections; its touches (if any) are group-committed shortly after it returns."""
+
+    flushes_first: ClassVar[bool] = False  # read the log or every digest: pending touches are written first
+
+
+class UserCommand(Command):
+    tenant: str
+    user_id: str
+
+
+class UserQuery(Query):
+    tenant: str
+    user_id: str
+
+
+# -- commands -------------------------------------------------------------
+class RecordMessages(Command):
+    """Append messages with their embeddings and, per message, the graph memories read from it."""
+
+    messages: tuple[RecordMessage, ...]
+    vectors: Vector
+    model_id: str
+    graph: tuple[tuple[Annotated[GraphMemoryStaged, SkipValidation], ...], ...] | None = None
+
+
+class StageGraphMemories(UserCommand):
+    """``create_memory``: stage graph memories (consolidation comes later)."""
+
+    memories: tuple[Annotated[GraphMemoryStaged, SkipValidation], ...]
+
+
+class LinkMemories(UserCommand):
+    """``link_memories``: a typed edge between the memories best matching two descriptions (their vectors)."""
+
+    source_vector: Vector
+    target_vector: Vector
+    relation_type: EdgeType
+    relation: str
+    importance: float
+    now: AwareDatetime
+    reason: str
+
+
+class ApplyConsolidation(UserCommand):
+    """The events a consolidation task returned for one user (keyed ids: a rerun names them alike)."""
+
+    events: tuple[tuple[str, Annotated[Event, SkipValidation]], ...]
+
+
+class Unmerge(UserCommand):
+    merge_id: str
+    reason: str
+
+
+class SweepArchive(Command):
+    """Archive the memories whose retention at ``now`` fell below the policy's floor (one user, or all)."""
+
+    now: AwareDatetime
+    tenant: str | None = None
+    user_id: str | None = None
+    dry_run: bool = False
+
+
+class ArchiveMemories(UserCommand):
+    memory_ids: tuple[str, ...]
+    now: AwareDatetime
+    reason: str
+
+
+class RestoreMemories(UserCommand):
+    memory_ids: tuple[str, ...]
+    now: AwareDatetime
+    reason: str
+
+
+class RecordReply(UserCommand):
+    """The agent's reply: the retrieved notes/turns it drew on are reinforced (a ``used`` touch)."""
+
+    reply: str
+    memory_ids: tuple[str, ...]
+    query: str = ""
+
+
+class ReviewNotes(Command):
+    now: AwareDatetime
+    tenant: str | None = None
+    user_id: str | None = None
+
+
+# -- queries ----------------------------------------------------------------
+class Search(UserQuery):
+    query: str
+    query_vector: Vector
+    k: int = 10
+    fusion: Fusion = DEFAULT_FUSION
+    now: AwareDatetime | None = None
+    scope: Literal["active", "archive", "all"] = "active"
+    touch_reason: str | None = "search_hit"
+
+
+class BuildContext(UserQuery):
+    query: str
+    query_vector: Vector
+    token_budget: int
+    fusion: Fusion = DEFAULT_FUSION
+    now: AwareDatetime | None = None
+
+
+class SearchMemories(UserQuery):
+    """``search_memories``: graph-expanded search (seed 001)."""
+
+    query: str
+    query_vector: Vector
+    now: AwareDatetime
+    mode: str = "auto"
+    expand_depth: int = 1
+    memory_types: tuple[str, ...] | None = None
+    time_range: tuple[datetime | None, datetime | None] | None = None
+    max_results: int = 10
+    relation_filter: tuple[str, ...] | None = None
+
+
+class Episodes(UserQuery):
+    query: str | None = None
+    query_vector: Vector | None = None
+    k: int = 5
+    fusion: Fusion = DEFAULT_FUSION
+
+
+class Retention(UserQuery):
+    now: AwareDatetime
+
+
+class Archived(UserQuery):
+    pass
+
+
+class Notes(UserQuery):
+    now: AwareDatetime
+    at: AwareDatetime | None = None
+    include_inactive: bool = False
+
+
+class NoteHistory(Query):
+    note_id: str
+    now: AwareDatetime
+    tenant: str | None = None
+    user_id: str | None = None
+
+
+class Profile(UserQuery):
+    include_knowledge: bool = True
+    include_assistant_knowledge: bool = False
+
+
+class Tiers(UserQuery):
+    now: AwareDatetime
+    conversation_id: str | None = None
+
+
+class GraphMerges(UserQuery):
+    pass
+
+
+class GraphExport(UserQuery):
+    title: str
+
+
+class GraphJobs(Query):
+    """The consolidation work of the shard's users (``idle``: users with any graph memory, not only staged)."""
+
+    tenant: str | None = None
+    user_id: str | None = None
+    decay: bool = True
+    at: AwareDatetime | None = None
+    idle: bool = False
+
+
+class Counterfactual(Query):
+    """Re-project retention under ``policy`` (the log is only read); ``queries`` are (tenant, user, text, vector)."""
+
+    flushes_first: ClassVar[bool] = True
+    policy: Annotated[RetentionPolicy, SkipValidation]
+    now: AwareDatetime
+    queries: tuple[tuple[str, str, str, Vector], ...] = ()
+    k: int = 10
+    fusion: Fusion = DEFAULT_FUSION
+
+
+class ScanEvents(Query):
+    flushes_first: ClassVar[bool] = True
+    filter: Annotated[Any, SkipValidation]  # events.log.ScanFilter
+    limit: int | None = None
+
+
+class Digest(Query):
+    flushes_first: ClassVar[bool] = True
+
+
+class Stats(Query):
+    flushes_first: ClassVar[bool] = True
+
+
+class Replay(Query):
+    """Rebuild every projection from event 0 and compare digests with the live ones (writes no event)."""
+
+    flushes_first: ClassVar[bool] = True

@@ -1,0 +1,270 @@
+"""ShardCore: everything one shard owns, Ray-free, behind two entry points: ``handle`` and ``query``.
+
+Owns the shard's DuckDB event log (its only writer), the folded projections
+of the users routed to it, and its LanceDB table.
+
+- ``handle(commands)``: for each command, the recorded outcome if its
+  ``command_id`` was applied before (a retry appends nothing); otherwise its
+  decider (``DECIDERS``) turns it into events, and the runner (``commit``)
+  appends them with the command's record in one transaction (expected heads:
+  the folded ones), folds them, adds the new vectors to LanceDB, then applies
+  the follow-up rule (:mod:`actors.followups`) for the streams written.
+- ``query(q)``: its reader (``READERS``) answers from the projections; the
+  touch events it returns wait in a buffer and are group-committed by
+  ``flush_touches``: before the next command, before any query that reads
+  the log or digests, on close, and by the actor's timer once older than
+  ``spec.touch_flush_s``. Heavy reactions (distillation, model calls) run
+  at that flush, never on the query path.
+
+Recovery: folding the log rebuilds the projections; ``reconcile`` brings the
+LanceDB table in line; the follow-ups a crash left unwritten are written.
+Idempotent: every command (by id), every query, ``flush_touches``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import structlog
+
+from actors import commands as c
+from actors import reads, reads_graph, reads_notes
+from actors.consolidation_jobs import graph_jobs
+from actors.decide_archive import decide_archive, decide_restore, decide_sweep
+from actors.decide_graph import decide_consolidation, decide_link, decide_stage, decide_unmerge
+from actors.decide_notes import decide_reply, decide_review
+from actors.deciders import decide_record_messages
+from actors.decision import Answer, Deps
+from actors.followups import decide_user_followups, latest_time
+from actors.llm import LlmClient
+from actors.spec import ReplayReport, ShardSpec
+from events.duckdb_log import DuckDBEventLog
+from events.envelope import Envelope, PendingEvent
+from events.errors import InvalidInputError
+from events.log import CommandRecord, EventLog
+from projections import state as shard_state
+from projections.embedding import embedder_name, make_embedder
+from projections.lance import LanceVectorTable
+from projections.tokens import TokenCounter, default_counter
+
+logger = structlog.get_logger("palimpsest.shard")
+
+DECIDERS: dict[type, Callable] = {
+    c.RecordMessages: decide_record_messages,
+    c.StageGraphMemories: decide_stage,
+    c.LinkMemories: decide_link,
+    c.ApplyConsolidation: decide_consolidation,
+    c.Unmerge: decide_unmerge,
+    c.SweepArchive: decide_sweep,
+    c.ArchiveMemories: decide_archive,
+    c.RestoreMemories: decide_restore,
+    c.RecordReply: decide_reply,
+    c.ReviewNotes: decide_review,
+}
+READERS: dict[type, Callable] = {
+    c.Search: reads.search,
+    c.BuildContext: reads.context,
+    c.Episodes: reads.episodes,
+    c.Retention: reads.retention,
+    c.Counterfactual: reads.counterfactual_report,
+    c.Notes: reads_notes.notes,
+    c.NoteHistory: reads_notes.note_history,
+    c.Profile: reads_notes.profile,
+    c.Tiers: reads_notes.tiers,
+    c.Archived: reads_notes.archived,
+    c.SearchMemories: reads_graph.search_memories,
+    c.GraphMerges: reads_graph.graph_merges,
+    c.GraphExport: reads_graph.export,
+    c.GraphJobs: graph_jobs,
+    c.ScanEvents: lambda core, q: Answer(core.scan(q.filter, q.limit)),
+    c.Digest: lambda core, q: Answer(core.digest()),
+    c.Stats: lambda core, q: Answer(core.stats()),
+    c.Replay: lambda core, q: Answer(core.replay()),
+}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"an outcome holds a {type(value).__name__}, which is not JSON")
+
+
+class ShardCore:
+    def __init__(
+        self, spec: ShardSpec, *, log: EventLog | None = None, counter: TokenCounter | None = None
+    ) -> None:
+        self.spec = spec
+        self.log = log or DuckDBEventLog(spec.log_path)
+        self.counter = counter or default_counter()
+        self.llm = LlmClient(spec.llm) if spec.llm is not None else None
+        self.deps = Deps(spec.model_id, spec.dim, self.llm, self._embed_labels)
+        self._titled: set = set()  # episodes whose model title was asked for in this process
+        self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
+        self._touches: list[PendingEvent] = []
+        self._touches_since = 0.0
+        started = time.perf_counter()
+        self.state = shard_state.fold(self.empty_state(), self.log.scan())
+        self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
+        added, removed = self.vectors.reconcile(self._vector_rows(self.state))
+        # Decisions a crash may have left unwritten (the pending state is in the folds): write them now.
+        self._react({s: t for s, m in self.state.users.items() if (t := latest_time(m)) is not None})
+        logger.info(
+            "shard_recovered", shard=spec.index, events=self.state.events_applied, users=len(self.state.users),
+            lance_added=added, lance_removed=removed, seconds=round(time.perf_counter() - started, 3),
+        )
+
+    # -- the two entry points -------------------------------------------
+    def handle(self, commands: list[c.Command]) -> list[Any]:
+        """Apply commands in order; each returns its outcome (the recorded one if it was applied before)."""
+        self.flush_touches()
+        return [self._apply(command) for command in commands]
+
+    def query(self, q: c.Query) -> Any:
+        read = READERS.get(type(q))
+        if read is None:
+            raise InvalidInputError([("query", f"{type(q).__name__} is no shard query")], what="query")
+        if q.flushes_first:
+            self.flush_touches()
+        answer = read(self, q)
+        if answer.touches and self.spec.record_search_touches:
+            if not self._touches:
+                self._touches_since = time.monotonic()
+            self._touches += answer.touches
+        return answer.value
+
+    def _apply(self, command: c.Command) -> Any:
+        decide = DECIDERS.get(type(command))
+        if decide is None:
+            raise InvalidInputError([("command", f"{type(command).__name__} is no shard command")], what="command")
+        recorded = self.log.command(command.command_id)
+        if recorded is not None:
+            if recorded.kind != command.kind:
+                raise InvalidInputError(
+                    [("command_id", f"{command.command_id!r} was used by a {recorded.kind} command; "
+                                    "draw a new id for each command")], what=command.kind)
+            logger.info("command_retried", shard=self.spec.index, kind=command.kind, command_id=command.command_id)
+            return json.loads(recorded.outcome)
+        decision = decide(self.state, command, self.deps)
+        outcome = json.dumps(decision.outcome, default=_jsonable)
+        record = CommandRecord(command.command_id, command.kind, outcome, getattr(command, "tenant", None) or "",
+                               getattr(command, "user_id", None) or "", tuple(p.event_id for p in decision.pending))
+        self.commit(decision.pending, command=record, react=decision.react)
+        return json.loads(outcome)
+
+    # -- the runner ----------------------------------------------------------
+    def commit(self, pending: list[PendingEvent], *, command: CommandRecord | None = None,
+               react: bool = True) -> list[Envelope]:
+        """Append (heads expected where the folds are), fold, index new vectors, then the follow-ups."""
+        users = self.state.users
+        expected = {s: users[s].head if s in users else 0 for s in {(p.tenant, p.user_id) for p in pending}}
+        envelopes = self.log.append(pending, expected=expected, command=command)
+        shard_state.fold(self.state, envelopes)
+        self.vectors.add([
+            (e.tenant, e.user_id, users[e.stream].vectors.rows[e.event.message_event_id])
+            for e in envelopes if e.kind == "message_embedded"
+        ])
+        if react and envelopes:
+            latest: dict[tuple[str, str], datetime] = {}
+            for e in envelopes:
+                latest[e.stream] = max(latest.get(e.stream, e.occurred_at), e.occurred_at)
+            self._react(latest)
+        return envelopes
+
+    def _react(self, streams: dict[tuple[str, str], datetime]) -> None:
+        """The follow-up rule: write the decisions the folds now call for (tier evictions, distillations, titles).
+
+        Follow-ups are appended after the events that called for them, and
+        their own follow-ups are not chased (one round per append)."""
+        pending = []
+        for (tenant, user_id), now in sorted(streams.items()):
+            memory = self.state.users[(tenant, user_id)]
+            pending += decide_user_followups(tenant, user_id, memory, now, self.state, self.llm, self._titled)
+        if pending:
+            self.commit(pending, react=False)
+
+    def flush_touches(self) -> int:
+        """Group-commit the touches of the queries answered since the last flush; returns how many events."""
+        if not self._touches:
+            return 0
+        pending, self._touches = self._touches, []
+        self.commit(pending)
+        return len(pending)
+
+    def touches_due(self) -> bool:
+        return bool(self._touches) and time.monotonic() - self._touches_since >= self.spec.touch_flush_s
+
+    # -- helpers the readers and deciders use ---------------------------------
+    def _embed_labels(self, labels: list[str]) -> dict[str, np.ndarray]:
+        """Graph labels a language model wrote, embedded with the store's encoder (loaded here on first use)."""
+        name = embedder_name(self.spec.model_id)
+        if name is None:
+            logger.warning("graph_labels_not_embedded", shard=self.spec.index, model_id=self.spec.model_id)
+            return {}
+        return dict(zip(labels, make_embedder(name).encode(labels)))
+
+    def count_tokens(self, lines: list[str]) -> list[int]:
+        cache = self._line_tokens
+        missing = [line for line in lines if line not in cache]
+        if missing:
+            if len(cache) > 500_000:
+                cache.clear()
+            cache.update(zip(missing, self.counter.count_many(missing)))
+        return [cache[line] for line in lines]
+
+    # -- maintenance ---------------------------------------------------------
+    def scan(self, flt, limit: int | None = None) -> list[Envelope]:
+        out = []
+        for env in self.log.scan(flt):
+            out.append(env)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def digest(self) -> dict:
+        out = shard_state.digest(self.state)
+        out["lancedb"] = self.vectors.digest()
+        return out
+
+    def replay(self) -> ReplayReport:
+        """Rebuild every projection (LanceDB included) from event 0 and compare digests with the live ones."""
+        live = self.digest()
+        started = time.perf_counter()
+        rebuilt = shard_state.fold(self.empty_state(), self.log.scan())
+        self.vectors.rebuild(self._vector_rows(rebuilt))
+        seconds = time.perf_counter() - started
+        self.state = rebuilt
+        report = ReplayReport(self.spec.index, rebuilt.events_applied, seconds, live, self.digest())
+        logger.info("shard_replayed", shard=self.spec.index, events=report.events, equal=report.equal)
+        return report
+
+    def stats(self) -> dict:
+        users = self.state.users
+        return {
+            "shard": self.spec.index,
+            "users": len(users),
+            "events": self.log.count(),
+            "messages": sum(len(u.messages.order) for u in users.values()),
+            "touches": sum(u.touches.total for u in users.values()),
+            "vectors_indexed": self.vectors.count(),
+            "streams": [list(s) for s in sorted(users)],
+        }
+
+    def close(self) -> None:
+        self.flush_touches()
+        self.log.close()
+
+    def empty_state(self) -> shard_state.ShardState:
+        s = self.spec
+        return shard_state.ShardState(policy=s.retention_policy, segmentation=s.segmentation,
+                                      tier_config=s.tier_config, working_config=s.working_config)
+
+    @staticmethod
+    def _vector_rows(state: shard_state.ShardState) -> list:
+        return [(t, u, row) for (t, u), memory in state.users.items() for row in memory.vectors.rows.values()]

@@ -1,0 +1,49 @@
+"""What a decider returns, and what it may use besides the state.
+
+A decider is ``decide(state, command, deps) -> Decision``: the events to
+append (in one transaction, with the command's record) and the outcome the
+caller gets, as JSON-native values (it is stored with the command and given
+again to a retry). Deciders are pure apart from minting event ids and, with a
+language model configured, its calls, each returned as an
+``llm_call_recorded`` event beside the decisions it informed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from events.envelope import PendingEvent
+
+
+def new_event_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    pending: list[PendingEvent] = field(default_factory=list)
+    outcome: Any = None  # JSON-native: dicts, lists, str, numbers, bool, None
+    react: bool = True  # run the follow-up rule (actors.followups) for the streams it wrote
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """What deciders may call besides the state: the language model (or None) and the label encoder."""
+
+    model_id: str = ""  # the store's embedding model: vectors from another are refused
+    dim: int = 0
+    llm: Any = None  # actors.llm.LlmClient
+    embed_labels: Callable[[list[str]], dict[str, np.ndarray]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a query returns: its value, and the touch events to group-commit after it (never in line)."""
+
+    value: Any
+    touches: list[PendingEvent] = field(default_factory=list)

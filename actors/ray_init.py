@@ -1,0 +1,33 @@
+"""Connecting to Ray: a local Ray by default, or a running cluster.
+
+The embedded default is a local Ray with ``num_cpus`` = the machine's cores
+and no dashboard. Set ``RAY_ADDRESS`` (or pass ``address``) to use a running
+cluster, e.g. one started from ``ray_cluster.yaml``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import ray
+
+NAMESPACE = "palimpsest"
+
+
+def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
+    """Connect to Ray once per process (local by default)."""
+    if ray.is_initialized():
+        return
+    address = address or os.environ.get("RAY_ADDRESS")
+    kwargs = dict(
+        include_dashboard=False,
+        logging_level=logging.WARNING,
+        log_to_driver=os.environ.get("PALIMPSEST_RAY_LOGS") == "1",
+        namespace=NAMESPACE,
+        runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}},
+    )
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=num_cpus or os.cpu_count() or 1, **kwargs)

@@ -1,0 +1,47 @@
+"""Memory-graph queries of a shard: graph-expanded search (seed 001 ``search_memories``), merges, export."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from actors.commands import GraphExport, GraphMerges, SearchMemories
+from actors.decision import Answer
+from actors.reads import touches
+from projections import graph_export, graph_search
+from projections.graph import GraphState
+
+
+def search_memories(core, q: SearchMemories) -> Answer:
+    """Vector seeds, BFS, five-term score, provenance. ``mode`` fast: seeds only; deep: expand to
+    ``expand_depth``; auto: expand for causal/relational questions or when the best seed is a weak match."""
+    memory = core.state.user(q.tenant, q.user_id)
+    if memory is None:
+        return Answer({"depth": 0, "hits": []})
+    depth, hits = graph_search.search(
+        memory.graph, q.query, q.query_vector, now=q.now, mode=q.mode, expand_depth=q.expand_depth,
+        relation_filter=q.relation_filter, memory_types=q.memory_types, time_range=q.time_range,
+        max_results=q.max_results)
+    return Answer({"depth": depth, "hits": [asdict(h) for h in hits]},
+                  touches(q.tenant, q.user_id, q.query, hits, "search_hit"))
+
+
+def graph_merges(core, q: GraphMerges) -> Answer:
+    """Every node merge of the user's graph, oldest first: what was kept, what was merged into it, why, undone."""
+    memory = core.state.user(q.tenant, q.user_id)
+    if memory is None:
+        return Answer([])
+    g = memory.graph
+    return Answer([
+        {"merge_id": r.merge_id, "kept_node": r.kept_node_id, "kept_label": g.nodes[r.kept_node_id].label,
+         "merged_nodes": list(r.applied), "merged_labels": [g.nodes[n].label for n in r.applied],
+         "similarity": r.similarity, "reason": r.reason, "undone": r.undone, "undo_reason": r.undo_reason}
+        for r in sorted(g.merges.values(), key=lambda r: (r.seq, r.merge_id))
+    ])
+
+
+def export(core, q: GraphExport) -> Answer:
+    """The user's memory graph as a self-contained HTML page and as GraphML."""
+    memory = core.state.user(q.tenant, q.user_id)
+    state = memory.graph if memory else GraphState()
+    return Answer({"html": graph_export.to_html(state, q.title), "graphml": graph_export.to_graphml(state),
+                   "memories": len(state.memories), "nodes": len(state.nodes), "edges": len(state.edges)})

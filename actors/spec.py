@@ -1,0 +1,52 @@
+"""A shard's fixed configuration (:class:`ShardSpec`) and what a replay reports (:class:`ReplayReport`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from actors.llm import LlmConfig
+from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
+from projections.policy import DEFAULT_POLICY, RetentionPolicy
+from projections.tiers import DEFAULT_TIERS, TierConfig
+from projections.working import DEFAULT_WORKING, WorkingConfig
+
+TOUCH_FLUSH_S = 0.25  # the longest a query's touches wait before they are group-committed
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSpec:
+    """Where a shard keeps its files, the embedding shape it accepts, and the configs its folds use."""
+
+    index: int
+    log_path: Path
+    lance_dir: Path
+    model_id: str
+    dim: int
+    record_search_touches: bool = True
+    retention_policy: RetentionPolicy = DEFAULT_POLICY
+    segmentation: SegmentationConfig = DEFAULT_SEGMENTATION
+    tier_config: TierConfig = DEFAULT_TIERS
+    working_config: WorkingConfig = DEFAULT_WORKING
+    llm: LlmConfig | None = None  # an OpenAI-compatible endpoint for note operations, review, usage, distillation
+    touch_flush_s: float = TOUCH_FLUSH_S
+    # Test hook (fault injection): when this file exists after a command was committed, the actor removes it
+    # and its process exits before replying: a crash between the commit and the acknowledgement.
+    crash_marker: Path | None = None
+
+    @property
+    def table(self) -> str:
+        return f"shard_{self.index:03d}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    shard: int
+    events: int
+    seconds: float
+    live: dict
+    rebuilt: dict
+
+    @property
+    def equal(self) -> bool:
+        return self.live == self.rebuilt

@@ -1,0 +1,66 @@
+"""Ingest: embed validated messages in chunks and send each shard its part as one ``RecordMessages`` command.
+
+The encoder works on the next chunk while the shards append the previous
+ones (at most two chunks in flight per shard); a call returns once every
+message is durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+from actors import commands as c
+from events.commands import RecordMessage
+from palimpsest.remote import Shards
+from palimpsest.remote import get as _get
+from projections.embedding import Embedder
+
+
+@dataclass
+class IngestReport:
+    received: int = 0
+    created: int = 0
+    duplicates: int = 0
+    memory_ids: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def messages_per_s(self) -> float:
+        return self.received / self.seconds if self.seconds else 0.0
+
+
+def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessage],
+                 graph_of: Callable[[list[RecordMessage]], list[tuple]] | None, batch_size: int,
+                 progress: bool) -> tuple[dict[int, dict], dict[int, int]]:
+    """Per message (by position): its outcome ``{"memory_id", "created"}``; and the graph memories sent with it."""
+    shard_of = shards.route([(m.tenant, m.user_id) for m in commands])
+    in_flight: list = []
+    results: dict[int, dict] = {}
+    staging: dict[int, int] = {}  # command → graph memories sent with it (staged if the message is new)
+    bar = tqdm(total=len(commands), unit="msg", desc="ingest", disable=not progress)
+    for start in range(0, len(commands), batch_size):
+        chunk = list(range(start, min(start + batch_size, len(commands))))
+        vectors = embedder.encode([commands[i].index_text() for i in chunk])
+        graph = graph_of([commands[i] for i in chunk]) if graph_of else None
+        staging.update(zip(chunk, map(len, graph or ())))
+        by_shard: dict[int, list[int]] = {}
+        for pos, i in enumerate(chunk):
+            by_shard.setdefault(shard_of[i], []).append(pos)
+        for shard, positions in by_shard.items():
+            command = c.RecordMessages(
+                messages=tuple(commands[chunk[p]] for p in positions), vectors=vectors[positions],
+                model_id=embedder.model_id, graph=tuple(graph[p] for p in positions) if graph else None,
+            )
+            in_flight.append((shards.actors[shard].handle.remote([command]), [chunk[p] for p in positions]))
+        # Keep the encoder busy while shards append: wait only for work older than one chunk.
+        while len(in_flight) > 2 * max(1, len(by_shard)):
+            ref, idx = in_flight.pop(0)
+            results.update(zip(idx, _get(ref)[0]))
+        bar.update(len(chunk))
+    for ref, idx in in_flight:
+        results.update(zip(idx, _get(ref)[0]))
+    bar.close()
+    return results, staging

@@ -1,0 +1,143 @@
+"""Every command kind is idempotent under retries: the same command (same id) sent twice has one effect and
+gives the same outcome, also when the shard restarted in between (a crash after the commit, before the reply).
+
+The shard runs on a real DuckDB log file; "restart" is a new :class:`ShardCore` on the same files, as Ray
+does when it restarts a dead actor and retries the call in flight with the same arguments.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from actors import commands as c
+from actors.consolidation import run_consolidation
+from actors.core import DECIDERS, ShardCore
+from actors.spec import ShardSpec
+from events.errors import InvalidInputError
+from projections.embedding import HashEmbedder
+from projections.graph_staging import staged_event
+from projections.tool_calls import validate_tool_call
+from tests.builders import command
+from tests.shard_helpers import EMBED, record, record_command
+
+NOW = datetime(2024, 6, 1, tzinfo=UTC)
+USER = {"tenant": "acme", "user_id": "mel"}
+TURNS = [
+    command("I adopted a puppy named Biscuit last week", 0, user_id="mel", client_message_id="t1"),
+    command("My sister works as a nurse in Boston", 1, user_id="mel", client_message_id="t2"),
+    command("I prefer green tea in the morning", 2, user_id="mel", client_message_id="t3"),
+]
+
+
+def spec_for(tmp_path) -> ShardSpec:
+    return ShardSpec(index=0, log_path=tmp_path / "shard-000.duckdb", lance_dir=tmp_path / "vectors",
+                     model_id=HashEmbedder.model_id, dim=384)
+
+
+def staged(**arguments):
+    call = validate_tool_call("create_memory", {"subject": "Mel", "memory_type": "event", **arguments}, reference=NOW)
+    labels = [x for x in (call.topic, call.object) if x]
+    return staged_event(call.model_dump(), dict(zip(labels, EMBED.encode(labels))), extractor="tool:create_memory",
+                        occurred_at=NOW)
+
+
+def consolidation(core: ShardCore) -> c.ApplyConsolidation:
+    [job] = core.query(c.GraphJobs(decay=False))
+    events = run_consolidation([job], parallel=False)[("acme", "mel")]
+    return c.ApplyConsolidation(**USER, events=tuple(events))
+
+
+def prepared(core: ShardCore) -> dict[str, c.Command]:
+    """A store in which every command kind has something to do, and one command of each kind."""
+    outcomes = record(core, TURNS)
+    ids = tuple(o["memory_id"] for o in outcomes)
+    core.handle([c.StageGraphMemories(**USER, memories=(staged(topic="go", object="camping trip"),
+                                                        staged(topic="plan", object="camping trips"),
+                                                        staged(topic="visit", object="science museum")))])
+    core.handle([consolidation(core)])
+    [merge] = core.query(c.GraphMerges(**USER))
+    core.handle([c.ArchiveMemories(**USER, memory_ids=ids[1:2], now=NOW, reason="setup")])
+    core.handle([c.StageGraphMemories(**USER, memories=(staged(topic="book", object="camping trips"),))])
+    return {
+        "RecordMessages": record_command([command("We repainted the kitchen yellow", 5, user_id="mel"),
+                                          command("我喜欢在周末去爬山", 6, user_id="mel")]),
+        "StageGraphMemories": c.StageGraphMemories(**USER, memories=(staged(topic="visit", object="Boston"),)),
+        "LinkMemories": c.LinkMemories(**USER, source_vector=EMBED.encode(["camping trip"])[0],
+                                       target_vector=EMBED.encode(["science museum"])[0], relation_type="reference",
+                                       relation="before", importance=0.5, now=NOW, reason="test"),
+        "ApplyConsolidation": consolidation(core),
+        "Unmerge": c.Unmerge(**USER, merge_id=merge["merge_id"], reason="two different things"),
+        "SweepArchive": c.SweepArchive(now=datetime(2030, 1, 1, tzinfo=UTC)),
+        "ArchiveMemories": c.ArchiveMemories(**USER, memory_ids=ids[:1], now=NOW, reason="by hand"),
+        "RestoreMemories": c.RestoreMemories(**USER, memory_ids=ids[1:2], now=NOW, reason="by hand"),
+        "RecordReply": c.RecordReply(**USER, reply="Your sister is a nurse in Boston", memory_ids=ids[1:2]),
+        "ReviewNotes": c.ReviewNotes(now=datetime(2026, 1, 1, tzinfo=UTC)),
+    }
+
+
+KINDS = ["RecordMessages", "StageGraphMemories", "LinkMemories", "ApplyConsolidation", "Unmerge", "SweepArchive",
+         "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes"]
+
+
+def test_every_command_kind_is_covered():
+    assert sorted(k.__name__ for k in DECIDERS) == sorted(KINDS)
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["same-process", "after-restart"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_retried_command_has_one_effect_and_the_same_outcome(tmp_path, kind, restart):
+    core = ShardCore(spec_for(tmp_path))
+    cmd = prepared(core)[kind]
+    before = core.log.count()
+
+    [first] = core.handle([cmd])
+    after_first = (core.log.count(), core.query(c.Digest()))
+    assert after_first[0] > before or kind in ("SweepArchive", "ReviewNotes")  # the first one did something
+    if restart:
+        core.close()
+        core = ShardCore(spec_for(tmp_path))
+    [again] = core.handle([cmd])
+
+    assert again == first
+    assert (core.log.count(), core.query(c.Digest())) == after_first
+    assert core.query(c.Replay()).equal
+    core.close()
+
+
+def test_record_messages_retried_reports_its_messages_as_created_not_as_duplicates(tmp_path):
+    core = ShardCore(spec_for(tmp_path))
+    cmd = record_command(TURNS)
+    [first] = core.handle([cmd])
+    [again] = core.handle([cmd])
+    [resent] = core.handle([record_command(TURNS)])  # a new command with the same messages: duplicates
+
+    assert [o["created"] for o in first] == [o["created"] for o in again] == [True] * 3
+    assert [o["created"] for o in resent] == [False] * 3
+    assert [o["memory_id"] for o in resent] == [o["memory_id"] for o in first]
+    core.close()
+
+
+def test_a_command_id_reused_for_another_kind_is_refused(tmp_path):
+    core = ShardCore(spec_for(tmp_path))
+    [outcome] = record(core, TURNS[:1])
+    core.handle([c.ArchiveMemories(**USER, command_id="same", memory_ids=(outcome["memory_id"],), now=NOW,
+                                   reason="x")])
+    with pytest.raises(InvalidInputError, match="command_id"):
+        core.handle([c.RestoreMemories(**USER, command_id="same", memory_ids=(outcome["memory_id"],), now=NOW,
+                                       reason="x")])
+    core.close()
+
+
+def test_a_rejected_command_records_nothing_and_can_be_sent_again_once_valid(tmp_path):
+    core = ShardCore(spec_for(tmp_path))
+    [outcome] = record(core, TURNS[:1])
+    restore = c.RestoreMemories(**USER, memory_ids=(outcome["memory_id"],), now=NOW, reason="x")
+    before = core.log.count()
+    with pytest.raises(InvalidInputError, match="not archived"):
+        core.handle([restore])
+    assert core.log.count() == before and core.log.command(restore.command_id) is None
+    core.handle([c.ArchiveMemories(**USER, memory_ids=(outcome["memory_id"],), now=NOW, reason="x")])
+    assert core.handle([restore]) == [[outcome["memory_id"]]]
+    core.close()

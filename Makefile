@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 
-.PHONY: demo test test-unit bench bench-graph install clean
+.PHONY: demo test test-unit bench bench-graph bench-scale install clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,9 @@ bench: $(STAMP)
 
 bench-graph: $(STAMP)
 	$(BIN)/python -m benchmarks.graph --out bench/graph.json
+
+bench-scale: $(STAMP)
+	$(BIN)/python -m benchmarks.scale --out bench/scale.json
 
 clean:
 	rm -rf $(VENV) demo-store bench .pytest_cache

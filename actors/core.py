@@ -40,9 +40,12 @@ from actors.decide_graph import decide_consolidation, decide_link, decide_stage,
 from actors.decide_notes import decide_reply, decide_review
 from actors.deciders import decide_record_messages
 from actors.decision import Answer, Deps
+from actors.dense import DenseIndex
 from actors.followups import decide_user_followups, latest_time
 from actors.llm import LlmClient
+from actors.residency import ResidentUsers
 from actors.spec import ReplayReport, ShardSpec
+from actors.user_store import UserStore
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError
@@ -110,15 +113,17 @@ class ShardCore:
         self._touches: list[PendingEvent] = []
         self._touches_since = 0.0
         started = time.perf_counter()
-        self.state = shard_state.fold(self.empty_state(), self.log.scan())
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
-        added, removed = self.vectors.reconcile(self._vector_rows(self.state))
-        # Decisions a crash may have left unwritten (the pending state is in the folds): write them now.
-        self._react({s: t for s, m in self.state.users.items() if (t := latest_time(m)) is not None})
-        logger.info(
-            "shard_recovered", shard=spec.index, events=self.state.events_applied, users=len(self.state.users),
-            lance_added=added, lance_removed=removed, seconds=round(time.perf_counter() - started, 3),
-        )
+        self.dense = DenseIndex(self.vectors)
+        self.users = UserStore(spec, self.log, self.vectors)
+        self.state, report = self.users.start()
+        # Evictions a crash may have left unwritten (pending in the tier fold): write them now. Nothing else is
+        # decided on start-up: opening a store does not write to it.
+        self._react({s: t for s, m in self.state.users.resident.items()
+                     if m.tiers.pending_archival and (t := latest_time(m)) is not None}, evictions_only=True)
+        self.start_seconds = time.perf_counter() - started
+        logger.info("shard_recovered", shard=spec.index, events=self.log.count(), seconds=round(self.start_seconds, 3),
+                    **report)
 
     # -- the two entry points -------------------------------------------
     def handle(self, commands: list[c.Command]) -> list[Any]:
@@ -163,13 +168,16 @@ class ShardCore:
                react: bool = True) -> list[Envelope]:
         """Append (heads expected where the folds are), fold, index new vectors, then the follow-ups."""
         users = self.state.users
-        expected = {s: users[s].head if s in users else 0 for s in {(p.tenant, p.user_id) for p in pending}}
-        envelopes = self.log.append(pending, expected=expected, command=command)
-        shard_state.fold(self.state, envelopes)
-        self.vectors.add([
-            (e.tenant, e.user_id, users[e.stream].vectors.rows[e.event.message_event_id])
-            for e in envelopes if e.kind == "message_embedded"
-        ])
+        streams = list(dict.fromkeys((p.tenant, p.user_id) for p in pending))
+        with users.pinned(streams):  # resident from before the append until after the fold
+            expected = {s: users[s].head if s in users else 0 for s in streams}
+            envelopes = self.log.append(pending, expected=expected, command=command)
+            shard_state.fold(self.state, envelopes)
+            self.vectors.add([
+                (e.tenant, e.user_id, users[e.stream].vectors.rows[e.event.message_event_id])
+                for e in envelopes if e.kind == "message_embedded"
+            ])
+            self.users.checkpoint(users, streams)
         if react and envelopes:
             latest: dict[tuple[str, str], datetime] = {}
             for e in envelopes:
@@ -177,7 +185,7 @@ class ShardCore:
             self._react(latest)
         return envelopes
 
-    def _react(self, streams: dict[tuple[str, str], datetime]) -> None:
+    def _react(self, streams: dict[tuple[str, str], datetime], *, evictions_only: bool = False) -> None:
         """The follow-up rule: write the decisions the folds now call for (tier evictions, distillations, titles).
 
         Follow-ups are appended after the events that called for them, and
@@ -185,7 +193,8 @@ class ShardCore:
         pending = []
         for (tenant, user_id), now in sorted(streams.items()):
             memory = self.state.users[(tenant, user_id)]
-            pending += decide_user_followups(tenant, user_id, memory, now, self.state, self.llm, self._titled)
+            pending += decide_user_followups(tenant, user_id, memory, now, self.state, self.llm, self._titled,
+                                             evictions_only=evictions_only)
         if pending:
             self.commit(pending, react=False)
 
@@ -233,38 +242,52 @@ class ShardCore:
         return out
 
     def replay(self) -> ReplayReport:
-        """Rebuild every projection (LanceDB included) from event 0 and compare digests with the live ones."""
+        """Rebuild every projection (LanceDB included) from event 0, snapshots ignored, and compare digests.
+
+        The rebuilt state replaces the live one. With a residency cap, users
+        leave the rebuilt state as it grows (their snapshots written), so a
+        replay holds at most the cap in memory too.
+        """
         live = self.digest()
         started = time.perf_counter()
-        rebuilt = shard_state.fold(self.empty_state(), self.log.scan())
-        self.vectors.rebuild(self._vector_rows(rebuilt))
+        store = UserStore(self.spec, self.log, self.vectors)  # fresh: no snapshot heads, nothing to reconcile
+        rebuilt = store.empty_state()
+        rebuilt.users = ResidentUsers((), store.load, store.evict, self.spec.max_resident_users)
+        shard_state.fold(rebuilt, self.log.scan())
+        self.vectors.rebuild([])
+        for stream in rebuilt.users:
+            self.vectors.add([(*stream, row) for row in rebuilt.users[stream].vectors.rows.values()])
         seconds = time.perf_counter() - started
-        self.state = rebuilt
-        report = ReplayReport(self.spec.index, rebuilt.events_applied, seconds, live, self.digest())
+        self.state, self.users = rebuilt, store
+        report = ReplayReport(self.spec.index, self.log.count(), seconds, live, self.digest())
         logger.info("shard_replayed", shard=self.spec.index, events=report.events, equal=report.equal)
         return report
 
     def stats(self) -> dict:
         users = self.state.users
+        messages = touches = 0
+        for stream in users:  # one user at a time: with a residency cap, loaded and let go in turn
+            memory = users[stream]
+            messages += len(memory.messages.order)
+            touches += memory.touches.total
         return {
             "shard": self.spec.index,
             "users": len(users),
+            "resident_users": len(users.resident),
             "events": self.log.count(),
-            "messages": sum(len(u.messages.order) for u in users.values()),
-            "touches": sum(u.touches.total for u in users.values()),
+            "messages": messages,
+            "touches": touches,
             "vectors_indexed": self.vectors.count(),
-            "streams": [list(s) for s in sorted(users)],
+            "streams": [list(s) for s in users],
+            "start_seconds": round(self.start_seconds, 3),
+            "cold_loads": users.loads,
         }
 
     def close(self) -> None:
+        """Flush the touches, snapshot every resident user that is behind, close the log."""
         self.flush_touches()
+        self.state.users.flush()
         self.log.close()
 
     def empty_state(self) -> shard_state.ShardState:
-        s = self.spec
-        return shard_state.ShardState(policy=s.retention_policy, segmentation=s.segmentation,
-                                      tier_config=s.tier_config, working_config=s.working_config)
-
-    @staticmethod
-    def _vector_rows(state: shard_state.ShardState) -> list:
-        return [(t, u, row) for (t, u), memory in state.users.items() for row in memory.vectors.rows.values()]
+        return self.users.empty_state()

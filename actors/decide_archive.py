@@ -13,11 +13,14 @@ from projections.state import ShardState, UserMemory
 
 
 def selected(state: ShardState, tenant: str | None, user_id: str | None):
-    """The shard's users in stream order, optionally narrowed to one tenant and/or user id."""
-    for (t, u), memory in sorted(state.users.items()):
+    """The shard's users in stream order, optionally narrowed to one tenant and/or user id.
+
+    One at a time: with a residency cap a user is loaded when its turn comes and may leave memory after.
+    """
+    for t, u in sorted(state.users):
         if (tenant and t != tenant) or (user_id and u != user_id):
             continue
-        yield t, u, memory
+        yield t, u, state.users[(t, u)]
 
 
 def decide_sweep(state: ShardState, cmd: SweepArchive, deps: Deps) -> Decision:

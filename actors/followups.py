@@ -28,9 +28,13 @@ from projections.tiers import sessions_due_for_distillation
 
 def decide_user_followups(
     tenant: str, user_id: str, memory: UserMemory, now: datetime, state: ShardState, llm=None,
-    attempted: set | None = None,
+    attempted: set | None = None, evictions_only: bool = False,
 ) -> list[PendingEvent]:
     """Archival of evicted sessions and distillation of hot ones, for one user at ``now``.
+
+    ``evictions_only``: only the archival a fold left pending (what a crash
+    between an append and its follow-up leaves behind; deterministic, so a
+    shard writes it on start-up without depending on the clock).
 
     With ``llm`` (an LlmClient) the distillation asks the model (its call is
     recorded beside the ``profile_distilled`` event); otherwise offline rules.
@@ -45,6 +49,8 @@ def decide_user_followups(
             detail=f"session {session_id} evicted from the mid-term tier (least frequently used)",
         )
         out.append(PendingEvent(tenant, user_id, new_event_id(), event))
+    if evictions_only:
+        return out
     by_id = memory.messages.by_id
     for due in sessions_due_for_distillation(memory.tiers, now, state.tier_config):
         pages = [(page_id, by_id[page_id]) for page_id in due.page_ids if page_id in by_id]

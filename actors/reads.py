@@ -46,7 +46,7 @@ def fused_hits(core, q: Search | BuildContext, k: int, scope: str = "active") ->
     wanted = max(k, q.fusion.candidates)
     if scope != "active":  # archived rows are a minority of the dense neighbours: look further
         wanted += len(memory.archive.archived)
-    dense = core.vectors.search(q.tenant, q.user_id, q.query_vector, wanted)
+    dense = core.dense.search(q.tenant, q.user_id, memory, q.query_vector, wanted)
     return fuse(memory, q.query, dense, k, q.fusion, q.query_vector, now=q.now, policy=core.state.policy, scope=scope)
 
 
@@ -165,7 +165,7 @@ def counterfactual_report(core, q: Counterfactual) -> Answer:
         for tenant, user_id, query, vector in q.queries:
             if (tenant, user_id) != stream:
                 continue
-            dense = core.vectors.search(tenant, user_id, vector, max(q.k, q.fusion.candidates))
+            dense = core.dense.search(tenant, user_id, memory, vector, max(q.k, q.fusion.candidates))
             sides = []
             for pol, state in ((live_policy, memory.retention), (q.policy, alt[stream])):
                 view = counterfactual.as_policy_would_archive(memory, state, pol, q.now)

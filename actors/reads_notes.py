@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from actors.commands import Archived, NoteHistory, Notes, Profile, Tiers
+from actors.decide_archive import selected
 from actors.decision import Answer
 from projections import views
 
@@ -14,10 +15,9 @@ def notes(core, q: Notes) -> Answer:
 
 def note_history(core, q: NoteHistory) -> Answer:
     """The version chain of ``note_id`` and whose it is (None when no user of this shard has it)."""
-    for (t, u), memory in core.state.users.items():
-        if (q.tenant and t != q.tenant) or (q.user_id and u != q.user_id) or q.note_id not in memory.notes.notes:
-            continue
-        return Answer({"tenant": t, "user_id": u, "chain": views.history_view(memory, q.note_id, q.now)})
+    for t, u, memory in selected(core.state, q.tenant, q.user_id):
+        if q.note_id in memory.notes.notes:
+            return Answer({"tenant": t, "user_id": u, "chain": views.history_view(memory, q.note_id, q.now)})
     return Answer(None)
 
 

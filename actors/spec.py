@@ -11,7 +11,8 @@ from projections.policy import DEFAULT_POLICY, RetentionPolicy
 from projections.tiers import DEFAULT_TIERS, TierConfig
 from projections.working import DEFAULT_WORKING, WorkingConfig
 
-TOUCH_FLUSH_S = 0.25  # the longest a query's touches wait before they are group-committed
+TOUCH_FLUSH_S = 0.25
+SNAPSHOT_EVERY = 2000  # the longest a query's touches wait before they are group-committed
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,9 @@ class ShardSpec:
     working_config: WorkingConfig = DEFAULT_WORKING
     llm: LlmConfig | None = None  # an OpenAI-compatible endpoint for note operations, review, usage, distillation
     touch_flush_s: float = TOUCH_FLUSH_S
+    snapshot_dir: Path | None = None  # per-user snapshots (actors.snapshots); None: every start folds the log
+    snapshot_every: int = SNAPSHOT_EVERY  # events past a user's snapshot before a new one is written
+    max_resident_users: int | None = None  # None: every user stays in memory; N: least recently used leave
     # Test hook (fault injection): when this file exists after a command was committed, the actor removes it
     # and its process exits before replying: a crash between the commit and the acknowledgement.
     crash_marker: Path | None = None

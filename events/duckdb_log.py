@@ -126,6 +126,24 @@ class DuckDBEventLog(EventLog):
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]))
 
+    def scan_tails(self, heads) -> Iterator[Envelope]:
+        """One query: the events after each stream's given head (a join with the heads as an Arrow table)."""
+        if not heads:
+            yield from self._read(ScanFilter())
+            return
+        streams = list(heads)
+        table = pa.table({"tenant": [t for t, _ in streams], "user_id": [u for _, u in streams],
+                          "head": [heads[s] for s in streams]})
+        cur = self._con.cursor()
+        cur.register("_heads", table)
+        rel = cur.sql(
+            f"SELECT {', '.join('e.' + n for n in ENVELOPE_SCHEMA.names)} FROM events e "
+            "LEFT JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
+            "WHERE e.seq > coalesce(h.head, 0) ORDER BY e.tenant, e.user_id, e.seq"
+        )
+        for batch in rel.fetch_arrow_reader(SCAN_BATCH):
+            yield from from_arrow(pa.Table.from_batches([batch]))
+
     def _command(self, command_id: str) -> CommandRecord | None:
         row = self._con.cursor().execute(
             "SELECT command_id, kind, outcome, tenant, user_id, event_ids FROM commands WHERE command_id = ?",

@@ -108,6 +108,10 @@ class EventLog:
         """Events in (tenant, user, seq) order, old versions upcast."""
         return self._read(flt or ScanFilter())
 
+    def scan_tails(self, heads: Mapping[Stream, int]) -> Iterator[Envelope]:
+        """Every event after ``heads[stream]`` (after 0 for a stream not in ``heads``), in scan order."""
+        return (e for e in self._read(ScanFilter()) if e.seq > heads.get(e.stream, 0))
+
     def head(self, tenant: str, user_id: str) -> int:
         """The last ``seq`` of a stream, 0 when it is empty."""
         return self._heads.get((tenant, user_id), 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from events.errors import StoreError
@@ -23,17 +23,27 @@ class StoreConfig:
     model_id: str = MODEL_IDS["minilm"]
     dim: int = 384
     format_version: int = FORMAT_VERSION
+    settings: dict = field(default_factory=dict)  # palimpsest.settings.StoreSettings as JSON
+
+    def save(self, path: Path) -> None:
+        tmp = path / "store.json.tmp"
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        os.replace(tmp, path / "store.json")
+
+    def with_settings(self, settings: dict) -> StoreConfig:
+        return replace(self, settings=settings)
 
     @classmethod
-    def create(cls, path: Path, num_shards: int | None = None, embedder: str = "minilm") -> StoreConfig:
+    def create(cls, path: Path, num_shards: int | None = None, embedder: str = "minilm",
+               settings: dict | None = None) -> StoreConfig:
         if embedder not in EMBEDDERS:
             raise StoreError(f"unknown embedder {embedder!r}; use one of {sorted(EMBEDDERS)}")
         n = num_shards or os.cpu_count() or 1
         if n < 1:
             raise StoreError(f"num_shards must be at least 1, got {n}")
-        cfg = cls(num_shards=n, embedder=embedder, model_id=MODEL_IDS[embedder])
+        cfg = cls(num_shards=n, embedder=embedder, model_id=MODEL_IDS[embedder], settings=settings or {})
         path.mkdir(parents=True, exist_ok=True)
-        (path / "store.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+        cfg.save(path)
         return cfg
 
     @classmethod
@@ -43,9 +53,18 @@ class StoreConfig:
             raise StoreError(
                 f"{path} is not a palimpsest store (no store.json); create one with `palimpsest --store {path} ingest FILE`"
             )
-        data = json.loads(file.read_text())
+        try:
+            data = json.loads(file.read_text())
+        except ValueError as exc:
+            raise StoreError(f"{file} is not valid JSON ({exc}); restore it from a backup or fix it by hand") from None
+        if not isinstance(data, dict):
+            raise StoreError(f"{file} must hold a JSON object, got {type(data).__name__}")
         if data.get("format_version") != FORMAT_VERSION:
             raise StoreError(f"{file} has format {data.get('format_version')}, this code reads {FORMAT_VERSION}")
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise StoreError(f"{file} has unknown entries {unknown}; remove them (known: {sorted(known)})")
         return cls(**data)
 
 
@@ -60,6 +79,10 @@ def log_path(path: Path, shard: int) -> Path:
 
 def routing_table(path: Path) -> Path:
     return path / "directory.jsonl"
+
+
+def snapshot_dir(path: Path) -> Path:
+    return path / "snapshots"
 
 
 def lance_dir(path: Path) -> Path:

@@ -32,13 +32,14 @@ from palimpsest import config as store_config
 from palimpsest.memory_graph import GraphApiMixin
 from palimpsest.remote import aware as _aware
 from palimpsest.ingest import IngestReport, send_batches
+from palimpsest.settings import StoreSettings, record_settings
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
 from projections.archive import SCOPES
 from projections.context import Context
 from projections.embedding import Embedder, make_embedder
 from projections.policy import RetentionPolicy
-from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit
+from projections.retrieval import FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
@@ -50,6 +51,7 @@ class Memory(GraphApiMixin):
     def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:
         self.path = path
         self.config = cfg
+        self.settings = settings = StoreSettings.from_json(cfg.settings, str(path / "store.json"))
         ensure_ray(address)
         llm = LlmConfig.from_env()  # PALIMPSEST_LLM_BASE_URL / _MODEL / _API_KEY; None: the offline rules decide
         specs = [
@@ -60,6 +62,13 @@ class Memory(GraphApiMixin):
                 model_id=cfg.model_id,
                 dim=cfg.dim,
                 llm=llm,
+                retention_policy=settings.retention_policy,
+                segmentation=settings.segmentation,
+                tier_config=settings.tiers,
+                working_config=settings.working,
+                snapshot_dir=store_config.snapshot_dir(path).resolve(),
+                snapshot_every=settings.snapshot_every,
+                max_resident_users=settings.max_resident_users,
             )
             for i in range(cfg.num_shards)
         ]
@@ -82,13 +91,24 @@ class Memory(GraphApiMixin):
         embedder: str = "minilm",
         address: str | None = None,
         create: bool = True,
+        **settings: Any,
     ) -> Memory:
-        """Open the store at ``path``, creating it (with ``num_shards`` and ``embedder``) if it is new."""
+        """Open the store at ``path``, creating it (with ``num_shards`` and ``embedder``) if it is new.
+
+        ``settings`` are :class:`~palimpsest.settings.StoreSettings` fields:
+        ``retention_policy``, ``segmentation``, ``tiers``, ``working``,
+        ``fusion`` (the default of search and context), ``max_resident_users``
+        (per shard; default: all) and ``snapshot_every``. Those given are
+        recorded in ``store.json`` (replacing what was there); the others are
+        read from it. Changing a fold config makes the shards' snapshots stale:
+        each user is folded again from the log under the new config.
+        """
         path = Path(path)
         if (path / "store.json").exists() or not create:
             cfg = store_config.StoreConfig.load(path)
         else:
             cfg = store_config.StoreConfig.create(path, num_shards, embedder)
+        cfg = record_settings(path, cfg, settings)
         return cls(path, cfg, address=address)
 
     def close(self) -> None:
@@ -151,25 +171,6 @@ class Memory(GraphApiMixin):
             self.consolidate()
         return report
 
-    def schedule_consolidation(self, every_s: float | None, *, decay: bool = False) -> None:
-        """Consolidate every ``every_s`` seconds in a background thread (None stops it), besides every
-        ``consolidate_every`` staged graph memories and on demand. Each round is :meth:`consolidate`: the note check and
-        the staged batch; with ``decay`` also the decay sweep of every user, on each user's own clock."""
-        if self._scheduler is not None:
-            self._scheduler.cancel()
-            self._scheduler = None
-        if every_s:
-            def tick() -> None:
-                try:
-                    self.consolidate(decay=decay, idle=decay)
-                except Exception as exc:  # noqa: BLE001 - a failed round is logged; the next one retries
-                    log.warning("consolidation_failed", error=str(exc))
-                self.schedule_consolidation(every_s, decay=decay)
-
-            self._scheduler = threading.Timer(every_s, tick)
-            self._scheduler.daemon = True
-            self._scheduler.start()
-
     # -- reading ----------------------------------------------------
     def _query_vector(self, query: str) -> np.ndarray:
         if not isinstance(query, str) or not query.strip():
@@ -183,7 +184,7 @@ class Memory(GraphApiMixin):
         query: str,
         k: int = 10,
         *,
-        fusion: FusionConfig = DEFAULT_FUSION,
+        fusion: FusionConfig | None = None,
         now: datetime | None = None,
         scope: str = "active",
     ) -> list[Hit]:
@@ -200,8 +201,9 @@ class Memory(GraphApiMixin):
             raise InvalidInputError([("scope", f"{scope!r}; choose one of {', '.join(SCOPES)}")], what="search")
         now = _aware(now, "search")
         vec = self._query_vector(query)
-        return self.shards.ask(tenant, user_id, c.Search(tenant=tenant, user_id=user_id, query=query, query_vector=vec, k=k,
-                                                   fusion=fusion, now=now, scope=scope))
+        query = c.Search(tenant=tenant, user_id=user_id, query=query, query_vector=vec, k=k, now=now, scope=scope,
+                         fusion=fusion or self.settings.fusion)
+        return self.shards.ask(tenant, user_id, query)
 
     def build_context(
         self,
@@ -210,7 +212,7 @@ class Memory(GraphApiMixin):
         query: str,
         token_budget: int = 1000,
         *,
-        fusion: FusionConfig = DEFAULT_FUSION,
+        fusion: FusionConfig | None = None,
         now: datetime | None = None,
     ) -> Context:
         """Prompt-ready memory text for ``query``, at most ``token_budget`` tokens, provenance per line."""
@@ -218,8 +220,9 @@ class Memory(GraphApiMixin):
             raise InvalidInputError([("token_budget", f"{token_budget}; give a positive number of tokens")], what="context")
         now = _aware(now, "context")
         vec = self._query_vector(query)
-        return self.shards.ask(tenant, user_id, c.BuildContext(tenant=tenant, user_id=user_id, query=query, query_vector=vec,
-                                                         token_budget=token_budget, fusion=fusion, now=now))
+        query = c.BuildContext(tenant=tenant, user_id=user_id, query=query, query_vector=vec, now=now,
+                               token_budget=token_budget, fusion=fusion or self.settings.fusion)
+        return self.shards.ask(tenant, user_id, query)
 
     # -- notes, profile, tiers ---------------------------------------
     def notes(

@@ -3,6 +3,7 @@ graph memories staged at ingest, parallel consolidation on Ray, and the export."
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -10,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import structlog
 
 from actors import commands as c
 from actors.consolidation import run_consolidation
@@ -19,6 +21,8 @@ from projections.tool_calls import CreateMemory, LinkMemories, validate_tool_cal
 from palimpsest.remote import aware as _aware
 from palimpsest.remote import get as _get
 from projections.graph_staging import candidates_for, labels_of, staged_event
+
+log = structlog.get_logger("palimpsest")
 
 
 class GraphApiMixin:
@@ -118,6 +122,25 @@ class GraphApiMixin:
         return {"users": len(jobs), "staged": sum(len(j.staged_ids) for j in jobs), "events": sum(appended),
                 "superseded": changes["superseded"], "archived": changes["archived"],
                 "seconds": time.perf_counter() - started}
+
+    def schedule_consolidation(self, every_s: float | None, *, decay: bool = False) -> None:
+        """Consolidate every ``every_s`` seconds in a background thread (None stops it), besides every
+        ``consolidate_every`` staged graph memories and on demand. Each round is :meth:`consolidate`: the note check and
+        the staged batch; with ``decay`` also the decay sweep of every user, on each user's own clock."""
+        if self._scheduler is not None:
+            self._scheduler.cancel()
+            self._scheduler = None
+        if every_s:
+            def tick() -> None:
+                try:
+                    self.consolidate(decay=decay, idle=decay)
+                except Exception as exc:  # noqa: BLE001 - a failed round is logged; the next one retries
+                    log.warning("consolidation_failed", error=str(exc))
+                self.schedule_consolidation(every_s, decay=decay)
+
+            self._scheduler = threading.Timer(every_s, tick)
+            self._scheduler.daemon = True
+            self._scheduler.start()
 
     def graph_merges(self, tenant: str, user_id: str) -> list[dict]:
         """The user's node merges, oldest first (id, kept and merged nodes with labels, similarity, reason, undone)."""

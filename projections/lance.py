@@ -100,6 +100,19 @@ class LanceVectorTable:
         self.add(missing)
         return len(missing), len(extra)
 
+    def reconcile_stream(self, tenant: str, user_id: str, rows: Iterable[VectorRow],
+                         have: set[str]) -> tuple[int, int]:
+        """Make one user's rows equal ``rows``, given the memory ids the table holds for it (``have``)."""
+        want = {r.memory_id: r for r in rows}
+        missing = [(tenant, user_id, want[m]) for m in want.keys() - have]
+        extra = have - want.keys()
+        for memory_id in extra:
+            self._table.delete(
+                f"tenant = {_quote(tenant)} AND user_id = {_quote(user_id)} AND memory_id = {_quote(memory_id)}"
+            )
+        self.add(missing)
+        return len(missing), len(extra)
+
     def rebuild(self, rows: list[tuple[str, str, VectorRow]]) -> None:
         data = self._batch(rows) if rows else self.schema.empty_table()
         self._table = self._db.create_table(self.table_name, data=data, schema=self.schema, mode="overwrite")

@@ -121,6 +121,12 @@ class EventLogContract:
             (ALICE, 1, "e1"), (ALICE, 2, "e4"), (ALICE, 3, "e5"), (BOB, 1, "e2"), (BOB, 2, "e6"), (GLOBEX_ALICE, 1, "e3"),
         ]
 
+    def test_scan_tails_returns_each_streams_events_after_its_head(self, filled):
+        tails = list(filled.scan_tails({ALICE: 2, BOB: 2}))  # globex/alice not given: all of it
+        assert [(e.stream, e.seq, e.event_id) for e in tails] == [(ALICE, 3, "e5"), (GLOBEX_ALICE, 1, "e3")]
+        assert [e.event_id for e in filled.scan_tails({})] == [e.event_id for e in filled.scan()]
+        assert [e.event_id for e in filled.scan_tails({("nobody", "x"): 5})] == [e.event_id for e in filled.scan()]
+
     def test_scan_orders_stream_ids_by_code_point(self, log):
         # Backends must agree on the order of non-ASCII and mixed-case ids (no locale collation).
         tenants = ["租户", "é", "a", "Z", "_", "B"]

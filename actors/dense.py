@@ -1,0 +1,66 @@
+"""Dense neighbours of one user: an exact cosine search over the user's vectors, in memory or in LanceDB.
+
+A user's vectors are in its folded vectors projection; for the few hundred
+or thousand vectors of one user a matrix product is the same exact search
+that LanceDB runs without an ANN index (a filtered flat scan), without the
+query engine's per-call overhead (measured on the LoCoMo dev store, in process on a loaded machine: LanceDB
+p50 19.7 ms, the matrix product well under 1 ms). Users with more than
+``IN_MEMORY_MAX`` vectors are searched in LanceDB, the shard's persisted
+vector projection. The normalised matrices are a derived cache of at most
+``CACHED_USERS`` users, rebuilt when a user's vector count changes.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from projections.lance import LanceVectorTable
+from projections.state import UserMemory
+
+IN_MEMORY_MAX = 20_000
+CACHED_USERS = 256
+
+
+class DenseIndex:
+    def __init__(self, table: LanceVectorTable) -> None:
+        self.table = table
+        self._cache: OrderedDict[tuple[str, str], tuple[int, int, list[str], np.ndarray]] = OrderedDict()
+
+    def search(self, tenant: str, user_id: str, memory: UserMemory, query: np.ndarray,
+               k: int) -> list[tuple[str, float]]:
+        """The ``k`` nearest memories of the user by cosine similarity, best first (ties: log order)."""
+        rows = memory.vectors.rows
+        if len(rows) > IN_MEMORY_MAX:
+            return self.table.search(tenant, user_id, query, k)
+        ids, matrix = self._matrix((tenant, user_id), memory)
+        q = np.asarray(query, dtype=np.float32).ravel()
+        norm = float(np.linalg.norm(q))
+        if not ids or norm == 0.0 or q.shape[0] != matrix.shape[1]:
+            return []
+        sims = matrix @ (q / norm)
+        k = min(k, len(ids))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+        top = top[np.lexsort((top, -sims[top]))]
+        return [(ids[i], float(sims[i])) for i in top]
+
+    def _matrix(self, stream: tuple[str, str], memory: UserMemory) -> tuple[list[str], np.ndarray]:
+        rows = memory.vectors.rows
+        key = (id(memory.vectors), len(rows))
+        cached = self._cache.get(stream)
+        if cached is not None and cached[:2] == key:
+            self._cache.move_to_end(stream)
+            return cached[2], cached[3]
+        ids = list(rows)
+        if ids:
+            matrix = np.stack([np.asarray(rows[i].vector, dtype=np.float32) for i in ids])
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        self._cache[stream] = (*key, ids, matrix)
+        self._cache.move_to_end(stream)
+        while len(self._cache) > CACHED_USERS:
+            self._cache.popitem(last=False)
+        return ids, matrix

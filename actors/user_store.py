@@ -1,0 +1,123 @@
+"""How a shard gets its users' projections: from snapshots and the log's tail, within a residency cap.
+
+:class:`UserStore` builds the shard's :class:`~projections.state.ShardState`
+at start: without a cap every user is loaded (snapshot, then one scan of every
+stream's tail); with ``max_resident_users`` none is loaded until first used.
+It loads a cold user (its snapshot, then its tail), checkpoints a user whose
+snapshot is ``snapshot_every`` events behind, and writes the snapshot of a
+user leaving memory. LanceDB is reconciled per user as users are loaded
+(rows the log does not know are deleted, missing ones added).
+"""
+
+from __future__ import annotations
+
+import time
+import structlog
+
+from actors.residency import ResidentUsers, Stream
+from actors.snapshots import SnapshotStore, fingerprint
+from actors.spec import ShardSpec
+from events.log import EventLog, ScanFilter
+from projections import state as shard_state
+from projections.lance import LanceVectorTable
+from projections.state import ShardState, UserMemory
+
+logger = structlog.get_logger("palimpsest.shard")
+
+
+class UserStore:
+    def __init__(self, spec: ShardSpec, log: EventLog, vectors: LanceVectorTable) -> None:
+        self.spec = spec
+        self.log = log
+        self.vectors = vectors
+        configs = (spec.retention_policy, spec.segmentation, spec.tier_config, spec.working_config)
+        self.snapshots = (SnapshotStore(spec.snapshot_dir / f"shard-{spec.index:03d}", fingerprint(*configs))
+                          if spec.snapshot_dir is not None else None)
+        self.snapshot_heads: dict[Stream, int] = {}  # the seq each user's newest snapshot is at
+        self.lance_unreconciled: dict[Stream, set[str]] | None = None
+        self.load_seconds: list[float] = []  # per cold load since start
+
+    def empty_state(self) -> ShardState:
+        s = self.spec
+        return ShardState(policy=s.retention_policy, segmentation=s.segmentation, tier_config=s.tier_config,
+                          working_config=s.working_config)
+
+    # -- start ---------------------------------------------------------------
+    def start(self) -> tuple[ShardState, dict]:
+        """The shard's state (users behind a :class:`ResidentUsers`) and what the start did."""
+        state = self.empty_state()
+        streams = self.log.streams()
+        users = ResidentUsers(streams, self.load, self.evict, self.spec.max_resident_users)
+        have: dict[Stream, set[str]] = {s: set() for s in streams}
+        for tenant, user_id, memory_id in self.vectors.keys():
+            have.setdefault((tenant, user_id), set()).add(memory_id)
+        stray = [s for s in have if s not in set(streams)]
+        for s in stray:  # a user the log does not know: its rows are an old index's
+            self.vectors.reconcile_stream(*s, (), have.pop(s))
+        self.lance_unreconciled = have
+        report = {"snapshots_used": 0, "tail_events": 0, "streams": len(streams), "lance_fixed": 0}
+        if self.spec.max_resident_users is None:
+            loaded = {}
+            for stream in streams:
+                memory = self._snapshot(stream)
+                if memory is not None:
+                    loaded[stream] = memory
+            report["snapshots_used"] = len(loaded)
+            partial = ShardState(users=loaded, policy=state.policy, segmentation=state.segmentation,
+                                 tier_config=state.tier_config, working_config=state.working_config)
+            before = sum(m.head for m in loaded.values())
+            shard_state.fold(partial, self.log.scan_tails({s: m.head for s, m in loaded.items()}))
+            report["tail_events"] = sum(m.head for m in partial.users.values()) - before
+            for stream, memory in partial.users.items():
+                report["lance_fixed"] += self._reconcile(stream, memory)
+                users[stream] = memory
+        state.users = users
+        return state, report
+
+    # -- residency ------------------------------------------------------------
+    def load(self, stream: Stream) -> UserMemory:
+        """A cold user: the newest valid snapshot, then the events after it."""
+        started = time.perf_counter()
+        memory = self._snapshot(stream)
+        head = memory.head if memory is not None else 0
+        partial = self.empty_state()
+        if memory is not None:
+            partial.users[stream] = memory
+        shard_state.fold(partial, self.log.scan(ScanFilter(tenant=stream[0], user_id=stream[1], from_seq=head + 1)))
+        memory = partial.users.get(stream) or UserMemory()
+        self._reconcile(stream, memory)
+        self.load_seconds.append(time.perf_counter() - started)
+        return memory
+
+    def evict(self, stream: Stream, memory: UserMemory) -> None:
+        """A user leaving memory (or a checkpoint of all on close): its snapshot, if it is behind."""
+        if self.snapshots is not None and memory.head > self.snapshot_heads.get(stream, 0):
+            self.snapshots.save(stream, memory)
+            self.snapshot_heads[stream] = memory.head
+
+    def checkpoint(self, users: ResidentUsers, streams) -> None:
+        """Snapshot the users written to that are ``snapshot_every`` events past their snapshot."""
+        if self.snapshots is None:
+            return
+        for stream in streams:
+            memory = users.resident.get(stream)
+            if memory is not None and memory.head - self.snapshot_heads.get(stream, 0) >= self.spec.snapshot_every:
+                self.evict(stream, memory)
+
+    def _snapshot(self, stream: Stream) -> UserMemory | None:
+        if self.snapshots is None:
+            return None
+        memory = self.snapshots.load(stream, self.log.head(*stream))
+        if memory is not None:
+            self.snapshot_heads[stream] = memory.head
+        return memory
+
+    def _reconcile(self, stream: Stream, memory: UserMemory) -> int:
+        """Bring the user's LanceDB rows in line with its vectors projection, once per start."""
+        if self.lance_unreconciled is None:
+            return 0
+        have = self.lance_unreconciled.pop(stream, None)
+        if have is None or have == memory.vectors.rows.keys():  # reconciled at an earlier load, or in line
+            return 0
+        added, removed = self.vectors.reconcile_stream(*stream, memory.vectors.rows.values(), have)
+        return added + removed

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SkipValidation
 
 from events.commands import RecordMessage
 from events.graph_events import EdgeType, GraphMemoryStaged
+from events.log import ScanFilter
 from events.model import Event
 from projections.policy import RetentionPolicy
 from projections.retrieval import DEFAULT_FUSION, FusionConfig
@@ -240,7 +241,7 @@ class Counterfactual(Query):
 
 class ScanEvents(Query):
     flushes_first: ClassVar[bool] = True
-    filter: Annotated[Any, SkipValidation]  # events.log.ScanFilter
+    filter: Annotated[ScanFilter, SkipValidation]
     limit: int | None = None
 
 

@@ -31,3 +31,9 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
         ray.init(address=address, **kwargs)
     else:
         ray.init(num_cpus=num_cpus or os.cpu_count() or 1, **kwargs)
+
+
+def shutdown_ray() -> None:
+    """Disconnect this process from Ray (a local Ray it started stops)."""
+    if ray.is_initialized():
+        ray.shutdown()

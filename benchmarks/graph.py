@@ -7,7 +7,7 @@ hundred topics and objects, English and Chinese, Zipf-distributed, a year of
 a user's life; label vectors from the model-free hash embedder):
 
 - **create**: constructing one ``graph_memory_staged`` event and appending it
-  through the shard service (``ShardService.stage_graph``: DuckDB log + fold),
+  through the shard core (a ``StageGraphMemories`` command: DuckDB log + fold),
   one call per memory, vectors precomputed (no embedding in the figure); and,
   apart, validating the ``create_memory`` tool call that would precede it.
 - **search**: ``search_graph`` on one user's graph of N memories, staged and
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import shutil
 import sys
@@ -192,20 +191,22 @@ def bench_search(state: GraphState, vectors, rng, queries: int) -> dict:
 
 
 def bench_create(args, vectors, rng, tmp: Path) -> dict:
-    """One ``stage_graph`` call per memory through a real shard service; tool-call validation timed apart."""
-    from actors.service import ShardService, ShardSpec
+    """One ``StageGraphMemories`` command per memory through a real shard core; tool-call validation timed apart."""
+    from actors.commands import StageGraphMemories
+    from actors.core import ShardCore
+    from actors.spec import ShardSpec
     from projections.tool_calls import validate_tool_call
 
-    svc = ShardService(ShardSpec(index=0, log_path=tmp / "shard-000.duckdb", lance_dir=tmp / "vectors",
-                                 model_id=HashEmbedder.model_id, dim=HashEmbedder.dim))
+    svc = ShardCore(ShardSpec(index=0, log_path=tmp / "shard-000.duckdb", lance_dir=tmp / "vectors",
+                              model_id=HashEmbedder.model_id, dim=HashEmbedder.dim))
     try:
         memories = create_args(rng, "Melanie", args.creates + 20)
         for i, (a, at) in enumerate(memories[:20]):  # warm-up: first appends open tables and fill caches
-            svc.stage_graph(TENANT, "melanie", [staged(a, at, vectors, i)])
+            svc.handle([StageGraphMemories(tenant=TENANT, user_id="melanie", memories=(staged(a, at, vectors, i),))])
         create_ms, validate_ms = [], []
         for i, (a, at) in enumerate(tqdm(memories[20:], desc="create_memory", unit="call", mininterval=1.0), 20):
             started = time.perf_counter()
-            svc.stage_graph(TENANT, "melanie", [staged(a, at, vectors, i)])
+            svc.handle([StageGraphMemories(tenant=TENANT, user_id="melanie", memories=(staged(a, at, vectors, i),))])
             create_ms.append(1000 * (time.perf_counter() - started))
             started = time.perf_counter()
             validate_tool_call("create_memory", a, reference=at)
@@ -215,15 +216,15 @@ def bench_create(args, vectors, rng, tmp: Path) -> dict:
     return {"calls": len(create_ms), "create_ms_p50": pct(create_ms, 50), "create_ms_p95": pct(create_ms, 95),
             "validate_ms_p50": pct(validate_ms, 50), "validate_ms_p95": pct(validate_ms, 95),
             "seed_create_target_ms": SEED_CREATE_MS, "seed_staging_target_ms": SEED_STAGE_MS,
-            "covers": "GraphMemoryStaged construction + ShardService.stage_graph (DuckDB append, fold); "
+            "covers": "GraphMemoryStaged construction + ShardCore.handle(StageGraphMemories) (DuckDB append with the command "
+                      "record, fold); "
                       "no embedding (vectors precomputed), no tool-call validation (validate_ms)"}
 
 
 def bench_consolidation(args, vectors, rng) -> tuple[dict, dict]:
     """U users × N/U staged memories, one job per user: in process, then Ray with 1 and 2 tasks in flight."""
-    import ray
-
     from actors.consolidation import run_consolidation
+    from actors.ray_init import ensure_ray, shutdown_ray
 
     per_user = max(1, args.memories // args.users)
     jobs = []
@@ -234,7 +235,7 @@ def bench_consolidation(args, vectors, rng) -> tuple[dict, dict]:
         jobs.append((TENANT, f"u{u}", s.state, list(s.state.memories)))
     total = per_user * args.users
 
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    ensure_ray(num_cpus=2)
     try:
         warm = [(TENANT, f"warm{i}", j[2], j[3][:20]) for i, j in enumerate(jobs[:2])]
         run_consolidation(warm, max_in_flight=2)  # start both workers and import the projections there
@@ -246,7 +247,7 @@ def bench_consolidation(args, vectors, rng) -> tuple[dict, dict]:
             runs[name] = time.perf_counter() - started
         resources = peak_rss()
     finally:
-        ray.shutdown()
+        shutdown_ray()
     same = [[(i, e.model_dump()) for i, e in events] for events in results["in_process"].values()]
     equal = all([[(i, e.model_dump()) for i, e in events] for events in r.values()] == same for r in results.values())
     out = {"users": args.users, "memories_per_user": per_user, "memories": total,

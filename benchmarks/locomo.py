@@ -140,9 +140,9 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         load_end = os.getloadavg()
     finally:
         mem.close()
-        import ray
+        from actors.ray_init import shutdown_ray
 
-        ray.shutdown()
+        shutdown_ray()
         if args.store is None:
             shutil.rmtree(store, ignore_errors=True)
 

@@ -99,7 +99,7 @@ class GraphApiMixin:
         ``archive sweep`` for turns) archives the memories whose decayed importance fell below the floor. Without
         it the decay stays what seed 001 §5.3 makes it, a factor graph search computes at query time (the δ
         term); archiving by default would take half the LoCoMo dev graph out of the retrieval's expansion. Decay is measured at ``at`` when given (time travel), else at each
-        user's latest message time (``actors.service_graph.user_clock``): the user's own timeline, so importing
+        user's latest message time (``actors.consolidation_jobs.user_clock``): the user's own timeline, so importing
         old conversations does not archive them against the wall clock. Users with nothing staged are left alone
         unless ``idle`` (then their note check and decay run too). The automatic rounds (every
         ``consolidate_every`` staged memories, :meth:`schedule_consolidation`) call this with the defaults.

@@ -51,7 +51,8 @@ class UserStore:
         have: dict[Stream, set[str]] = {s: set() for s in streams}
         for tenant, user_id, memory_id in self.vectors.keys():
             have.setdefault((tenant, user_id), set()).add(memory_id)
-        stray = [s for s in have if s not in set(streams)]
+        known = set(streams)
+        stray = [s for s in have if s not in known]
         for s in stray:  # a user the log does not know: its rows are an old index's
             self.vectors.reconcile_stream(*s, (), have.pop(s))
         self.lance_unreconciled = have

@@ -84,7 +84,8 @@ class LanceVectorTable:
         return [(m, 1.0 - d) for m, d in zip(ids, dist)]
 
     def keys(self) -> set[tuple[str, str, str]]:
-        t = self._table.to_arrow().select(["tenant", "user_id", "memory_id"])
+        # a scan of the three key columns only (the whole table would read every vector too)
+        t = self._table.search().select(["tenant", "user_id", "memory_id"]).limit(None).to_arrow()
         return set(zip(*(t.column(c).to_pylist() for c in ("tenant", "user_id", "memory_id"))))
 
     def reconcile(self, expected: Iterable[tuple[str, str, VectorRow]]) -> tuple[int, int]:

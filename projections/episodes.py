@@ -273,12 +273,21 @@ def _attach(state: EpisodeState, latest: EpisodeMember, vector: np.ndarray) -> N
             members[-1] = member
 
 
-def evolve(state: EpisodeState, env: Envelope, config: SegmentationConfig = DEFAULT_SEGMENTATION) -> EpisodeState:
-    """Apply one envelope: a message extends the open episode or opens one; an embedding may settle boundaries."""
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MessageRecorded, MessageEmbedded)
+
+
+def bind(state: EpisodeState, config: SegmentationConfig) -> None:
+    """Refuse a config other than the one the state was folded with, then hold this one (every event does this)."""
     if state.config is not None and state.config is not config and state.config != config:
         raise SegmentationMismatchError(f"this episode state was folded with {state.config}, not {config}; "
                                         "re-project with fold(EpisodeState(), log, config)")
     state.config = config
+
+
+def evolve(state: EpisodeState, env: Envelope, config: SegmentationConfig = DEFAULT_SEGMENTATION) -> EpisodeState:
+    """Apply one envelope: a message extends the open episode or opens one; an embedding may settle boundaries."""
+    bind(state, config)
     event = env.event
     if isinstance(event, MessageRecorded):
         member = EpisodeMember(env.event_id, env.seq, event.conversation_id, event.turn_id, event.role, event.occurred_at)

@@ -324,11 +324,17 @@ def _stage(state: GraphState, mid: str, e: GraphMemoryStaged, seq: int) -> None:
 
 _STRUCTURAL = (GraphMemoryStaged, GraphMemoriesConsolidated, GraphNodesMerged, GraphNodesUnmerged, GraphEdgeLinked,
                GraphMemoryStatusChanged, GraphConclusionRecorded)
+HANDLES = (*_STRUCTURAL, MemoryTouched)  # what apply reads; the shard fold only calls advance for other events
+
+
+def advance(state: GraphState, seq: int) -> None:
+    """Every event of the stream moves ``last_seq``, even one the graph ignores: consolidation's ids derive from it."""
+    state.last_seq = max(state.last_seq, seq)
 
 
 def apply(state: GraphState, event_id: str, event: Event, seq: int, at: datetime) -> GraphState:
     """Apply one event (``at`` = when it occurred). :func:`evolve` calls this; consolidation uses it on a scratch copy."""
-    state.last_seq = max(state.last_seq, seq)
+    advance(state, seq)
     if isinstance(event, _STRUCTURAL):
         state.structure += 1
     if isinstance(event, GraphMemoryStaged):

@@ -302,12 +302,21 @@ def _archived(state: TierState, event: MemoryArchived) -> None:
             return
 
 
-def evolve(state: TierState, env: Envelope, config: TierConfig = DEFAULT_TIERS) -> TierState:
-    """Apply one envelope: messages and embeddings fill short-term, touches visit, archival and distillation settle."""
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MessageRecorded, MessageEmbedded, MemoryTouched, ProfileDistilled, MemoryArchived)
+
+
+def bind(state: TierState, config: TierConfig) -> None:
+    """Refuse a config other than the one the state was folded with, then hold this one (every event does this)."""
     if state.config is not None and state.config is not config and state.config != config:
         raise TierConfigMismatchError(f"this tier state was folded with {state.config}, not {config}; "
                                       "re-project with fold(TierState(), log, config)")
     state.config = config
+
+
+def evolve(state: TierState, env: Envelope, config: TierConfig = DEFAULT_TIERS) -> TierState:
+    """Apply one envelope: messages and embeddings fill short-term, touches visit, archival and distillation settle."""
+    bind(state, config)
     event = env.event
     if isinstance(event, MessageRecorded):
         if state.awaiting is not None:  # its embedding did not come before this message: it enters without one

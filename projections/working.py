@@ -134,12 +134,21 @@ def _rehearse(state: WorkingState, event: MemoryTouched) -> None:
                 break
 
 
-def evolve(state: WorkingState, env: Envelope, config: WorkingConfig = DEFAULT_WORKING) -> WorkingState:
-    """Apply one envelope: a message enters working memory and the sensory buffer; a touch rehearses."""
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MessageRecorded, MemoryTouched)
+
+
+def bind(state: WorkingState, config: WorkingConfig) -> None:
+    """Refuse a config other than the one the state was folded with, then hold this one (every event does this)."""
     if state.config is not None and state.config is not config and state.config != config:
         raise WorkingConfigMismatchError(f"this working-memory state was folded with {state.config}, not {config}; "
                                          "re-project with fold(WorkingState(), log, config)")
     state.config = config
+
+
+def evolve(state: WorkingState, env: Envelope, config: WorkingConfig = DEFAULT_WORKING) -> WorkingState:
+    """Apply one envelope: a message enters working memory and the sensory buffer; a touch rehearses."""
+    bind(state, config)
     event = env.event
     if isinstance(event, MessageRecorded):
         _hold(state, WorkingItem(env.event_id, env.seq, event.conversation_id, event.role, event.occurred_at), config)

@@ -31,6 +31,7 @@ embeddings only: it never embeds, reads no clock, does no I/O.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -142,9 +143,16 @@ def mean_direction(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
     if not vectors:
         return None
     with np.errstate(invalid="ignore", over="ignore"):  # a corrupt (non-finite) vector must not warn in a fold
-        mean = np.mean(np.stack(vectors).astype(np.float64), axis=0)
-        norm = float(np.linalg.norm(mean))
-    return mean / norm if norm > 0.0 and np.isfinite(norm) else None
+        if any(v.shape != vectors[0].shape for v in vectors):
+            np.stack(vectors)  # raises ValueError: vectors of different sizes have no mean
+        # np.mean(np.stack(vectors).astype(np.float64), axis=0) and np.linalg.norm, step by step: the same
+        # additions in the same order (row by row), a third of the time (every message of a replay runs this).
+        mean = vectors[0].astype(np.float64)
+        for v in vectors[1:]:
+            mean += v
+        mean /= len(vectors)
+        norm = math.sqrt(mean.dot(mean))
+    return mean / norm if norm > 0.0 and math.isfinite(norm) else None
 
 
 def window_similarity(before: Sequence[np.ndarray], after: Sequence[np.ndarray]) -> float | None:

@@ -214,7 +214,8 @@ def _unit(vector: np.ndarray) -> np.ndarray | None:
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     """|A ∩ B| / |A ∪ B|, 0 when either set is empty."""
     sa, sb = frozenset(a), frozenset(b)  # no copy when given frozensets (Page.terms, Session.terms)
-    return len(sa & sb) / len(sa | sb) if sa and sb else 0.0
+    common = len(sa & sb)
+    return common / (len(sa) + len(sb) - common) if sa and sb else 0.0  # |A ∪ B| without building it
 
 
 def similarity(page: Page, session: Session, config: TierConfig) -> float:
@@ -243,8 +244,8 @@ def _with_page(session: Session, page: Page, at: datetime, config: TierConfig) -
     counts = dict(session.keyword_counts)
     for term in page.keywords:
         counts[term] = counts.get(term, 0) + 1
-    # Positional, not dataclasses.replace: one per page that leaves short-term, over a whole replay.
-    return Session(session.session_id, session.pages + (page,), session.created_at, max(session.last_access, at),
+    return Session(  # positional, not dataclasses.replace: one per page that leaves short-term, in a replay
+                   session.session_id, session.pages + (page,), session.created_at, max(session.last_access, at),
                    session.visits, session.access_count, vector_sum, None if vector_sum is None else _unit(vector_sum),
                    tuple(counts.items()), _top_terms(counts, config.session_keywords))
 

@@ -214,7 +214,7 @@ def _unit(vector: np.ndarray) -> np.ndarray | None:
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     """|A ∩ B| / |A ∪ B|, 0 when either set is empty."""
     sa, sb = frozenset(a), frozenset(b)  # no copy when given frozensets (Page.terms, Session.terms)
-    common = len(sa & sb)
+    common = 0 if sa.isdisjoint(sb) else len(sa & sb)  # most sessions share no term with a page: no set built
     return common / (len(sa) + len(sb) - common) if sa and sb else 0.0  # |A ∪ B| without building it
 
 

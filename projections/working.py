@@ -114,9 +114,11 @@ def _hold(state: WorkingState, item: WorkingItem, config: WorkingConfig) -> None
 
 
 def _sense(state: WorkingState, item: SensoryItem, config: WorkingConfig) -> None:
-    state.latest = item.occurred_at if state.latest is None else max(state.latest, item.occurred_at)
+    previous = state.latest
+    state.latest = item.occurred_at if previous is None else max(previous, item.occurred_at)
     horizon = state.latest - timedelta(seconds=config.ttl_seconds)
-    state.sensory = [s for s in state.sensory if s.occurred_at > horizon]
+    if state.latest != previous:  # the same latest time keeps the same horizon: nothing held has expired since
+        state.sensory = [s for s in state.sensory if s.occurred_at > horizon]
     if item.occurred_at > horizon:
         state.sensory.append(item)
 

@@ -120,28 +120,27 @@ def decode_payload(kind: str, version: int, payload: str) -> Event:
         ) from exc
 
 
+def _pylist(column: pa.ChunkedArray) -> list:
+    """``column.to_pylist()``, converting each distinct timestamp once.
+
+    Converting a timestamp into a zone-aware datetime costs microseconds per
+    value, and a log holds few distinct times (a batch shares its
+    ``recorded_at``, a conversation session its ``occurred_at``).
+    """
+    if not pa.types.is_timestamp(column.type):
+        return column.to_pylist()
+    encoded = column.combine_chunks().dictionary_encode()
+    values = encoded.dictionary.to_pylist()
+    return [None if i is None else values[i] for i in encoded.indices.to_pylist()]
+
+
 def from_arrow(table: pa.Table) -> list[Envelope]:
     """Decode rows (any column order) into envelopes, upcasting old payload versions."""
     table = table.select(ENVELOPE_SCHEMA.names)
-    cols = {name: table.column(name).to_pylist() for name in ENVELOPE_SCHEMA.names}
+    rows = zip(*(_pylist(table.column(name)) for name in ENVELOPE_SCHEMA.names), strict=True)
     out: list[Envelope] = []
-    for i in range(table.num_rows):
-        kind = cols["kind"][i]
-        version = cols["schema_version"][i]
-        event = decode_payload(kind, version, cols["payload"][i])
-        out.append(
-            Envelope(
-                tenant=cols["tenant"][i],
-                user_id=cols["user_id"][i],
-                seq=cols["seq"][i],
-                event_id=cols["event_id"][i],
-                kind=kind,
-                schema_version=event.schema_version,
-                occurred_at=cols["occurred_at"][i],
-                recorded_at=cols["recorded_at"][i],
-                causation_id=cols["causation_id"][i],
-                correlation_id=cols["correlation_id"][i],
-                event=event,
-            )
-        )
+    for tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at, causation_id, correlation_id, payload in rows:
+        event = decode_payload(kind, version, payload)
+        out.append(Envelope(tenant, user_id, seq, event_id, kind, event.schema_version, occurred_at, recorded_at,
+                            causation_id, correlation_id, event))
     return out

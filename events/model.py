@@ -113,7 +113,7 @@ class MemoryTouched(Event):
     def _parallel(self) -> MemoryTouched:
         if not len(self.memory_ids) == len(self.ranks) == len(self.scores):
             raise ValueError("memory_ids, ranks and scores must have the same length")
-        if any(r < 1 for r in self.ranks):
+        if min(self.ranks) < 1:  # not empty: memory_ids has at least one (min(), not a generator: every replay runs this)
             raise ValueError("ranks start at 1")
         return self
 

@@ -63,6 +63,10 @@ def in_scope(state: ArchiveState, memory_id: str, scope: str) -> bool:
     return state.is_archived(memory_id) == (scope == "archive")
 
 
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MemoryArchived, MemoryRestored)
+
+
 def evolve(state: ArchiveState, env: Envelope) -> ArchiveState:
     event = env.event
     if isinstance(event, MemoryArchived):

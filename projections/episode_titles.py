@@ -35,6 +35,10 @@ class TitleState:
         return sorted((k, t.title, t.summary, t.member_ids, t.titler, t.event_id) for k, t in self.titles.items())
 
 
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (EpisodeTitled,)
+
+
 def evolve(state: TitleState, env: Envelope) -> TitleState:
     event = env.event
     if isinstance(event, EpisodeTitled):

@@ -284,10 +284,11 @@ def _add_node(state: GraphState, node_type: str, label: str, seq: int, memory_id
               vector: np.ndarray | None = None) -> str:
     nid = node_id(node_type, label)
     node = state.nodes.get(nid) or GraphNode(nid, node_type, label, seq)
-    if node.vector is None and vector is not None:
-        node = replace(node, vector=vector)  # the first recorded vector wins
-    if memory_id not in node.memory_ids:
-        node = replace(node, memory_ids=(*node.memory_ids, memory_id))
+    if (node.vector is None and vector is not None) or memory_id not in node.memory_ids:
+        # Positional, not dataclasses.replace: every staged memory adds three to seven nodes in a replay.
+        node = GraphNode(nid, node.node_type, node.label, node.seq,
+                         vector if node.vector is None else node.vector,  # the first recorded vector wins
+                         node.memory_ids if memory_id in node.memory_ids else (*node.memory_ids, memory_id))
     state.nodes[nid] = node
     return nid
 
@@ -324,11 +325,17 @@ def _stage(state: GraphState, mid: str, e: GraphMemoryStaged, seq: int) -> None:
 
 _STRUCTURAL = (GraphMemoryStaged, GraphMemoriesConsolidated, GraphNodesMerged, GraphNodesUnmerged, GraphEdgeLinked,
                GraphMemoryStatusChanged, GraphConclusionRecorded)
+HANDLES = (*_STRUCTURAL, MemoryTouched)  # what apply reads; the shard fold only calls advance for other events
+
+
+def advance(state: GraphState, seq: int) -> None:
+    """Every event of the stream moves ``last_seq``, even one the graph ignores: consolidation's ids derive from it."""
+    state.last_seq = max(state.last_seq, seq)
 
 
 def apply(state: GraphState, event_id: str, event: Event, seq: int, at: datetime) -> GraphState:
     """Apply one event (``at`` = when it occurred). :func:`evolve` calls this; consolidation uses it on a scratch copy."""
-    state.last_seq = max(state.last_seq, seq)
+    advance(state, seq)
     if isinstance(event, _STRUCTURAL):
         state.structure += 1
     if isinstance(event, GraphMemoryStaged):

@@ -61,6 +61,10 @@ class LexicalIndex:
         return [(self.doc_ids[doc], score) for doc, score in best]
 
 
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MessageRecorded,)
+
+
 def evolve(state: LexicalIndex, env: Envelope) -> LexicalIndex:
     event = env.event
     if isinstance(event, MessageRecorded):

@@ -43,6 +43,10 @@ class MessageStore:
         return out
 
 
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MessageRecorded,)
+
+
 def evolve(state: MessageStore, env: Envelope) -> MessageStore:
     event = env.event
     if isinstance(event, MessageRecorded):

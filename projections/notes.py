@@ -213,6 +213,10 @@ def _apply_review(state: NoteState, review: NoteReviewed) -> None:
         state.notes[note.note_id] = replace(note, importance_reset_at=review.at, reset_mark=len(note.reinforced_at))
 
 
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (NoteOperation, NoteReviewed, MemoryTouched)
+
+
 def evolve(state: NoteState, env: Envelope) -> NoteState:
     """Apply one envelope; events of other kinds are ignored."""
     event = env.event

@@ -108,6 +108,10 @@ def _add(items: list[Knowledge], keys: set[str], texts: Iterable[str], env: Enve
             items.append(Knowledge(text, env.event_id, env.seq, env.occurred_at, session_id))
 
 
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (ProfileDistilled,)
+
+
 def evolve(profile: UserProfile, env: Envelope) -> UserProfile:
     """Apply one envelope: a ``profile_distilled`` event sets traits and adds new statements; others are ignored."""
     event = env.event

@@ -110,10 +110,20 @@ def _with_access(accesses: tuple[datetime, ...], at: datetime) -> tuple[datetime
     return (*accesses[:i], at, *accesses[i:])
 
 
+def bind(state: RetentionState, policy: RetentionPolicy) -> None:
+    """Refuse a policy with other fold parameters, then remember the policy's fold digest (every event does this)."""
+    if state.fold_digest is not policy.fold_digest():
+        _check_policy(state, policy)
+        state.fold_digest = policy.fold_digest()
+
+
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MessageRecorded, MessageClassified, MemoryTouched, MemoryRestored)
+
+
 def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> RetentionState:
     """Apply one envelope. Messages create items, classifications set their type, counted touches reinforce."""
-    _check_policy(state, policy)
-    state.fold_digest = policy.fold_digest()
+    bind(state, policy)
     event = env.event
     if isinstance(event, MessageRecorded):
         meta = event.metadata

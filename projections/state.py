@@ -1,9 +1,11 @@
 """The state a shard folds from its log: one :class:`UserMemory` per (tenant, user).
 
-``evolve`` applies one envelope to every projection; ``fold`` applies many.
-Folds are pure: no I/O, no clock, no randomness. ``digest`` hashes a canonical
-form of each projection, so a live state and a rebuild from the log can be
-compared byte for byte.
+``evolve`` applies one envelope to each projection whose module lists the
+event's class in ``HANDLES`` (any other would ignore it, so it is not called;
+a replay is mostly such calls); ``fold`` applies many. Folds are pure: no
+I/O, no clock, no randomness. ``digest`` hashes a canonical form of each
+projection, so a live state and a rebuild from the log can be compared byte
+for byte.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
 
 from events.envelope import Envelope
+from events.model import Event
 from projections import archive, episode_titles, episodes, graph, lexical, messages, notes, profile, retention, tiers, touches, vectors, working
 from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.policy import DEFAULT_POLICY, RetentionPolicy
@@ -59,6 +63,45 @@ CONFIGURED_PROJECTIONS: dict[str, tuple[Callable, str]] = {
     "tiers": (tiers.evolve, "tier_config"),
     "working": (working.evolve, "working_config"),
 }
+# The event classes each projection's evolve reads (its module's HANDLES). Any other event leaves the projection
+# as it was, apart from the bookkeeping _bind does for every event, so evolve does not call it.
+HANDLED: dict[str, tuple[type[Event], ...]] = {
+    "messages": messages.HANDLES,
+    "lexical": lexical.HANDLES,
+    "vectors": vectors.HANDLES,
+    "touches": touches.HANDLES,
+    "archive": archive.HANDLES,
+    "notes": notes.HANDLES,
+    "profile": profile.HANDLES,
+    "graph": graph.HANDLES,
+    "titles": episode_titles.HANDLES,
+    "retention": retention.HANDLES,
+    "episodes": episodes.HANDLES,
+    "tiers": tiers.HANDLES,
+    "working": working.HANDLES,
+}
+Step = Callable[["UserMemory", "ShardState", Envelope], None]
+
+
+def _step(name: str) -> Step:
+    if name in PROJECTIONS:
+        plain = PROJECTIONS[name]
+
+        def step(memory: UserMemory, state: ShardState, env: Envelope) -> None:
+            setattr(memory, name, plain(getattr(memory, name), env))
+    else:
+        configured, config = CONFIGURED_PROJECTIONS[name]
+
+        def step(memory: UserMemory, state: ShardState, env: Envelope) -> None:
+            setattr(memory, name, configured(getattr(memory, name), env, getattr(state, config)))
+    return step
+
+
+@cache
+def route(event_type: type[Event]) -> tuple[Step, ...]:
+    """The projection steps an event of this class reaches, in the order evolve applies them."""
+    return tuple(_step(name) for name in [*PROJECTIONS, *CONFIGURED_PROJECTIONS]
+                 if issubclass(event_type, HANDLED[name]))
 
 
 class ProjectionOrderError(RuntimeError):
@@ -81,16 +124,26 @@ class ShardState:
         return sum(u.head for u in self.users.values())
 
 
+def _bind(memory: UserMemory, state: ShardState, seq: int) -> None:
+    # What every projection's evolve does for any event, even one it ignores: check and hold its config, and
+    # (the graph) note the stream's last seq.
+    retention.bind(memory.retention, state.policy)
+    episodes.bind(memory.episodes, state.segmentation)
+    tiers.bind(memory.tiers, state.tier_config)
+    working.bind(memory.working, state.working_config)
+    graph.advance(memory.graph, seq)
+
+
 def evolve(state: ShardState, env: Envelope) -> ShardState:
+    """Apply one envelope to every projection; each one that reads its event class folds it."""
     memory = state.users.get(env.stream)
     if memory is None:
         memory = state.users[env.stream] = UserMemory()
     if env.seq != memory.head + 1:
         raise ProjectionOrderError(f"{env.stream}: got seq {env.seq} after {memory.head}")
-    for name, step in PROJECTIONS.items():
-        setattr(memory, name, step(getattr(memory, name), env))
-    for name, (step, config) in CONFIGURED_PROJECTIONS.items():
-        setattr(memory, name, step(getattr(memory, name), env, getattr(state, config)))
+    _bind(memory, state, env.seq)
+    for step in route(type(env.event)):
+        step(memory, state, env)
     memory.head = env.seq
     return state
 

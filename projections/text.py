@@ -69,12 +69,7 @@ def tokenize(text: str) -> list[str]:
 
 
 def _latin(segment: str) -> list[str]:
-    out = []
-    for word in _WORD.findall(segment):
-        token = _english(word)
-        if token:
-            out.append(token)
-    return out
+    return [token for token in map(_english, _WORD.findall(segment)) if token]
 
 
 def has_cjk(text: str) -> bool:

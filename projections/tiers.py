@@ -52,7 +52,6 @@ reads no clock and does no I/O.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -132,6 +131,10 @@ class Page:
     keywords: tuple[str, ...]
     vector: np.ndarray | None = field(default=None, compare=False)
     analysed: bool = False
+    terms: frozenset[str] = field(init=False, repr=False, compare=False)  # the keywords as a set, for jaccard
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", frozenset(self.keywords))
 
     def canonical(self) -> tuple:
         return (self.page_id, self.seq, self.conversation_id, self.role, self.occurred_at.isoformat(),
@@ -152,6 +155,10 @@ class Session:
     centroid: np.ndarray | None = field(default=None, compare=False)  # the sum, normalised
     keyword_counts: tuple[tuple[str, int], ...] = ()  # (term, pages using it), in first-seen order
     keywords: tuple[str, ...] = ()  # the session_keywords most frequent terms (ties: first seen)
+    terms: frozenset[str] = field(init=False, repr=False, compare=False)  # the keywords as a set, for jaccard
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", frozenset(self.keywords))
 
     @property
     def page_ids(self) -> tuple[str, ...]:
@@ -200,35 +207,32 @@ class TierState:
 def _unit(vector: np.ndarray) -> np.ndarray | None:
     with np.errstate(invalid="ignore", over="ignore"):  # a corrupt vector must not warn in a fold
         v = vector.astype(np.float64)
-        norm = float(np.linalg.norm(v))
+        norm = math.sqrt(v.dot(v))  # np.linalg.norm of a vector, without its dispatch
     return v / norm if norm > 0.0 and math.isfinite(norm) else None
-
-
-@lru_cache(maxsize=4096)
-def _term_set(terms: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(terms)  # a page's or session's keywords, compared against every session in a replay
 
 
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     """|A ∩ B| / |A ∪ B|, 0 when either set is empty."""
-    sa, sb = (_term_set(x) if isinstance(x, tuple) else frozenset(x) for x in (a, b))
-    return len(sa & sb) / len(sa | sb) if sa and sb else 0.0
+    sa, sb = frozenset(a), frozenset(b)  # no copy when given frozensets (Page.terms, Session.terms)
+    common = 0 if sa.isdisjoint(sb) else len(sa & sb)  # most sessions share no term with a page: no set built
+    return common / (len(sa) + len(sb) - common) if sa and sb else 0.0  # |A ∪ B| without building it
 
 
 def similarity(page: Page, session: Session, config: TierConfig) -> float:
     """cos(page vector, session centroid) + keyword_weight · Jaccard(page terms, session keywords)."""
-    centroid = session.centroid
-    comparable = page.vector is not None and centroid is not None and page.vector.shape == centroid.shape
-    cos = float(np.dot(page.vector, centroid)) if comparable else 0.0  # another model's vector says nothing
-    return cos + config.keyword_weight * jaccard(page.keywords, session.keywords)
+    # Run for every active session per placed page: ndarray.dot is np.dot (same BLAS call) without the dispatch.
+    vector, centroid = page.vector, session.centroid
+    comparable = vector is not None and centroid is not None and vector.shape == centroid.shape
+    cos = float(vector.dot(centroid)) if comparable else 0.0  # another model's vector says nothing
+    return cos + config.keyword_weight * jaccard(page.terms, session.terms)
 
 
 # -- the fold ------------------------------------------------------------------
 
 
 def _top_terms(counts: dict[str, int], limit: int) -> tuple[str, ...]:
-    """The ``limit`` most frequent terms; sorted() is stable, so ties keep first-seen order."""
-    return tuple(sorted(counts, key=lambda term: -counts[term])[:limit])
+    """The ``limit`` most frequent terms; sorted() is stable (reverse too), so ties keep first-seen order."""
+    return tuple(sorted(counts, key=counts.__getitem__, reverse=True)[:limit])
 
 
 def _with_page(session: Session, page: Page, at: datetime, config: TierConfig) -> Session:
@@ -240,9 +244,10 @@ def _with_page(session: Session, page: Page, at: datetime, config: TierConfig) -
     counts = dict(session.keyword_counts)
     for term in page.keywords:
         counts[term] = counts.get(term, 0) + 1
-    return replace(session, pages=session.pages + (page,), last_access=max(session.last_access, at),
-                   vector_sum=vector_sum, centroid=None if vector_sum is None else _unit(vector_sum),
-                   keyword_counts=tuple(counts.items()), keywords=_top_terms(counts, config.session_keywords))
+    return Session(  # positional, not dataclasses.replace: one per page that leaves short-term, in a replay
+                   session.session_id, session.pages + (page,), session.created_at, max(session.last_access, at),
+                   session.visits, session.access_count, vector_sum, None if vector_sum is None else _unit(vector_sum),
+                   tuple(counts.items()), _top_terms(counts, config.session_keywords))
 
 
 def _evict_lfu(state: TierState) -> None:
@@ -302,12 +307,21 @@ def _archived(state: TierState, event: MemoryArchived) -> None:
             return
 
 
-def evolve(state: TierState, env: Envelope, config: TierConfig = DEFAULT_TIERS) -> TierState:
-    """Apply one envelope: messages and embeddings fill short-term, touches visit, archival and distillation settle."""
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MessageRecorded, MessageEmbedded, MemoryTouched, ProfileDistilled, MemoryArchived)
+
+
+def bind(state: TierState, config: TierConfig) -> None:
+    """Refuse a config other than the one the state was folded with, then hold this one (every event does this)."""
     if state.config is not None and state.config is not config and state.config != config:
         raise TierConfigMismatchError(f"this tier state was folded with {state.config}, not {config}; "
                                       "re-project with fold(TierState(), log, config)")
     state.config = config
+
+
+def evolve(state: TierState, env: Envelope, config: TierConfig = DEFAULT_TIERS) -> TierState:
+    """Apply one envelope: messages and embeddings fill short-term, touches visit, archival and distillation settle."""
+    bind(state, config)
     event = env.event
     if isinstance(event, MessageRecorded):
         if state.awaiting is not None:  # its embedding did not come before this message: it enters without one

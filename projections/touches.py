@@ -31,6 +31,10 @@ class TouchLog:
         ]
 
 
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MemoryTouched,)
+
+
 def evolve(state: TouchLog, env: Envelope) -> TouchLog:
     event = env.event
     if isinstance(event, MemoryTouched):

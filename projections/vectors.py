@@ -32,6 +32,10 @@ class VectorStore:
         return [(r.memory_id, r.event_id, r.seq, r.model_id, r.vector.tobytes()) for r in self.rows.values()]
 
 
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MessageEmbedded,)
+
+
 def evolve(state: VectorStore, env: Envelope) -> VectorStore:
     event = env.event
     if isinstance(event, MessageEmbedded):

@@ -114,9 +114,11 @@ def _hold(state: WorkingState, item: WorkingItem, config: WorkingConfig) -> None
 
 
 def _sense(state: WorkingState, item: SensoryItem, config: WorkingConfig) -> None:
-    state.latest = item.occurred_at if state.latest is None else max(state.latest, item.occurred_at)
+    previous = state.latest
+    state.latest = item.occurred_at if previous is None else max(previous, item.occurred_at)
     horizon = state.latest - timedelta(seconds=config.ttl_seconds)
-    state.sensory = [s for s in state.sensory if s.occurred_at > horizon]
+    if state.latest != previous:  # the same latest time keeps the same horizon: nothing held has expired since
+        state.sensory = [s for s in state.sensory if s.occurred_at > horizon]
     if item.occurred_at > horizon:
         state.sensory.append(item)
 
@@ -134,12 +136,21 @@ def _rehearse(state: WorkingState, event: MemoryTouched) -> None:
                 break
 
 
-def evolve(state: WorkingState, env: Envelope, config: WorkingConfig = DEFAULT_WORKING) -> WorkingState:
-    """Apply one envelope: a message enters working memory and the sensory buffer; a touch rehearses."""
+# The events evolve reads; the shard fold (projections.state) does not call it for any other.
+HANDLES = (MessageRecorded, MemoryTouched)
+
+
+def bind(state: WorkingState, config: WorkingConfig) -> None:
+    """Refuse a config other than the one the state was folded with, then hold this one (every event does this)."""
     if state.config is not None and state.config is not config and state.config != config:
         raise WorkingConfigMismatchError(f"this working-memory state was folded with {state.config}, not {config}; "
                                          "re-project with fold(WorkingState(), log, config)")
     state.config = config
+
+
+def evolve(state: WorkingState, env: Envelope, config: WorkingConfig = DEFAULT_WORKING) -> WorkingState:
+    """Apply one envelope: a message enters working memory and the sensory buffer; a touch rehearses."""
+    bind(state, config)
     event = env.event
     if isinstance(event, MessageRecorded):
         _hold(state, WorkingItem(env.event_id, env.seq, event.conversation_id, event.role, event.occurred_at), config)

@@ -286,7 +286,7 @@ class ShardCore:
     def close(self) -> None:
         """Flush the touches, snapshot every resident user that is behind, close the log."""
         self.flush_touches()
-        self.state.users.flush()
+        self.users.save_behind(self.state.users.resident.items())
         self.log.close()
 
     def empty_state(self) -> shard_state.ShardState:

@@ -100,8 +100,3 @@ class ResidentUsers(MutableMapping):
             memory = self._resident.pop(victim)
             self._evict(victim, memory)
             self.evictions += 1
-
-    def flush(self) -> None:
-        """Hand every resident user to ``evict`` without dropping it (a checkpoint of all, e.g. on close)."""
-        for stream, memory in list(self._resident.items()):
-            self._evict(stream, memory)

@@ -112,11 +112,16 @@ class SnapshotStore:
         key = hashlib.sha1("\x1f".join(stream).encode("utf-8")).hexdigest()
         return self.directory / f"{key}.snap"
 
-    def save(self, stream: Stream, memory: UserMemory) -> int:
-        """Write the user's snapshot atomically; returns its size in bytes."""
+    def save(self, stream: Stream, memory: UserMemory, log_checksum: int) -> int:
+        """Write the user's snapshot atomically; returns its size in bytes.
+
+        ``log_checksum`` is the log's checksum of the user's events up to the
+        snapshot's seq (:meth:`events.log.EventLog.checksums`).
+        """
         body = dumps(memory)
         header = {"format": FORMAT, "tenant": stream[0], "user_id": stream[1], "head": memory.head,
-                  "fingerprint": self.fingerprint, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body)}
+                  "fingerprint": self.fingerprint, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body),
+                  "log_checksum": log_checksum}
         path = self.path(stream)
         tmp = path.with_suffix(".tmp")
         with open(tmp, "wb") as f:
@@ -127,8 +132,9 @@ class SnapshotStore:
         os.replace(tmp, path)
         return len(body)
 
-    def load(self, stream: Stream, max_head: int) -> UserMemory | None:
-        """The user's snapshot if there is a valid one for this fingerprint at a seq the log has; else None."""
+    def load(self, stream: Stream, max_head: int) -> tuple[UserMemory, int] | None:
+        """The user's snapshot and the log checksum it was written against, if there is a valid one for this
+        fingerprint at a seq the log has; else None. The caller compares the checksum with the log's."""
         path = self.path(stream)
         try:
             with open(path, "rb") as f:
@@ -154,7 +160,12 @@ class SnapshotStore:
             return self._reject(stream, f"cannot be decoded: {exc}")
         if not isinstance(memory, UserMemory) or memory.head != header["head"]:
             return self._reject(stream, "holds no user memory at its stated seq")
-        return memory
+        if not isinstance(header.get("log_checksum"), int):
+            return self._reject(stream, "no log checksum")
+        return memory, header["log_checksum"]
+
+    def reject(self, stream: Stream, why: str, level: str = "warning") -> None:
+        return self._reject(stream, why, level)
 
     def _reject(self, stream: Stream, why: str, level: str = "warning") -> None:
         getattr(logger, level)("snapshot_ignored", tenant=stream[0], user_id=stream[1], reason=why)

@@ -58,11 +58,7 @@ class UserStore:
         self.lance_unreconciled = have
         report = {"snapshots_used": 0, "tail_events": 0, "streams": len(streams), "lance_fixed": 0}
         if self.spec.max_resident_users is None:
-            loaded = {}
-            for stream in streams:
-                memory = self._snapshot(stream)
-                if memory is not None:
-                    loaded[stream] = memory
+            loaded = self._snapshots(streams)
             report["snapshots_used"] = len(loaded)
             partial = ShardState(users=loaded, policy=state.policy, segmentation=state.segmentation,
                                  tier_config=state.tier_config, working_config=state.working_config)
@@ -79,7 +75,7 @@ class UserStore:
     def load(self, stream: Stream) -> UserMemory:
         """A cold user: the newest valid snapshot, then the events after it."""
         started = time.perf_counter()
-        memory = self._snapshot(stream)
+        memory = self._snapshots([stream]).get(stream)
         head = memory.head if memory is not None else 0
         partial = self.empty_state()
         if memory is not None:
@@ -91,27 +87,49 @@ class UserStore:
         return memory
 
     def evict(self, stream: Stream, memory: UserMemory) -> None:
-        """A user leaving memory (or a checkpoint of all on close): its snapshot, if it is behind."""
-        if self.snapshots is not None and memory.head > self.snapshot_heads.get(stream, 0):
-            self.snapshots.save(stream, memory)
+        """A user leaving memory: its snapshot, if it is behind."""
+        self.save_behind([(stream, memory)])
+
+    def save_behind(self, users) -> int:
+        """Snapshot each ``(stream, memory)`` whose snapshot is behind it (one checksum query for all)."""
+        if self.snapshots is None:
+            return 0
+        behind = [(s, m) for s, m in users if m.head > self.snapshot_heads.get(s, 0)]
+        if not behind:
+            return 0
+        checksums = self.log.checksums({s: m.head for s, m in behind})
+        for stream, memory in behind:
+            self.snapshots.save(stream, memory, checksums.get(stream, 0))
             self.snapshot_heads[stream] = memory.head
+        return len(behind)
 
     def checkpoint(self, users: ResidentUsers, streams) -> None:
         """Snapshot the users written to that are ``snapshot_every`` events past their snapshot."""
         if self.snapshots is None:
             return
-        for stream in streams:
-            memory = users.resident.get(stream)
-            if memory is not None and memory.head - self.snapshot_heads.get(stream, 0) >= self.spec.snapshot_every:
-                self.evict(stream, memory)
+        resident = users.resident
+        due = [(s, resident[s]) for s in streams if s in resident
+               and resident[s].head - self.snapshot_heads.get(s, 0) >= self.spec.snapshot_every]
+        self.save_behind(due)
 
-    def _snapshot(self, stream: Stream) -> UserMemory | None:
+    def _snapshots(self, streams) -> dict[Stream, UserMemory]:
+        """The valid snapshots of ``streams`` whose events the log still holds unchanged (one checksum query)."""
         if self.snapshots is None:
-            return None
-        memory = self.snapshots.load(stream, self.log.head(*stream))
-        if memory is not None:
+            return {}
+        found = {}
+        for stream in streams:
+            loaded = self.snapshots.load(stream, self.log.head(*stream))
+            if loaded is not None:
+                found[stream] = loaded
+        actual = self.log.checksums({s: memory.head for s, (memory, _) in found.items()})
+        out = {}
+        for stream, (memory, checksum) in found.items():
+            if actual.get(stream) != checksum:
+                self.snapshots.reject(stream, "the log's events under it changed (edited or replaced)")
+                continue
+            out[stream] = memory
             self.snapshot_heads[stream] = memory.head
-        return memory
+        return out
 
     def _reconcile(self, stream: Stream, memory: UserMemory) -> int:
         """Bring the user's LanceDB rows in line with its vectors projection, once per start."""

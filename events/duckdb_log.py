@@ -144,6 +144,22 @@ class DuckDBEventLog(EventLog):
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]))
 
+    def checksums(self, heads) -> dict:
+        """One aggregate query: per stream, ``bit_xor(hash(...))`` of its stored rows up to its given head."""
+        if not heads:
+            return {}
+        streams = list(heads)
+        table = pa.table({"tenant": [t for t, _ in streams], "user_id": [u for _, u in streams],
+                          "head": [heads[s] for s in streams]})
+        cur = self._con.cursor()
+        cur.register("_heads", table)
+        rows = cur.execute(
+            "SELECT e.tenant, e.user_id, bit_xor(hash(e.event_id, e.seq, e.kind, e.schema_version, e.payload)) "
+            "FROM events e JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
+            "WHERE e.seq <= h.head GROUP BY e.tenant, e.user_id"
+        ).fetchall()
+        return {(t, u): int(x) for t, u, x in rows}
+
     def _command(self, command_id: str) -> CommandRecord | None:
         row = self._con.cursor().execute(
             "SELECT command_id, kind, outcome, tenant, user_id, event_ids FROM commands WHERE command_id = ?",

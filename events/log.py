@@ -8,6 +8,7 @@ Every backend passes the suite in ``tests/contract``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -111,6 +112,18 @@ class EventLog:
     def scan_tails(self, heads: Mapping[Stream, int]) -> Iterator[Envelope]:
         """Every event after ``heads[stream]`` (after 0 for a stream not in ``heads``), in scan order."""
         return (e for e in self._read(ScanFilter()) if e.seq > heads.get(e.stream, 0))
+
+    def checksums(self, heads: Mapping[Stream, int]) -> dict[Stream, int]:
+        """Per stream, a 64-bit checksum of its stored events up to ``heads[stream]`` (id, seq, kind, version,
+        payload): a snapshot records it, so a log edited under a snapshot is noticed. Order-independent."""
+        out: dict[Stream, int] = {}
+        for e in self._read(ScanFilter()):
+            if e.stream in heads and e.seq <= heads[e.stream]:
+                digest = hashlib.blake2b(
+                    f"{e.event_id}\x1f{e.seq}\x1f{e.kind}\x1f{e.schema_version}\x1f{e.event.model_dump_json()}".encode(),
+                    digest_size=8).digest()
+                out[e.stream] = out.get(e.stream, 0) ^ int.from_bytes(digest, "big")
+        return out
 
     def head(self, tenant: str, user_id: str) -> int:
         """The last ``seq`` of a stream, 0 when it is empty."""

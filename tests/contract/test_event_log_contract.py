@@ -127,6 +127,13 @@ class EventLogContract:
         assert [e.event_id for e in filled.scan_tails({})] == [e.event_id for e in filled.scan()]
         assert [e.event_id for e in filled.scan_tails({("nobody", "x"): 5})] == [e.event_id for e in filled.scan()]
 
+    def test_checksums_cover_each_streams_events_up_to_the_given_head(self, filled):
+        sums = filled.checksums({ALICE: 2, BOB: 2})
+        assert set(sums) == {ALICE, BOB}
+        assert sums == filled.checksums({ALICE: 2, BOB: 2})  # stable
+        assert filled.checksums({ALICE: 3})[ALICE] != sums[ALICE]  # one more event
+        assert filled.checksums({}) == {} and filled.checksums({("nobody", "x"): 4}) == {}
+
     def test_scan_orders_stream_ids_by_code_point(self, log):
         # Backends must agree on the order of non-ASCII and mixed-case ids (no locale collation).
         tenants = ["租户", "é", "a", "Z", "_", "B"]
@@ -243,6 +250,12 @@ def run_python(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
 class TestDuckDBEventLog(EventLogContract):
     def make_log(self, tmp_path: Path) -> EventLog:
         return DuckDBEventLog(tmp_path / "log" / "shard-000.duckdb")
+
+    def test_an_edited_payload_changes_the_checksum(self, filled):
+        before = filled.checksums({ALICE: 3, BOB: 2})
+        filled._con.execute("UPDATE events SET payload = replace(payload, 'juice', 'juicy') WHERE event_id = 'e5'")
+        after = filled.checksums({ALICE: 3, BOB: 2})
+        assert after[ALICE] != before[ALICE] and after[BOB] == before[BOB]
 
     def test_reopening_the_file_gives_the_same_events_heads_and_commands(self, filled):
         filled.append([], command=CommandRecord("cmd-1", "SweepArchive", '[{"reason": "x"}]', "acme", "alice"))

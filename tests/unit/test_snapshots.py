@@ -70,6 +70,23 @@ def test_a_start_after_a_crash_folds_only_the_tail_after_each_snapshot(tmp_path)
     restarted.close()
 
 
+def test_a_log_edited_under_a_snapshot_is_noticed_and_the_user_folded_from_the_log(tmp_path):
+    import duckdb
+
+    core = ShardCore(spec_for(tmp_path))
+    fill(core)
+    core.close()
+    con = duckdb.connect(str(tmp_path / "log.duckdb"))
+    con.execute("UPDATE events SET payload = replace(payload, 'walked 201 steps', 'walked 777 steps') "
+                "WHERE user_id = 'cy' AND kind = 'message_recorded'")
+    con.close()
+
+    reopened = ShardCore(spec_for(tmp_path))
+    assert search(reopened, "walked 777 steps", user_id="cy", touch_reason=None)[0].text.startswith("cy note 1: I walked 777")
+    assert reopened.query(c.Digest()) == fresh_digest(tmp_path)
+    reopened.close()
+
+
 @pytest.mark.parametrize("damage", ["flip-a-byte", "truncate", "head-beyond-log", "other-policy", "garbage"])
 def test_a_snapshot_that_does_not_match_is_ignored_and_the_user_rebuilt_from_the_log(tmp_path, damage):
     core = ShardCore(spec_for(tmp_path))

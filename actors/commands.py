@@ -24,8 +24,8 @@ from events.commands import RecordMessage
 from events.graph_events import EdgeType, GraphMemoryStaged
 from events.log import ScanFilter
 from events.model import Event
-from projections.policy import RetentionPolicy
-from projections.retrieval import DEFAULT_FUSION, FusionConfig
+from projections.folds.policy import RetentionPolicy
+from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 Vector = Annotated[np.ndarray, SkipValidation]
 Fusion = Annotated[FusionConfig, SkipValidation]

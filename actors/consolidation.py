@@ -1,10 +1,10 @@
 """Graph consolidation as pure Ray tasks: one task per user's batch, the shard appends what they return.
 
 A task receives one user's :class:`Job`: the user's
-:class:`~projections.graph.GraphState`, the ids of the staged memories, the
-user's note evidence (:func:`projections.graph_conflicts.note_evidence`, for
+:class:`~projections.folds.graph.GraphState`, the ids of the staged memories, the
+user's note evidence (:func:`projections.decisions.graph_conflicts.note_evidence`, for
 the conflict check) and the time to measure decay at; it runs
-:func:`projections.graph_consolidate.consolidate` and returns the
+:func:`projections.decisions.graph_consolidate.consolidate` and returns the
 ``(event id, event)`` pairs; it writes nothing. The shard that
 owns the user appends them to its log (the only writer) and folds them, so a
 task that dies or runs twice costs only time: Ray may retry it freely.
@@ -30,9 +30,9 @@ from actors.consolidation_jobs import Events, Job, consolidate_user
 from actors.llm.config import LlmConfig
 from actors.ray_init import ensure_ray
 from events.errors import InvalidInputError
-from projections.graph import GraphState
-from projections.graph_consolidate import DEFAULT_CONSOLIDATION, ConsolidationConfig
-from projections.notes import NoteState
+from projections.decisions.graph_consolidate import DEFAULT_CONSOLIDATION, ConsolidationConfig
+from projections.folds.graph import GraphState
+from projections.folds.notes import NoteState
 
 __all__ = ["Job", "consolidate_task", "consolidate_user", "run_consolidation"]
 

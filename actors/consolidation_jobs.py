@@ -19,11 +19,11 @@ from actors.llm.causality import llm_causal_links
 from actors.llm.client import LlmClient
 from actors.llm.config import LlmConfig
 from events.model import Event
-from projections.graph import GraphState
-from projections.graph_conflicts import note_evidence
-from projections.graph_consolidate import DEFAULT_CONSOLIDATION, ConsolidationConfig, consolidate
-from projections.notes import NoteState
-from projections.state import UserMemory
+from projections.decisions.graph_conflicts import note_evidence
+from projections.decisions.graph_consolidate import DEFAULT_CONSOLIDATION, ConsolidationConfig, consolidate
+from projections.folds.graph import GraphState
+from projections.folds.notes import NoteState
+from projections.folds.state import UserMemory
 
 # Fixed forever: consolidation event ids are uuid5(NAMESPACE, "<tenant>/<user>/<decision key>").
 NAMESPACE = uuid.UUID("5b0e6a53-9f3c-4c1e-8d6a-2f4b7c9e1a07")

@@ -50,10 +50,10 @@ from events.duckdb_log import DuckDBEventLog
 from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError
 from events.log import CommandRecord, EventLog
-from projections import state as shard_state
-from projections.embedding import embedder_name, make_embedder
-from projections.lance import LanceVectorTable
-from projections.tokens import TokenCounter, default_counter
+from projections.adapters.embedding import embedder_name, make_embedder
+from projections.adapters.lance import LanceVectorTable
+from projections.adapters.tokens import TokenCounter, default_counter
+from projections.folds import state as shard_state
 
 logger = structlog.get_logger("palimpsest.shard")
 

@@ -8,8 +8,8 @@ from actors.decision import Decision, Deps, new_event_id
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.model import MemoryArchived, MemoryRestored
-from projections.retention import archival_candidates
-from projections.state import ShardState, UserMemory
+from projections.folds.retention import archival_candidates
+from projections.folds.state import ShardState, UserMemory
 
 
 def selected(state: ShardState, tenant: str | None, user_id: str | None):

@@ -12,9 +12,9 @@ from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.graph_events import GraphEdgeLinked, GraphMemoryStatusChanged, GraphNodesUnmerged, GraphProposalRejected
 from events.model import Event, LlmCallRecorded
-from projections import graph_search
-from projections.graph import GraphState
-from projections.state import ShardState
+from projections.folds.graph import GraphState
+from projections.folds.state import ShardState
+from projections.queries import graph_search
 
 _RECORDS = (LlmCallRecorded, GraphProposalRejected)  # what a model's check leaves besides its decisions
 

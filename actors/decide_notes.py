@@ -16,9 +16,9 @@ from actors.llm.usage import llm_judge_usage
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.model import MemoryTouched
-from projections.review import review_notes
-from projections.state import ShardState
-from projections.usage import judge_usage
+from projections.decisions.review import review_notes
+from projections.folds.state import ShardState
+from projections.rules.usage import judge_usage
 
 
 def decide_reply(state: ShardState, cmd: RecordReply, deps: Deps) -> Decision:

@@ -19,10 +19,10 @@ from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.graph_events import GraphMemoryStaged
 from events.model import MessageEmbedded, MessageRecorded
-from projections.classify import classification_event
-from projections.graph_staging import STAGED_ROLES
-from projections.note_ops import decide_note_operations
-from projections.state import ShardState
+from projections.decisions.graph_staging import STAGED_ROLES
+from projections.decisions.note_ops import decide_note_operations
+from projections.folds.state import ShardState
+from projections.rules.classify import classification_event
 
 
 def decide_record_messages(state: ShardState, cmd: RecordMessages, deps: Deps) -> Decision:

@@ -16,8 +16,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from projections.lance import LanceVectorTable
-from projections.state import UserMemory
+from projections.adapters.lance import LanceVectorTable
+from projections.folds.state import UserMemory
 
 IN_MEMORY_MAX = 20_000
 CACHED_USERS = 256

@@ -21,9 +21,9 @@ from actors.llm.distill import llm_distill_profile
 from actors.llm.titles import llm_episode_title
 from events.envelope import PendingEvent
 from events.model import MemoryArchived, ProfileDistilled
-from projections.profile import DISTILLER_ID, distill_offline
-from projections.state import ShardState, UserMemory
-from projections.tiers import sessions_due_for_distillation
+from projections.folds.profile import DISTILLER_ID, distill_offline
+from projections.folds.state import ShardState, UserMemory
+from projections.folds.tiers import sessions_due_for_distillation
 
 
 def decide_user_followups(

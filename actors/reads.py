@@ -15,12 +15,12 @@ from actors.commands import BuildContext, Counterfactual, Episodes, Retention, S
 from actors.decision import Answer, new_event_id
 from events.envelope import PendingEvent
 from events.model import MemoryTouched
-from projections import counterfactual
-from projections.context import NoteEntry, assemble
-from projections.episode_search import search_episodes
-from projections.retention import retention_table
-from projections.retrieval import FusionConfig, Hit, fuse
-from projections.summaries import summarize
+from projections.folds.retention import retention_table
+from projections.queries import counterfactual
+from projections.queries.context import NoteEntry, assemble
+from projections.queries.episode_search import search_episodes
+from projections.queries.retrieval import FusionConfig, Hit, fuse
+from projections.queries.summaries import summarize
 
 
 def touches(tenant: str, user_id: str, query: str, hits, reason: str) -> list[PendingEvent]:

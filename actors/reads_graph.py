@@ -7,8 +7,8 @@ from dataclasses import asdict
 from actors.commands import GraphExport, GraphMerges, SearchMemories
 from actors.decision import Answer
 from actors.reads import touches
-from projections import graph_export, graph_search
-from projections.graph import GraphState
+from projections.folds.graph import GraphState
+from projections.queries import graph_export, graph_search
 
 
 def search_memories(core, q: SearchMemories) -> Answer:

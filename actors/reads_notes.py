@@ -1,11 +1,11 @@
-"""Note, profile, tier and archive queries of a shard: views of the folded projections (``projections.views``)."""
+"""Note, profile, tier and archive queries of a shard: views of the folded projections (``projections.queries.views``)."""
 
 from __future__ import annotations
 
 from actors.commands import Archived, NoteHistory, Notes, Profile, Tiers
 from actors.decide_archive import selected
 from actors.decision import Answer
-from projections import views
+from projections.queries import views
 
 
 def notes(core, q: Notes) -> Answer:

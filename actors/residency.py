@@ -1,7 +1,7 @@
 """The users a shard keeps in memory: all of them, or at most ``cap`` (least recently used leave first).
 
 :class:`ResidentUsers` is the ``users`` mapping of a shard's
-:class:`~projections.state.ShardState`. It knows every stream the log holds;
+:class:`~projections.folds.state.ShardState`. It knows every stream the log holds;
 a stream that is not resident is loaded on first use by ``load`` (snapshot
 plus the log's tail), and when more than ``cap`` are resident the least
 recently used one is handed to ``evict`` (which writes its snapshot if it is
@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
 
-from projections.state import UserMemory
+from projections.folds.state import UserMemory
 
 Stream = tuple[str, str]
 

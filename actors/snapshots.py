@@ -2,7 +2,7 @@
 
 One file per (tenant, user) under the shard's snapshot directory: a JSON
 header line (stream, last folded ``seq``, fold fingerprint, sha256 and size
-of the body) and the body, the user's :class:`~projections.state.UserMemory`
+of the body) and the body, the user's :class:`~projections.folds.state.UserMemory`
 pickled (protocol 5). Written to a temporary file and renamed, so a crash
 leaves the old snapshot or the new one, never half of one.
 
@@ -41,7 +41,7 @@ import structlog
 
 import events
 import projections
-from projections.state import UserMemory
+from projections.folds.state import UserMemory
 
 logger = structlog.get_logger("palimpsest.snapshots")
 FORMAT = 1

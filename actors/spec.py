@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actors.llm import LlmConfig
-from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
-from projections.policy import DEFAULT_POLICY, RetentionPolicy
-from projections.tiers import DEFAULT_TIERS, TierConfig
-from projections.working import DEFAULT_WORKING, WorkingConfig
+from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
+from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
+from projections.folds.tiers import DEFAULT_TIERS, TierConfig
+from projections.folds.working import DEFAULT_WORKING, WorkingConfig
 
 TOUCH_FLUSH_S = 0.25
 SNAPSHOT_EVERY = 2000  # the longest a query's touches wait before they are group-committed

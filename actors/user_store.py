@@ -1,6 +1,6 @@
 """How a shard gets its users' projections: from snapshots and the log's tail, within a residency cap.
 
-:class:`UserStore` builds the shard's :class:`~projections.state.ShardState`
+:class:`UserStore` builds the shard's :class:`~projections.folds.state.ShardState`
 at start: without a cap every user is loaded (snapshot, then one scan of every
 stream's tail); with ``max_resident_users`` none is loaded until first used.
 It loads a cold user (its snapshot, then its tail), checkpoints a user whose
@@ -18,9 +18,9 @@ from actors.residency import ResidentUsers, Stream
 from actors.snapshots import SnapshotStore, fingerprint
 from actors.spec import ShardSpec
 from events.log import EventLog, ScanFilter
-from projections import state as shard_state
-from projections.lance import LanceVectorTable
-from projections.state import ShardState, UserMemory
+from projections.adapters.lance import LanceVectorTable
+from projections.folds import state as shard_state
+from projections.folds.state import ShardState, UserMemory
 
 logger = structlog.get_logger("palimpsest.shard")
 

@@ -2,7 +2,7 @@
 
 Each user's turns form one corpus. The indexed text is the system's own index
 text, ``"speaker: text [image: caption]"``. Context for a budget: lines
-formatted exactly like the system's (``projections.context.format_line``),
+formatted exactly like the system's (``projections.queries.context.format_line``),
 taken in rank order and skipped when they do not fit, tokens counted with the
 embedding model's tokenizer (``TokenCounter``).
 """
@@ -21,9 +21,9 @@ from rank_bm25 import BM25Okapi
 
 from benchmarks.dataset import Question
 from benchmarks.systems import BudgetContext, Retrieval, System
-from projections.context import format_line
-from projections.retrieval import Hit
-from projections.tokens import TokenCounter
+from projections.adapters.tokens import TokenCounter
+from projections.queries.context import format_line
+from projections.queries.retrieval import Hit
 
 WORD = re.compile(r"\w+")
 RRF_K = 60

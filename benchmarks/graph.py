@@ -43,9 +43,9 @@ from benchmarks.graph_memory import SEED_RSS_MB, TARGET_RSS_MB, graph_memory
 from benchmarks.resources import driver_peak_mb, peak_rss
 from events.graph_events import GraphMemoryStaged
 from events.model import Event
-from projections.embedding import HashEmbedder
-from projections.graph import GraphState, apply
-from projections.graph_consolidate import consolidate
+from projections.adapters.embedding import HashEmbedder
+from projections.decisions.graph_consolidate import consolidate
+from projections.folds.graph import GraphState, apply
 
 TENANT = "bench"
 START = datetime(2024, 1, 1, 8, 0, tzinfo=UTC)
@@ -171,7 +171,7 @@ def build_graph(args, vectors, rng) -> tuple[Stream, dict]:
 
 def bench_search(state: GraphState, vectors, rng, queries: int) -> dict:
     """search_graph latency at depth 1 and 2 for the vectors of random labels; the view is built before timing."""
-    from projections.graph_search import search_graph
+    from projections.queries.graph_search import search_graph
 
     now = max(m.created_at for m in state.memories.values()) + timedelta(days=1)
     labels = sorted(vectors)
@@ -195,7 +195,7 @@ def bench_create(args, vectors, rng, tmp: Path) -> dict:
     from actors.commands import StageGraphMemories
     from actors.core import ShardCore
     from actors.spec import ShardSpec
-    from projections.tool_calls import validate_tool_call
+    from projections.rules.tool_calls import validate_tool_call
 
     svc = ShardCore(ShardSpec(index=0, log_path=tmp / "shard-000.duckdb", lance_dir=tmp / "vectors",
                               model_id=HashEmbedder.model_id, dim=HashEmbedder.dim))

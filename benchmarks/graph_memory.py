@@ -14,8 +14,8 @@ import tracemalloc
 from datetime import datetime
 from pathlib import Path
 
-from projections.embedding import HashEmbedder
-from projections.graph import GraphState, apply
+from projections.adapters.embedding import HashEmbedder
+from projections.folds.graph import GraphState, apply
 
 SEED_RSS_MB, TARGET_RSS_MB = 500.0, 200.0  # seed 001 §10.3 for 10k memories; ours, without the model
 
@@ -39,7 +39,7 @@ def fold_rss(path: str) -> dict:
     """In a fresh process: fold the log at ``path`` chunk by chunk (as a restarted shard does), build the views,
     search once; the RSS held after each step (freed heap returned first) and the peak. Run by :func:`graph_memory`
     through ``python -c``."""
-    from projections.graph_search import search_graph
+    from projections.queries.graph_search import search_graph
 
     out = {"rss_imports_mb": rss_mb()}
     state, seq = GraphState(), 0
@@ -70,7 +70,7 @@ def fold_rss(path: str) -> dict:
 
 def graph_memory(s, tmp: Path, now: datetime) -> dict:
     """The graph's own size (tracemalloc) and the RSS of a fresh process holding it, against the targets."""
-    from projections.graph_search import search_graph
+    from projections.queries.graph_search import search_graph
 
     tracemalloc.start()  # the events exist already: what is traced is the state's records and dicts
     base = tracemalloc.get_traced_memory()[0]

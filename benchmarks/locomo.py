@@ -30,7 +30,7 @@ from benchmarks.metrics import aggregate, metric_keys, percentile, score
 from benchmarks.resources import peak_rss
 from benchmarks.systems import PalimpsestSystem, select
 from palimpsest.locomo import TENANT
-from projections.retrieval import DEFAULT_FUSION
+from projections.queries.retrieval import DEFAULT_FUSION
 
 K_VALUES = (5, 10)
 BUDGETS = (500, 1000, 2000)
@@ -78,7 +78,7 @@ def check_replay(reports) -> None:
 
 def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
     from palimpsest.memory import Memory  # imported late: --help and argument errors stay instant
-    from projections.tokens import default_counter
+    from projections.adapters.tokens import default_counter
 
     load_start = os.getloadavg()
     data = ds.load(args.data, args.limit_samples)

@@ -22,7 +22,7 @@ from actors import commands as c
 from actors.core import ShardCore
 from actors.spec import ShardSpec
 from events.commands import RecordMessage
-from projections.embedding import HashEmbedder
+from projections.adapters.embedding import HashEmbedder
 
 EMBED = HashEmbedder()
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)

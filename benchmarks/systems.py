@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from benchmarks.dataset import Question
 from palimpsest.locomo import TENANT
-from projections.retrieval import DEFAULT_FUSION, FusionConfig
+from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Events of the memory graph (seed 001 §3, §12; seed 003 §3): every create, link, merge and status change.
 
-The graph projection (:mod:`projections.graph`) is a fold over these events;
+The graph projection (:mod:`projections.folds.graph`) is a fold over these events;
 nothing in the graph is written any other way.
 
 - ``graph_memory_staged``: one ``create_memory`` call. The event id is the

@@ -14,8 +14,8 @@ from palimpsest import config as store_config
 from palimpsest import cli_archive, cli_graph, cli_notes, formats
 from palimpsest.cli_common import DEFAULT_STORE, open_store, print_json, parse_when, stream_args
 from palimpsest.logs import configure
-from projections.archive import SCOPES
-from projections.policy import RetentionPolicy
+from projections.folds.archive import SCOPES
+from projections.folds.policy import RetentionPolicy
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     path = Path(args.file)

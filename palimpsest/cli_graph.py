@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from events.errors import PalimpsestError
-from projections.tool_calls import TOOLS, write_tool_schemas
+from projections.rules.tool_calls import TOOLS, write_tool_schemas
 from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
 
 

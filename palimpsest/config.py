@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from events.errors import StoreError
-from projections.embedding import EMBEDDERS, MODEL_IDS
+from projections.adapters.embedding import EMBEDDERS, MODEL_IDS
 
 FORMAT_VERSION = 1
 

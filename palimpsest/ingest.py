@@ -16,7 +16,7 @@ from actors import commands as c
 from events.commands import RecordMessage
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
-from projections.embedding import Embedder
+from projections.adapters.embedding import Embedder
 
 
 @dataclass

@@ -35,11 +35,11 @@ from palimpsest.ingest import IngestReport, send_batches
 from palimpsest.settings import StoreSettings, record_settings
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
-from projections.archive import SCOPES
-from projections.context import Context
-from projections.embedding import Embedder, make_embedder
-from projections.policy import RetentionPolicy
-from projections.retrieval import FusionConfig, Hit
+from projections.adapters.embedding import Embedder, make_embedder
+from projections.folds.archive import SCOPES
+from projections.folds.policy import RetentionPolicy
+from projections.queries.context import Context
+from projections.queries.retrieval import FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)

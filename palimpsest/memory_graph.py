@@ -17,10 +17,10 @@ from actors import commands as c
 from actors.consolidation import run_consolidation
 from events.commands import RecordMessage
 from events.graph_events import GraphMemoryStatusChanged
-from projections.tool_calls import CreateMemory, LinkMemories, validate_tool_call
+from projections.rules.tool_calls import CreateMemory, LinkMemories, validate_tool_call
 from palimpsest.remote import aware as _aware
 from palimpsest.remote import get as _get
-from projections.graph_staging import candidates_for, labels_of, staged_event
+from projections.decisions.graph_staging import candidates_for, labels_of, staged_event
 
 log = structlog.get_logger("palimpsest")
 

@@ -18,11 +18,11 @@ import structlog
 
 from actors.spec import SNAPSHOT_EVERY
 from events.errors import InvalidInputError, StoreError
-from projections.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
-from projections.policy import DEFAULT_POLICY, PolicyError, RetentionPolicy
-from projections.retrieval import DEFAULT_FUSION, FusionConfig
-from projections.tiers import DEFAULT_TIERS, TierConfig
-from projections.working import DEFAULT_WORKING, WorkingConfig
+from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
+from projections.folds.policy import DEFAULT_POLICY, PolicyError, RetentionPolicy
+from projections.folds.tiers import DEFAULT_TIERS, TierConfig
+from projections.folds.working import DEFAULT_WORKING, WorkingConfig
+from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 log = structlog.get_logger("palimpsest")
 

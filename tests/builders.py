@@ -13,7 +13,7 @@ import numpy as np
 
 from events.envelope import Envelope, PendingEvent, seal
 from events.model import Event, MemoryTouched, MessageEmbedded, MessageRecorded
-from projections.embedding import HASH_ID
+from projections.adapters.embedding import HASH_ID
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 RECORDED_AT = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)

@@ -15,8 +15,8 @@ from datetime import timedelta
 import numpy as np
 
 from events.model import MessageEmbedded, MessageRecorded
-from projections import lexical, messages
-from projections.episodes import (
+from projections.folds import lexical, messages
+from projections.folds.episodes import (
     EpisodeMember,
     EpisodeState,
     SegmentationConfig,
@@ -25,7 +25,7 @@ from projections.episodes import (
     make_episode,
     window_similarity,
 )
-from projections.summaries import (
+from projections.queries.summaries import (
     DEFAULT_SUMMARY,
     EpisodeSummary,
     SummaryConfig,

@@ -14,7 +14,7 @@ import numpy as np
 
 from events.graph_events import GraphMemoryStaged
 from events.model import Event
-from projections.graph import GraphState, fold
+from projections.folds.graph import GraphState, fold
 from tests.builders import T0, stream
 
 __all__ = ["E0", "E1", "E2", "E3", "T0", "at_cosine", "graph", "memory", "unit"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from actors import commands as c
 from actors.core import ShardCore
 from events.commands import validate_messages
-from projections.embedding import HashEmbedder
+from projections.adapters.embedding import HashEmbedder
 
 EMBED = HashEmbedder()
 

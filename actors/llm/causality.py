@@ -1,6 +1,6 @@
 """Which related memories are causal: a language model checks the pairs the offline consolidation linked.
 
-The offline consolidation (:func:`projections.graph_consolidate.consolidate`)
+The offline consolidation (:func:`projections.decisions.graph_consolidate.consolidate`)
 links a batch's memories to those close in time (``close_in_time``) or
 sharing a topic or object (``related``), both ``reference`` edges; it infers
 no causality. With a model configured, :func:`llm_causal_links` sends those
@@ -33,7 +33,7 @@ from actors.llm.client import StructuredLlm
 from actors.llm.steps import clip, llm_decider
 from events.graph_events import GraphEdgeLinked, GraphMemoriesConsolidated, GraphProposalRejected
 from events.model import Event
-from projections.graph import GraphMemory, GraphState
+from projections.folds.graph import GraphMemory, GraphState
 
 PURPOSE = "graph_causality"
 MAX_PAIRS = 20  # a prompt has a size; the closest pairs in time come first

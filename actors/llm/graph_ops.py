@@ -4,9 +4,9 @@ One call per record batch and user (``purpose="graph_memories"``). The model
 sees the user's new dialogue lines, numbered, and answers ``{"memories":
 [{source_message_index, subject, memory_type, topic, object, attributes,
 importance, time_expression}]}``. Each proposal is checked on its own by
-:func:`projections.tool_calls.validate_tool_call` against its line's time, so a
+:func:`projections.rules.tool_calls.validate_tool_call` against its line's time, so a
 relative time ("yesterday 8pm", "上周五") is resolved by
-:mod:`projections.timenorm` exactly as the offline rules resolve it, and
+:mod:`projections.rules.timenorm` exactly as the offline rules resolve it, and
 seed 001's Chinese type names are accepted. "I" / "我" as a subject becomes
 the speaker's name, as in the offline rules, so both share subject nodes.
 
@@ -37,9 +37,9 @@ from actors.llm.steps import ERROR_CHARS, clip, dialogue, llm_decider, unavailab
 from events.errors import InvalidInputError
 from events.graph_events import GraphMemoryStaged, GraphProposalRejected
 from events.model import Event, LlmCallRecorded, MessageRecorded
-from projections.tool_calls import CreateMemory, validate_tool_call
-from projections.graph_extract import EXTRACTOR_ID
-from projections.graph_staging import staged_event
+from projections.decisions.graph_staging import staged_event
+from projections.rules.graph_extract import EXTRACTOR_ID
+from projections.rules.tool_calls import CreateMemory, validate_tool_call
 
 PURPOSE = "graph_memories"
 PROPOSAL_CHARS = 1000  # a rejected proposal, as kept in its event

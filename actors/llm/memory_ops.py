@@ -36,10 +36,10 @@ from typing import Any
 from actors.llm.client import StructuredLlm
 from actors.llm.steps import ERROR_CHARS, clip, dialogue, llm_decider, unavailable
 from events.model import NOTE_CATEGORIES, NOTE_OPS, Event, LlmCallRecorded, MessageRecorded, NoteContent, NoteOperation
-from projections.extraction import key_terms, polarity
-from projections.note_ops import decide_note_operations
-from projections.notes import Note
-from projections.text import has_cjk
+from projections.decisions.note_ops import decide_note_operations
+from projections.folds.notes import Note
+from projections.rules.extraction import key_terms, polarity
+from projections.rules.text import has_cjk
 
 PURPOSE = "note_operations"
 TARGETED = ("update", "boost", "delete")
@@ -104,7 +104,7 @@ def llm_note_operations(
     nothing, and asks nothing, when no message is a user message (only
     users state notes, as in the offline decider). ``active`` is what the
     model may act on: pass the notes relevant to the batch (for example
-    the top hits of :meth:`projections.notes.NoteState.search`) to bound the prompt.
+    the top hits of :meth:`projections.folds.notes.NoteState.search`) to bound the prompt.
     """
     if not any(message.role == "user" for _, message in messages):
         return [], []

@@ -1,7 +1,7 @@
 """Seed 002's MemoryReviewer with a language model: PROMOTE / KEEP / DELETE for the notes due a review.
 
 Which notes are reviewed, and when, is decided exactly as offline: the
-reviews :func:`projections.review.review_notes` returns at ``now`` (a
+reviews :func:`projections.decisions.review.review_notes` returns at ``now`` (a
 promotion review at importance 2.5, a retraction review below 0.5). Only the
 decision and its reason come from the model, :data:`NOTES_PER_CALL` notes per
 call (``purpose="note_review"``), each shown with its importance, history
@@ -25,8 +25,8 @@ from actors.decision import new_event_id
 from actors.llm.client import StructuredLlm
 from actors.llm.steps import clip, llm_decider, unavailable
 from events.model import LlmCallRecorded, NoteReviewed
-from projections.notes import DEFAULT_NOTE_POLICY, NotePolicy, NoteState
-from projections.review import review_notes
+from projections.decisions.review import review_notes
+from projections.folds.notes import DEFAULT_NOTE_POLICY, NotePolicy, NoteState
 
 PURPOSE = "note_review"
 NOTES_PER_CALL = 10

@@ -8,7 +8,7 @@ Chinese) and the summary to its first :data:`MAX_SUMMARY_SENTENCES` sentences.
 
 No event when the call failed, the title is empty, or it is not in the
 conversation's language (an English title for a Chinese conversation): the
-extractive summary of :mod:`projections.summaries` stays, and the call
+extractive summary of :mod:`projections.queries.summaries` stays, and the call
 record says what happened.
 """
 
@@ -22,8 +22,8 @@ from actors.llm.client import StructuredLlm
 from actors.llm.steps import dialogue, llm_decider
 from events.errors import InvalidInputError
 from events.model import EpisodeTitled, LlmCallRecorded, MessageRecorded
-from projections.summaries import language_of, split_sentences
-from projections.text import has_cjk
+from projections.queries.summaries import language_of, split_sentences
+from projections.rules.text import has_cjk
 
 PURPOSE = "episode_title"
 MAX_TITLE_WORDS = 12

@@ -7,7 +7,7 @@ by "don't be so wound up" is, paraphrase and all (the offline judge misses
 that). The model answers ``{"used_ids": [...]}``; ids that were not offered
 are dropped and the rest are returned in the order offered.
 
-When the call fails the offline :func:`projections.usage.judge_usage`
+When the call fails the offline :func:`projections.rules.usage.judge_usage`
 decides (best score first). The caller records the returned ids as a
 ``memory_touched`` event with reason ``used``, which carries no reason or
 judge id: the call record beside it is where the log shows which judge ran.
@@ -23,7 +23,7 @@ from actors.llm.client import StructuredLlm
 from actors.llm.steps import LINE_CHARS, clip
 from events.errors import InvalidInputError
 from events.model import LlmCallRecorded
-from projections.usage import judge_usage
+from projections.rules.usage import judge_usage
 
 PURPOSE = "usage_judge"
 

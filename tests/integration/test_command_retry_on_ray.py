@@ -14,7 +14,7 @@ import ray
 from actors import commands as c
 from actors.runtime import ShardCluster
 from actors.spec import ShardSpec
-from projections.embedding import HashEmbedder
+from projections.adapters.embedding import HashEmbedder
 from tests.builders import command
 from tests.shard_helpers import record_command
 

@@ -17,9 +17,9 @@ import pytest
 from actors.consolidation import run_consolidation
 from events.errors import InvalidInputError
 from events.graph_events import GraphMemoryStaged
-from projections.graph import GraphState, fold
-from projections.graph_extract import extract_graph_memories
-from projections.text import tokenize
+from projections.folds.graph import GraphState, fold
+from projections.rules.graph_extract import extract_graph_memories
+from projections.rules.text import tokenize
 from tests.builders import stream
 
 pytestmark = pytest.mark.integration

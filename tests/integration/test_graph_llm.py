@@ -24,9 +24,9 @@ from actors.spec import ShardSpec
 from events.commands import validate_messages
 from events.graph_events import GraphEdgeLinked, GraphMemoryStaged, GraphProposalRejected
 from palimpsest import Memory
-from projections.embedding import HashEmbedder
-from projections.graph_extract import EXTRACTOR_ID, extract_graph_memories
-from projections.graph_staging import candidates_for, labels_of, staged_event
+from projections.adapters.embedding import HashEmbedder
+from projections.decisions.graph_staging import candidates_for, labels_of, staged_event
+from projections.rules.graph_extract import EXTRACTOR_ID, extract_graph_memories
 from tests.builders import T0, command
 from tests.fakes.openai_server import FakeOpenAI, Reply
 

@@ -26,12 +26,12 @@ from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.log import ScanFilter
 from events.model import LlmCallRecorded, NoteContent, NoteOperation
-from projections.note_ops import decide_note_operations
-from projections.notes import NoteState, fold
-from projections.profile import distill_offline
-from projections.review import review_notes
-from projections.text import has_cjk
-from projections.usage import judge_usage
+from projections.decisions.note_ops import decide_note_operations
+from projections.decisions.review import review_notes
+from projections.folds.notes import NoteState, fold
+from projections.folds.profile import distill_offline
+from projections.rules.text import has_cjk
+from projections.rules.usage import judge_usage
 from tests.builders import message, stream
 from tests.fakes.openai_server import FakeOpenAI, Reply
 

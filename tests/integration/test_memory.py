@@ -8,7 +8,7 @@ import pytest
 
 from events.errors import InvalidInputError
 from palimpsest import Memory
-from projections.tokens import TokenCounter
+from projections.adapters.tokens import TokenCounter
 from tests.builders import command
 
 pytestmark = pytest.mark.integration

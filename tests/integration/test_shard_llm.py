@@ -13,7 +13,7 @@ from actors import commands as c
 from actors.core import ShardCore
 from actors.spec import ShardSpec
 from events.commands import validate_messages
-from projections.embedding import HashEmbedder
+from projections.adapters.embedding import HashEmbedder
 from tests.shard_helpers import record as record_items
 from tests.builders import command
 from tests.fakes.openai_server import FakeOpenAI, Reply

@@ -9,7 +9,7 @@ import pytest
 
 from events.errors import InvalidInputError, StoreError
 from palimpsest import Memory
-from projections.policy import DEFAULT_POLICY
+from projections.folds.policy import DEFAULT_POLICY
 from tests.builders import command
 
 pytestmark = pytest.mark.integration

@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 from events.model import MemoryArchived, MemoryRestored
-from projections.policy import DEFAULT_POLICY
-from projections.retrieval import FusionConfig, fuse
-from projections.state import ShardState, digest, fold
+from projections.folds.policy import DEFAULT_POLICY
+from projections.folds.state import ShardState, digest, fold
+from projections.queries.retrieval import FusionConfig, fuse
 from tests.builders import T0, embedding, message, stream, touch
 
 NO_RETENTION = FusionConfig(retention_weight=0.0, episode_weight=0.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from events.model import MEMORY_TYPES, MessageClassified
-from projections.classify import (
+from projections.rules.classify import (
     CLASSIFIER_ID,
     Classification,
     classification_event,

@@ -16,9 +16,9 @@ from actors.consolidation import run_consolidation
 from actors.core import DECIDERS, ShardCore
 from actors.spec import ShardSpec
 from events.errors import InvalidInputError
-from projections.embedding import HashEmbedder
-from projections.graph_staging import staged_event
-from projections.tool_calls import validate_tool_call
+from projections.adapters.embedding import HashEmbedder
+from projections.decisions.graph_staging import staged_event
+from projections.rules.tool_calls import validate_tool_call
 from tests.builders import command
 from tests.shard_helpers import EMBED, record, record_command
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from projections.contradiction import (
+from projections.rules.contradiction import (
     DETECTOR_ID,
     ActiveNote,
     Relation,
@@ -14,8 +14,8 @@ from projections.contradiction import (
     detect,
     memory_operation,
 )
-from projections.extraction import extract_notes
-from projections.text import has_cjk
+from projections.rules.extraction import extract_notes
+from projections.rules.text import has_cjk
 
 S, R, C, T = Relation.SUPERSEDES, Relation.REINFORCES, Relation.CONSISTENT, Relation.CHANGE_OVER_TIME
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from projections.counterfactual import compare
-from projections.policy import DEFAULT_POLICY
+from projections.folds.policy import DEFAULT_POLICY
+from projections.queries.counterfactual import compare
 from tests.retention_builders import classified, day, remembered, timeline
 
 

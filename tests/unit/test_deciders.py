@@ -11,9 +11,9 @@ from events.commands import validate_messages
 from events.errors import InvalidInputError
 from events.log import InMemoryEventLog
 from events.model import MemoryTouched, MessageClassified, MessageEmbedded, MessageRecorded, NoteOperation
-from projections.embedding import HASH_ID, HashEmbedder
-from projections.retrieval import fuse
-from projections.state import ShardState, fold
+from projections.adapters.embedding import HASH_ID, HashEmbedder
+from projections.folds.state import ShardState, fold
+from projections.queries.retrieval import fuse
 from tests.builders import command
 
 EMBED = HashEmbedder()

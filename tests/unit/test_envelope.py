@@ -14,7 +14,7 @@ from events.duckdb_log import DDL, DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA, decode_payload, from_arrow
 from events.errors import PalimpsestError, UnknownEventError
 from events.model import MessageRecorded
-from projections.state import ShardState, fold
+from projections.folds.state import ShardState, fold
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from events.errors import InvalidInputError
 from events.model import MessageRecorded
-from projections.episodes import (
+from projections.folds.episodes import (
     DEFAULT_SEGMENTATION,
     HARD_REASONS,
     EpisodeState,
@@ -23,7 +23,7 @@ from projections.episodes import (
     SegmentationMismatchError,
     fold,
 )
-from projections.summaries import SummaryConfig, language_of, split_sentences
+from projections.queries.summaries import SummaryConfig, language_of, split_sentences
 from tests.builders import T0, stream
 from tests.episode_builders import (
     A,

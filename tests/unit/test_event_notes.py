@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from projections.event_notes import EXTRACTOR_ID, event_notes
+from projections.rules.event_notes import EXTRACTOR_ID, event_notes
 
 AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
 

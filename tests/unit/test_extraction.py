@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from projections.extraction import (
+from projections.rules.extraction import (
     CATEGORIES,
     EXTRACTOR_ID,
     CandidateNote,
@@ -14,7 +14,7 @@ from projections.extraction import (
     key_terms,
     split_statements,
 )
-from projections.text import has_cjk
+from projections.rules.text import has_cjk
 
 # (message, category, polarity, normalised note text, key terms the note must carry)
 NOTES = [

@@ -8,10 +8,10 @@ from datetime import timedelta
 from events.envelope import PendingEvent, seal
 from events.graph_events import GraphMemoryStatusChanged
 from events.model import Event, NoteContent, NoteOperation
-from projections.graph import GraphState
-from projections.graph_conflicts import note_conflicts, note_evidence
-from projections.graph_consolidate import consolidate
-from projections.notes import NoteState, fold
+from projections.decisions.graph_conflicts import note_conflicts, note_evidence
+from projections.decisions.graph_consolidate import consolidate
+from projections.folds.graph import GraphState
+from projections.folds.notes import NoteState, fold
 from tests.graph_builders import T0, graph, memory
 
 

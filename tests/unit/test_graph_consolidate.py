@@ -19,8 +19,8 @@ from events.graph_events import (
     GraphNodesMerged,
     GraphNodesUnmerged,
 )
-from projections.graph import GraphState
-from projections.graph_consolidate import (
+from projections.folds.graph import GraphState
+from projections.decisions.graph_consolidate import (
     ConsolidationConfig,
     abstract_conclusions,
     consolidate,

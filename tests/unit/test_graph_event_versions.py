@@ -14,7 +14,7 @@ import pytest
 from events.duckdb_log import DDL, DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA, decode_payload, from_arrow
 from events.graph_events import GraphEdgeLinked, GraphMemoryStaged, GraphProposalRejected
-from projections.state import ShardState, fold
+from projections.folds.state import ShardState, fold
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 
 from events.graph_events import GraphEdgeLinked, GraphMemoryStatusChanged
-from projections.graph_expand import expand_hits, message_memories
-from projections.retrieval import DEFAULT_FUSION, fuse
-from projections.state import ShardState, fold
+from projections.folds.state import ShardState, fold
+from projections.queries.graph_expand import expand_hits, message_memories
+from projections.queries.retrieval import DEFAULT_FUSION, fuse
 from tests.builders import T0, message, stream
 from tests.graph_builders import graph, memory
 

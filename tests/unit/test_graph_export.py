@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from events.graph_events import GraphConclusionRecorded, GraphEdgeLinked, GraphNodesMerged
-from projections.graph_export import EDGE_COLOURS, GRAPHML_NS, NODE_COLOURS, to_graphml, to_html
+from projections.queries.graph_export import EDGE_COLOURS, GRAPHML_NS, NODE_COLOURS, to_graphml, to_html
 from tests.graph_builders import E0, T0, at_cosine, graph, memory
 
 NS = {"g": GRAPHML_NS}

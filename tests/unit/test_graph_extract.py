@@ -7,10 +7,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from projections.tool_calls import CreateMemory, validate_tool_call
-from projections.english_lemma import ing_lemma, past_lemma, present_lemma
-from projections.graph_extract import EXTRACTOR_ID, CandidateGraphMemory, extract_graph_memories
-from projections.text import has_cjk
+from projections.rules.english_lemma import ing_lemma, past_lemma, present_lemma
+from projections.rules.graph_extract import EXTRACTOR_ID, CandidateGraphMemory, extract_graph_memories
+from projections.rules.text import has_cjk
+from projections.rules.tool_calls import CreateMemory, validate_tool_call
 
 CST = timezone(timedelta(hours=8))
 REF = datetime(2023, 5, 10, 14, 0, tzinfo=CST)  # Wednesday: yesterday is 2023-05-09, last Friday 2023-05-05

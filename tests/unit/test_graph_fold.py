@@ -21,7 +21,7 @@ from events.graph_events import (
     GraphNodesUnmerged,
     GraphProposalRejected,
 )
-from projections.graph import GraphState, fold, node_id
+from projections.folds.graph import GraphState, fold, node_id
 from tests.builders import stream, touch
 from tests.graph_builders import E0, E1, E2, T0, at_cosine, graph, memory
 

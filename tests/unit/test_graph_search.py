@@ -11,7 +11,7 @@ import pytest
 
 from events.errors import InvalidInputError
 from events.graph_events import GraphEdgeLinked, GraphMemoryStatusChanged
-from projections.graph_search import (
+from projections.queries.graph_search import (
     GraphSearchConfig,
     expansion_depth,
     needs_expansion,
@@ -171,7 +171,7 @@ def test_the_query_words_found_in_a_memorys_labels_seed_it_without_any_vector():
 
 
 def test_label_index_weighs_rare_words_more_and_handles_chinese():
-    from projections.graph_terms import LabelIndex
+    from projections.queries.graph_terms import LabelIndex
 
     state = graph(("m1", memory("小红", "去", "瑜伽课")), ("m2", memory("小红", "吃", "火锅")), ("m3", memory("小红", "买", "书")))
     scores = LabelIndex().sync(state.memories).scores("小红上周去了瑜伽课")

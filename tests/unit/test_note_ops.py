@@ -9,8 +9,8 @@ import pytest
 
 from events.envelope import Envelope, PendingEvent, seal
 from events.model import MessageRecorded, NoteContent, NoteOperation
-from projections.note_ops import DECIDER_ID, decide_note_operations
-from projections.notes import NoteState, fold
+from projections.decisions.note_ops import DECIDER_ID, decide_note_operations
+from projections.folds.notes import NoteState, fold
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 

@@ -8,9 +8,9 @@ import pytest
 
 from events.envelope import PendingEvent, seal
 from events.model import Event, NoteContent, NoteOperation
-from projections.extraction import extract_notes
-from projections.notes import NoteState, fold, importance
-from projections.review import REVIEWER_ID, review_notes, transient
+from projections.decisions.review import REVIEWER_ID, review_notes, transient
+from projections.folds.notes import NoteState, fold, importance
+from projections.rules.extraction import extract_notes
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 

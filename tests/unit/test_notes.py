@@ -8,7 +8,7 @@ import pytest
 
 from events.envelope import Envelope, PendingEvent, seal
 from events.model import Event, MemoryTouched, NoteContent, NoteOperation, NoteReviewed
-from projections.notes import NotePolicy, NoteState, evolve, fold, importance
+from projections.folds.notes import NotePolicy, NoteState, evolve, fold, importance
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 

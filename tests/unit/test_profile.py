@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from events.envelope import PendingEvent, seal
 from events.model import ProfileDistilled
-from projections.profile import (
+from projections.folds.profile import (
     DISTILLER_ID,
     UserProfile,
     distill_offline,

@@ -7,11 +7,11 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from projections.embedding import HASH_ID
-from projections.lexical import BM25Params, LexicalIndex
-from projections.messages import MessageStore, StoredMessage
-from projections.state import ProjectionOrderError, ShardState, digest, fold
-from projections.touches import AccessStats, TouchLog
+from projections.adapters.embedding import HASH_ID
+from projections.folds.lexical import BM25Params, LexicalIndex
+from projections.folds.messages import MessageStore, StoredMessage
+from projections.folds.state import ProjectionOrderError, ShardState, digest, fold
+from projections.folds.touches import AccessStats, TouchLog
 from tests.builders import RECORDED_AT, T0, embedding, message, stream, touch
 
 

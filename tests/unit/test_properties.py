@@ -44,7 +44,7 @@ from events.model import (
     ProfileDistilled,
 )
 from events.registry import EVENT_TYPES
-from projections.state import ShardState, digest, fold
+from projections.folds.state import ShardState, digest, fold
 
 CHINESE = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
 PHRASES = st.sampled_from(

@@ -8,8 +8,8 @@ from datetime import datetime
 import pytest
 
 from events.model import MemoryRestored
-from projections.policy import DEFAULT_POLICY, SEED_000_STABILITY_DAYS, RetentionPolicy
-from projections.retention import (
+from projections.folds.policy import DEFAULT_POLICY, SEED_000_STABILITY_DAYS, RetentionPolicy
+from projections.folds.retention import (
     PolicyMismatchError,
     RetentionState,
     archival_candidates,

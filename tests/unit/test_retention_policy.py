@@ -9,7 +9,7 @@ import pickle
 import pytest
 from pydantic import ValidationError
 
-from projections.policy import (
+from projections.folds.policy import (
     DEFAULT_POLICY,
     PRESETS,
     SEED_002_POLICY,
@@ -17,7 +17,7 @@ from projections.policy import (
     PolicyError,
     RetentionPolicy,
 )
-from projections.retention import (
+from projections.folds.retention import (
     RetentionState,
     archival_candidates,
     fold,

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.context import assemble, format_line
-from projections.lexical import BM25Params
-from projections.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
-from projections.state import ShardState, fold
-from projections.tokens import TokenCounter
+from projections.adapters.tokens import TokenCounter
+from projections.folds.lexical import BM25Params
+from projections.folds.state import ShardState, fold
+from projections.queries.context import assemble, format_line
+from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
 from tests.builders import T0, embedding, message, stream
 
 

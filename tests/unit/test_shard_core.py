@@ -12,9 +12,9 @@ from actors.spec import ShardSpec
 from events.commands import validate_messages
 from events.errors import InvalidInputError
 from events.log import InMemoryEventLog, ScanFilter
-from projections.embedding import HashEmbedder
-from projections.tokens import default_counter
-from projections.vectors import VectorRow
+from projections.adapters.embedding import HashEmbedder
+from projections.adapters.tokens import default_counter
+from projections.folds.vectors import VectorRow
 from tests.builders import command
 from tests.shard_helpers import EMBED, context, kinds, record, search
 

@@ -11,8 +11,8 @@ import pytest
 from actors import commands as c
 from actors.core import ShardCore
 from actors.spec import ShardSpec
-from projections.embedding import HashEmbedder
-from projections.policy import DEFAULT_POLICY
+from projections.adapters.embedding import HashEmbedder
+from projections.folds.policy import DEFAULT_POLICY
 from tests.builders import command
 from tests.shard_helpers import record, search
 

@@ -15,7 +15,7 @@ from events.envelope import PendingEvent
 from events.log import InMemoryEventLog
 from events.model import MessageRecorded
 from events.registry import EVENT_TYPES
-from projections.state import CONFIGURED_PROJECTIONS, HANDLED, PROJECTIONS, ShardState, UserMemory, digest, fold, route
+from projections.folds.state import CONFIGURED_PROJECTIONS, HANDLED, PROJECTIONS, ShardState, UserMemory, digest, fold, route
 from tests.unit.test_properties import ANY_EVENT, STREAMS, memory_touched, message_embedded, message_recorded
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from projections.text import has_cjk, tokenize
+from projections.rules.text import has_cjk, tokenize
 
 
 def test_english_drops_stop_words_and_lowercases():

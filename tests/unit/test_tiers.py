@@ -16,7 +16,7 @@ import pytest
 from events.envelope import PendingEvent, seal
 from events.errors import InvalidInputError
 from events.model import MemoryArchived, ProfileDistilled
-from projections.tiers import (
+from projections.folds.tiers import (
     DEFAULT_TIERS,
     TierConfig,
     TierConfigMismatchError,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.text import has_cjk
-from projections.timenorm import TimeMention, normalize_time, resolve_time_phrase
+from projections.rules.text import has_cjk
+from projections.rules.timenorm import TimeMention, normalize_time, resolve_time_phrase
 
 CST = timezone(timedelta(hours=8))
 REF = datetime(2023, 5, 10, 14, 0, tzinfo=CST)  # a Wednesday; its week runs Mon 8 May to Sun 14 May

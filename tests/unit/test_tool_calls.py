@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from events.errors import InvalidInputError
-from projections.tool_calls import (
+from projections.rules.tool_calls import (
     TOOLS,
     CreateMemory,
     LinkMemories,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from projections.usage import MAX_TERMS, USAGE_THRESHOLD, judge_usage, usage_score
+from projections.rules.usage import MAX_TERMS, USAGE_THRESHOLD, judge_usage, usage_score
 
 NOTES = [
     ("pg", "The project uses PostgreSQL"),

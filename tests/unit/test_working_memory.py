@@ -8,7 +8,7 @@ import pytest
 
 from events.envelope import PendingEvent, seal
 from events.errors import InvalidInputError
-from projections.working import (
+from projections.folds.working import (
     DEFAULT_WORKING,
     WorkingConfig,
     WorkingConfigMismatchError,

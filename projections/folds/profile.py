@@ -1,0 +1,190 @@
+"""Long-term memory (MemoryOS, seed 004): the user profile, user knowledge and assistant knowledge.
+
+The projection folds ``profile_distilled`` events only, so replay never
+distils again:
+
+- ``traits``: attribute name → value; the last event that sets a name wins,
+  and the trait remembers that event (id, seq, time, session);
+- ``user_knowledge`` and ``assistant_knowledge``: statements in the order
+  they were first distilled, without duplicates (compared case-insensitively,
+  whitespace collapsed, end punctuation ignored); a repeat keeps the first
+  record.
+
+:func:`distill_offline` is the offline distiller (``rules-v1``) the shard runs
+on a hot session's unanalysed pages before recording the event; an LLM
+distiller, when configured, records its own ``distiller`` id instead. It
+reads each page with :func:`projections.rules.extraction.extract_notes` (English
+and Chinese):
+
+- user-role pages: positive one-valued slot facts (name, residence, birthday,
+  occupation, employer, age, origin, identity, ``favourite:*``) become traits,
+  keyed ``<slot>``, or ``<speaker>/<slot>`` when the message names its speaker
+  (a dialogue between two named people must not merge their profiles); every
+  other candidate note (preferences, decisions, constraints, other facts,
+  negated slot facts) becomes a user-knowledge statement;
+- assistant-role pages: the notes the assistant states about itself, else up
+  to two asserted sentences with at least two key terms, quoted as
+  "The assistant said: …" / "助手说：…", become assistant knowledge;
+- system and tool pages are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from events.envelope import Envelope
+from events.model import MessageRecorded, ProfileDistilled
+from projections.rules.extraction import EXCLUSIVE_SLOTS, extract_notes, key_terms, split_statements
+from projections.rules.text import has_cjk
+
+DISTILLER_ID = "rules-v1"
+TRAIT_SLOTS: frozenset[str] = frozenset(EXCLUSIVE_SLOTS) | {"identity"}
+TRAIT_PREFIXES: tuple[str, ...] = ("favourite:",)
+ASSISTANT_STATEMENTS_PER_PAGE = 2
+MIN_STATEMENT_TERMS = 2
+_END_PUNCT = re.compile(r"[\s.!?。！？；;…]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Trait:
+    """One profile attribute and the ``profile_distilled`` event that last set it."""
+
+    name: str
+    value: str
+    source_event_id: str
+    seq: int
+    at: datetime
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Knowledge:
+    """One distilled statement and the event that first recorded it."""
+
+    text: str
+    source_event_id: str
+    seq: int
+    at: datetime
+    session_id: str
+
+
+def knowledge_key(text: str) -> str:
+    """What two statements must share to count as one: case-folded, whitespace collapsed, end punctuation dropped."""
+    return _END_PUNCT.sub("", " ".join(text.split())).casefold()
+
+
+@dataclass
+class UserProfile:
+    """One user's long-term memory, folded from ``profile_distilled`` events."""
+
+    traits: dict[str, Trait] = field(default_factory=dict)
+    user_knowledge: list[Knowledge] = field(default_factory=list)
+    assistant_knowledge: list[Knowledge] = field(default_factory=list)
+    distillations: list[str] = field(default_factory=list)  # event ids, in log order
+    _user_keys: set[str] = field(default_factory=set, repr=False, compare=False)
+    _assistant_keys: set[str] = field(default_factory=set, repr=False, compare=False)
+
+    def canonical(self) -> list:
+        def rows(items: list[Knowledge]) -> list:
+            return [(k.text, k.source_event_id, k.seq, k.at.isoformat(), k.session_id) for k in items]
+
+        return [
+            [(t.name, t.value, t.source_event_id, t.seq, t.at.isoformat(), t.session_id)
+             for t in sorted(self.traits.values(), key=lambda t: t.name)],
+            rows(self.user_knowledge),
+            rows(self.assistant_knowledge),
+            list(self.distillations),
+        ]
+
+
+def _add(items: list[Knowledge], keys: set[str], texts: Iterable[str], env: Envelope, session_id: str) -> None:
+    for text in texts:
+        key = knowledge_key(text)
+        if key and key not in keys:
+            keys.add(key)
+            items.append(Knowledge(text, env.event_id, env.seq, env.occurred_at, session_id))
+
+
+# The events evolve reads; the shard fold (projections.folds.state) does not call it for any other.
+HANDLES = (ProfileDistilled,)
+
+
+def evolve(profile: UserProfile, env: Envelope) -> UserProfile:
+    """Apply one envelope: a ``profile_distilled`` event sets traits and adds new statements; others are ignored."""
+    event = env.event
+    if isinstance(event, ProfileDistilled):
+        for name, value in event.traits.items():
+            profile.traits[name] = Trait(name, value, env.event_id, env.seq, env.occurred_at, event.session_id)
+        _add(profile.user_knowledge, profile._user_keys, event.user_knowledge, env, event.session_id)
+        _add(profile.assistant_knowledge, profile._assistant_keys, event.assistant_knowledge, env, event.session_id)
+        profile.distillations.append(env.event_id)
+    return profile
+
+
+def fold(profile: UserProfile, envelopes: Iterable[Envelope]) -> UserProfile:
+    for env in envelopes:
+        profile = evolve(profile, env)
+    return profile
+
+
+def user_profile(
+    profile: UserProfile, *, include_knowledge: bool = True, include_assistant_knowledge: bool = False
+) -> dict:
+    """The ``get_user_profile`` view (seed 004's MCP tool): traits, and optionally the knowledge lists."""
+    view: dict = {"traits": {name: profile.traits[name].value for name in sorted(profile.traits)}}
+    if include_knowledge:
+        view["user_knowledge"] = [k.text for k in profile.user_knowledge]
+    if include_assistant_knowledge:
+        view["assistant_knowledge"] = [k.text for k in profile.assistant_knowledge]
+    return view
+
+
+# -- the offline distiller -------------------------------------------------------
+
+
+def is_trait_slot(slot: str | None) -> bool:
+    return slot is not None and (slot in TRAIT_SLOTS or slot.startswith(TRAIT_PREFIXES))
+
+
+def trait_name(slot: str, speaker: str | None) -> str:
+    return f"{speaker}/{slot}" if speaker else slot
+
+
+def _assistant_statements(message: MessageRecorded, previous: str | None) -> list[str]:
+    zh = has_cjk(message.text)
+    subject = message.speaker or ("助手" if zh else "The assistant")
+    notes = extract_notes(message.text, speaker=subject, previous=previous)
+    if notes:
+        return [note.text for note in notes]
+    clauses = [c for c in split_statements(message.text) if len(key_terms(c)) >= MIN_STATEMENT_TERMS]
+    said = f"{subject}说：" if zh else f"{subject} said: "
+    return [said + clause for clause in clauses[:ASSISTANT_STATEMENTS_PER_PAGE]]
+
+
+def distill_offline(
+    pages: Sequence[tuple[str, MessageRecorded]],
+) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
+    """(traits, user knowledge, assistant knowledge) stated in ``pages`` (page id, message), in page order.
+
+    Deterministic: the same pages always give the same result. A later page
+    overrides an earlier page's trait; statements are de-duplicated.
+    """
+    traits: dict[str, str] = {}
+    user: dict[str, str] = {}
+    assistant: dict[str, str] = {}
+    previous: str | None = None
+    for _, message in pages:
+        if message.role == "user":
+            for note in extract_notes(message.text, speaker=message.speaker, previous=previous):
+                if is_trait_slot(note.slot) and note.polarity == "positive" and note.value:
+                    traits[trait_name(note.slot, message.speaker)] = note.value  # type: ignore[arg-type]
+                else:
+                    user.setdefault(knowledge_key(note.text), note.text)
+        elif message.role == "assistant":
+            for text in _assistant_statements(message, previous):
+                assistant.setdefault(knowledge_key(text), text)
+        previous = message.text
+    return traits, tuple(user.values()), tuple(assistant.values())

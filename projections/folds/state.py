@@ -1,0 +1,171 @@
+"""The state a shard folds from its log: one :class:`UserMemory` per (tenant, user).
+
+``evolve`` applies one envelope to each projection whose module lists the
+event's class in ``HANDLES`` (any other would ignore it, so it is not called;
+a replay is mostly such calls); ``fold`` applies many. Folds are pure: no
+I/O, no clock, no randomness. ``digest`` hashes a canonical form of each
+projection, so a live state and a rebuild from the log can be compared byte
+for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cache
+
+from events.envelope import Envelope
+from events.model import Event
+from projections.folds import (
+    archive, episode_titles, episodes, graph, lexical, messages, notes, profile, retention, tiers, touches, vectors,
+    working,
+)
+from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
+from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
+from projections.folds.tiers import DEFAULT_TIERS, TierConfig
+from projections.folds.working import DEFAULT_WORKING, WorkingConfig
+
+Stream = tuple[str, str]
+
+
+@dataclass
+class UserMemory:
+    messages: messages.MessageStore = field(default_factory=messages.MessageStore)
+    lexical: lexical.LexicalIndex = field(default_factory=lexical.LexicalIndex)
+    vectors: vectors.VectorStore = field(default_factory=vectors.VectorStore)
+    touches: touches.TouchLog = field(default_factory=touches.TouchLog)
+    retention: retention.RetentionState = field(default_factory=retention.RetentionState)
+    episodes: episodes.EpisodeState = field(default_factory=episodes.EpisodeState)
+    archive: archive.ArchiveState = field(default_factory=archive.ArchiveState)
+    notes: notes.NoteState = field(default_factory=notes.NoteState)
+    profile: profile.UserProfile = field(default_factory=profile.UserProfile)
+    tiers: tiers.TierState = field(default_factory=tiers.TierState)
+    working: working.WorkingState = field(default_factory=working.WorkingState)
+    graph: graph.GraphState = field(default_factory=graph.GraphState)
+    titles: episode_titles.TitleState = field(default_factory=episode_titles.TitleState)
+    head: int = 0
+
+
+PROJECTIONS: dict[str, Callable] = {
+    "messages": messages.evolve,
+    "lexical": lexical.evolve,
+    "vectors": vectors.evolve,
+    "touches": touches.evolve,
+    "archive": archive.evolve,
+    "notes": notes.evolve,
+    "profile": profile.evolve,
+    "graph": graph.evolve,
+    "titles": episode_titles.evolve,
+}
+# Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
+# same log with another policy or segmentation is a fold with another ShardState.
+CONFIGURED_PROJECTIONS: dict[str, tuple[Callable, str]] = {
+    "retention": (retention.evolve, "policy"),
+    "episodes": (episodes.evolve, "segmentation"),
+    "tiers": (tiers.evolve, "tier_config"),
+    "working": (working.evolve, "working_config"),
+}
+# The event classes each projection's evolve reads (its module's HANDLES). Any other event leaves the projection
+# as it was, apart from the bookkeeping _bind does for every event, so evolve does not call it.
+HANDLED: dict[str, tuple[type[Event], ...]] = {
+    "messages": messages.HANDLES,
+    "lexical": lexical.HANDLES,
+    "vectors": vectors.HANDLES,
+    "touches": touches.HANDLES,
+    "archive": archive.HANDLES,
+    "notes": notes.HANDLES,
+    "profile": profile.HANDLES,
+    "graph": graph.HANDLES,
+    "titles": episode_titles.HANDLES,
+    "retention": retention.HANDLES,
+    "episodes": episodes.HANDLES,
+    "tiers": tiers.HANDLES,
+    "working": working.HANDLES,
+}
+Step = Callable[["UserMemory", "ShardState", Envelope], None]
+
+
+def _step(name: str) -> Step:
+    if name in PROJECTIONS:
+        plain = PROJECTIONS[name]
+
+        def step(memory: UserMemory, state: ShardState, env: Envelope) -> None:
+            setattr(memory, name, plain(getattr(memory, name), env))
+    else:
+        configured, config = CONFIGURED_PROJECTIONS[name]
+
+        def step(memory: UserMemory, state: ShardState, env: Envelope) -> None:
+            setattr(memory, name, configured(getattr(memory, name), env, getattr(state, config)))
+    return step
+
+
+@cache
+def route(event_type: type[Event]) -> tuple[Step, ...]:
+    """The projection steps an event of this class reaches, in the order evolve applies them."""
+    return tuple(_step(name) for name in [*PROJECTIONS, *CONFIGURED_PROJECTIONS]
+                 if issubclass(event_type, HANDLED[name]))
+
+
+class ProjectionOrderError(RuntimeError):
+    """An envelope arrived out of its stream's seq order: the fold would diverge from the log."""
+
+
+@dataclass
+class ShardState:
+    users: dict[Stream, UserMemory] = field(default_factory=dict)
+    policy: RetentionPolicy = DEFAULT_POLICY
+    segmentation: SegmentationConfig = DEFAULT_SEGMENTATION
+    tier_config: TierConfig = DEFAULT_TIERS
+    working_config: WorkingConfig = DEFAULT_WORKING
+
+    def user(self, tenant: str, user_id: str) -> UserMemory | None:
+        return self.users.get((tenant, user_id))
+
+    @property
+    def events_applied(self) -> int:
+        return sum(u.head for u in self.users.values())
+
+
+def _bind(memory: UserMemory, state: ShardState, seq: int) -> None:
+    # What every projection's evolve does for any event, even one it ignores: check and hold its config, and
+    # (the graph) note the stream's last seq.
+    retention.bind(memory.retention, state.policy)
+    episodes.bind(memory.episodes, state.segmentation)
+    tiers.bind(memory.tiers, state.tier_config)
+    working.bind(memory.working, state.working_config)
+    graph.advance(memory.graph, seq)
+
+
+def evolve(state: ShardState, env: Envelope) -> ShardState:
+    """Apply one envelope to every projection; each one that reads its event class folds it."""
+    memory = state.users.get(env.stream)
+    if memory is None:
+        memory = state.users[env.stream] = UserMemory()
+    if env.seq != memory.head + 1:
+        raise ProjectionOrderError(f"{env.stream}: got seq {env.seq} after {memory.head}")
+    _bind(memory, state, env.seq)
+    for step in route(type(env.event)):
+        step(memory, state, env)
+    memory.head = env.seq
+    return state
+
+
+def fold(state: ShardState, envelopes: Iterable[Envelope]) -> ShardState:
+    for env in envelopes:
+        state = evolve(state, env)
+    return state
+
+
+def digest(state: ShardState) -> dict[str, str]:
+    """sha256 of each projection's canonical form over all users, plus a combined digest."""
+    out: dict[str, str] = {}
+    for name in [*PROJECTIONS, *CONFIGURED_PROJECTIONS]:
+        h = hashlib.sha256()
+        for stream in sorted(state.users):
+            memory = state.users[stream]
+            h.update(repr((stream, memory.head, getattr(memory, name).canonical())).encode("utf-8"))
+        out[name] = h.hexdigest()
+    combined = hashlib.sha256("".join(out[n] for n in sorted(out)).encode()).hexdigest()
+    out["combined"] = combined
+    return out

@@ -1,0 +1,400 @@
+"""Memory tiers (MemoryOS, seed 004): short-term pages → mid-term sessions → long-term distillation.
+
+A *page* is one recorded message of a role in ``page_roles`` (default user and
+assistant), with its recorded embedding and its key terms
+(:func:`projections.rules.extraction.key_terms`). The fold reads recorded messages,
+embeddings, touches, archival and distillation events only: it never embeds,
+reads no clock and does no I/O.
+
+- **Short-term**: the last ``short_term_capacity`` pages of the user (FIFO,
+  default 10). A message enters once its embedding is recorded, or without a
+  vector when the next message is recorded first (as in
+  :mod:`projections.folds.episodes`, an embedding counts only if it arrives before
+  the next message). Each page entering a full short-term pushes the oldest
+  page into mid-term.
+- **Mid-term sessions**: a pushed page joins the most similar active session,
+  or opens one with id ``"s-<page id>"``. The exact rule::
+
+      score(page, session) = cos(page vector, session centroid)
+                             + keyword_weight · |K_page ∩ K_session| / |K_page ∪ K_session|
+
+  where the centroid is the normalised mean of the session's page vectors
+  (replay never embeds, so it stands in for MemoryOS's summary embedding),
+  K_session are its ``session_keywords`` most frequent page key terms (ties:
+  first seen), and a missing vector or an empty keyword set contributes 0.
+  The page joins the best session if score ≥ ``session_similarity`` (ties:
+  the oldest session); otherwise it opens a new one. Defaults (0.6, weight
+  1.0) are MemoryOS's ``insert_pages_into_session``.
+- **Heat** (a query; ``now`` is a parameter)::
+
+      heat = α·N_visit + β·L_interaction + γ·e^(−Δt/τ)
+
+  N_visit: touch events (reason in ``visit_reasons``) that hit at least one
+  of the session's pages, one per event; L_interaction: the session's
+  unanalysed pages; Δt: hours from the session's last access to ``now``.
+  The last access is the latest of: the time of the message whose arrival
+  pushed a page into the session, the touch events that visited it, and its
+  last distillation. Defaults α = β = γ = 1, τ = 24 h, threshold 5.0 (MemoryOS).
+- **LFU eviction**: when more than ``mid_term_capacity`` sessions are active
+  (default 50), the session with the fewest lifetime accesses (MemoryOS's
+  ``access_count_lfu``, which distillation does not reset; ties: oldest last
+  access, then session id) leaves the active sessions and waits in
+  ``pending_archival`` until the shard records a ``memory_archived`` event
+  (reason ``lfu_eviction``) for exactly its pages. Eviction decisions depend
+  only on counts and event times, never on a wall clock.
+- **Distillation**: :func:`sessions_due_for_distillation` lists sessions whose
+  heat at ``now`` reaches ``heat_threshold`` and that hold unanalysed pages;
+  a ``profile_distilled`` event marks its pages analysed and resets the heat
+  contributors as seed 004 does: N_visit → 0, L_interaction counts only the
+  pages still unanalysed, and the last access moves to the distillation time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import numpy as np
+
+from events.envelope import Envelope
+from events.errors import InvalidInputError, PalimpsestError
+from events.model import ROLES, MemoryArchived, MemoryTouched, MessageEmbedded, MessageRecorded, ProfileDistilled
+from projections.rules.extraction import key_terms
+
+SECONDS_PER_HOUR = 3600.0
+TOUCH_REASONS: tuple[str, ...] = ("search_hit", "context", "used")
+
+
+@dataclass(frozen=True, slots=True)
+class TierConfig:
+    """Every parameter of the tiers; re-project with another via ``fold(TierState(), log, config)``."""
+
+    short_term_capacity: int = 10  # pages (MemoryOS default)
+    session_similarity: float = 0.6  # threshold on cos + keyword_weight · Jaccard (see the module docstring)
+    keyword_weight: float = 1.0
+    session_keywords: int = 10  # most frequent page key terms that stand for a session's summary keywords
+    mid_term_capacity: int = 50  # active sessions before LFU eviction
+    alpha: float = 1.0  # weight of N_visit
+    beta: float = 1.0  # weight of L_interaction
+    gamma: float = 1.0  # weight of recency e^(−Δt/τ)
+    tau_hours: float = 24.0
+    heat_threshold: float = 5.0
+    page_roles: tuple[str, ...] = ("user", "assistant")
+    visit_reasons: tuple[str, ...] = TOUCH_REASONS
+
+    def __post_init__(self) -> None:
+        def finite(x: float) -> bool:
+            return isinstance(x, int | float) and math.isfinite(x)
+
+        checks = [
+            ("short_term_capacity", isinstance(self.short_term_capacity, int) and self.short_term_capacity >= 1,
+             "an integer number of pages >= 1"),
+            ("session_similarity", finite(self.session_similarity),
+             "a finite score (cosine in [-1, 1] plus weighted Jaccard)"),
+            ("keyword_weight", finite(self.keyword_weight) and self.keyword_weight >= 0, "a finite weight >= 0"),
+            ("session_keywords", isinstance(self.session_keywords, int) and self.session_keywords >= 1,
+             "an integer number of keywords >= 1"),
+            ("mid_term_capacity", isinstance(self.mid_term_capacity, int) and self.mid_term_capacity >= 1,
+             "an integer number of sessions >= 1"),
+            ("alpha", finite(self.alpha) and self.alpha >= 0, "a finite weight >= 0"),
+            ("beta", finite(self.beta) and self.beta >= 0, "a finite weight >= 0"),
+            ("gamma", finite(self.gamma) and self.gamma >= 0, "a finite weight >= 0"),
+            ("tau_hours", finite(self.tau_hours) and self.tau_hours > 0, "a positive number of hours"),
+            ("heat_threshold", finite(self.heat_threshold) and self.heat_threshold > 0, "a positive heat"),
+            ("page_roles", bool(self.page_roles) and set(self.page_roles) <= set(ROLES),
+             f"a non-empty subset of {ROLES}"),
+            ("visit_reasons", set(self.visit_reasons) <= set(TOUCH_REASONS), f"a subset of {TOUCH_REASONS}"),
+        ]
+        problems = [(name, f"{getattr(self, name)!r}: use {want}") for name, ok, want in checks if not ok]
+        if problems:
+            raise InvalidInputError(problems, what="tier config")
+
+
+DEFAULT_TIERS = TierConfig()
+
+
+class TierConfigMismatchError(PalimpsestError, ValueError):
+    """A tier state is being evolved with a config other than the one it was folded with."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One message as a page: provenance, key terms and its unit-length recorded vector (None if never recorded)."""
+
+    page_id: str
+    seq: int
+    conversation_id: str
+    role: str
+    occurred_at: datetime
+    keywords: tuple[str, ...]
+    vector: np.ndarray | None = field(default=None, compare=False)
+    analysed: bool = False
+    terms: frozenset[str] = field(init=False, repr=False, compare=False)  # the keywords as a set, for jaccard
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", frozenset(self.keywords))
+
+    def canonical(self) -> tuple:
+        return (self.page_id, self.seq, self.conversation_id, self.role, self.occurred_at.isoformat(),
+                self.keywords, self.analysed, None if self.vector is None else self.vector.tobytes())
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A mid-term session; replaced (never edited) when a page joins, a touch visits it, or it is distilled."""
+
+    session_id: str
+    pages: tuple[Page, ...]
+    created_at: datetime
+    last_access: datetime
+    visits: int = 0  # N_visit, reset by distillation
+    access_count: int = 0  # lifetime visits, the LFU key
+    vector_sum: np.ndarray | None = field(default=None, compare=False)  # float64 sum of page vectors
+    centroid: np.ndarray | None = field(default=None, compare=False)  # the sum, normalised
+    keyword_counts: tuple[tuple[str, int], ...] = ()  # (term, pages using it), in first-seen order
+    keywords: tuple[str, ...] = ()  # the session_keywords most frequent terms (ties: first seen)
+    terms: frozenset[str] = field(init=False, repr=False, compare=False)  # the keywords as a set, for jaccard
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", frozenset(self.keywords))
+
+    @property
+    def page_ids(self) -> tuple[str, ...]:
+        return tuple(p.page_id for p in self.pages)
+
+    @property
+    def unanalysed_page_ids(self) -> tuple[str, ...]:
+        return tuple(p.page_id for p in self.pages if not p.analysed)
+
+    @property
+    def interaction_length(self) -> int:
+        """L_interaction: the pages not yet distilled."""
+        return sum(not p.analysed for p in self.pages)
+
+    def canonical(self) -> tuple:
+        return (self.session_id, tuple(p.canonical() for p in self.pages), self.created_at.isoformat(),
+                self.last_access.isoformat(), self.visits, self.access_count, self.keyword_counts,
+                None if self.vector_sum is None else self.vector_sum.tobytes())
+
+
+@dataclass
+class TierState:
+    """One user's tiers. ``pending_archival``: evicted session id → its page ids, until archived."""
+
+    config: TierConfig | None = None
+    short: list[Page] = field(default_factory=list)  # oldest first
+    awaiting: Page | None = None  # the latest message, waiting for its embedding
+    active: dict[str, Session] = field(default_factory=dict)  # in creation order
+    page_session: dict[str, str] = field(default_factory=dict)  # page id → active session id
+    pending_archival: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    archived: list[str] = field(default_factory=list)  # evicted sessions whose archival is recorded
+
+    def canonical(self) -> list:
+        return [
+            [p.canonical() for p in self.short],
+            None if self.awaiting is None else self.awaiting.canonical(),
+            [s.canonical() for s in self.active.values()],
+            sorted(self.pending_archival.items()),
+            list(self.archived),
+        ]
+
+
+# -- similarity ----------------------------------------------------------------
+
+
+def _unit(vector: np.ndarray) -> np.ndarray | None:
+    with np.errstate(invalid="ignore", over="ignore"):  # a corrupt vector must not warn in a fold
+        v = vector.astype(np.float64)
+        norm = math.sqrt(v.dot(v))  # np.linalg.norm of a vector, without its dispatch
+    return v / norm if norm > 0.0 and math.isfinite(norm) else None
+
+
+def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
+    """|A ∩ B| / |A ∪ B|, 0 when either set is empty."""
+    sa, sb = frozenset(a), frozenset(b)  # no copy when given frozensets (Page.terms, Session.terms)
+    common = 0 if sa.isdisjoint(sb) else len(sa & sb)  # most sessions share no term with a page: no set built
+    return common / (len(sa) + len(sb) - common) if sa and sb else 0.0  # |A ∪ B| without building it
+
+
+def similarity(page: Page, session: Session, config: TierConfig) -> float:
+    """cos(page vector, session centroid) + keyword_weight · Jaccard(page terms, session keywords)."""
+    # Run for every active session per placed page: ndarray.dot is np.dot (same BLAS call) without the dispatch.
+    vector, centroid = page.vector, session.centroid
+    comparable = vector is not None and centroid is not None and vector.shape == centroid.shape
+    cos = float(vector.dot(centroid)) if comparable else 0.0  # another model's vector says nothing
+    return cos + config.keyword_weight * jaccard(page.terms, session.terms)
+
+
+# -- the fold ------------------------------------------------------------------
+
+
+def _top_terms(counts: dict[str, int], limit: int) -> tuple[str, ...]:
+    """The ``limit`` most frequent terms; sorted() is stable (reverse too), so ties keep first-seen order."""
+    return tuple(sorted(counts, key=counts.__getitem__, reverse=True)[:limit])
+
+
+def _with_page(session: Session, page: Page, at: datetime, config: TierConfig) -> Session:
+    vector_sum = session.vector_sum
+    if page.vector is not None and vector_sum is None:
+        vector_sum = page.vector.copy()
+    elif page.vector is not None and page.vector.shape == vector_sum.shape:
+        vector_sum = vector_sum + page.vector
+    counts = dict(session.keyword_counts)
+    for term in page.keywords:
+        counts[term] = counts.get(term, 0) + 1
+    return Session(  # positional, not dataclasses.replace: one per page that leaves short-term, in a replay
+                   session.session_id, session.pages + (page,), session.created_at, max(session.last_access, at),
+                   session.visits, session.access_count, vector_sum, None if vector_sum is None else _unit(vector_sum),
+                   tuple(counts.items()), _top_terms(counts, config.session_keywords))
+
+
+def _evict_lfu(state: TierState) -> None:
+    victim = min(state.active.values(), key=lambda s: (s.access_count, s.last_access, s.session_id))
+    del state.active[victim.session_id]
+    for page_id in victim.page_ids:
+        state.page_session.pop(page_id, None)
+    state.pending_archival[victim.session_id] = victim.page_ids
+
+
+def _to_mid_term(state: TierState, page: Page, at: datetime, config: TierConfig) -> None:
+    best, best_score = None, -math.inf
+    for session in state.active.values():
+        score = similarity(page, session, config)
+        if score > best_score:  # strict: the oldest session wins a tie
+            best, best_score = session, score
+    if best is not None and best_score >= config.session_similarity:
+        target = _with_page(best, page, at, config)
+    else:
+        target = _with_page(Session(f"s-{page.page_id}", (), at, at), page, at, config)
+    state.active[target.session_id] = target
+    state.page_session[page.page_id] = target.session_id
+    if len(state.active) > config.mid_term_capacity:
+        _evict_lfu(state)
+
+
+def _enter_short_term(state: TierState, page: Page, config: TierConfig) -> None:
+    state.short.append(page)
+    while len(state.short) > config.short_term_capacity:
+        _to_mid_term(state, state.short.pop(0), page.occurred_at, config)
+
+
+def _visit(state: TierState, event: MemoryTouched, at: datetime) -> None:
+    visited = dict.fromkeys(state.page_session[m] for m in event.memory_ids if m in state.page_session)
+    for session_id in visited:  # one visit per session per touch event
+        s = state.active[session_id]
+        # Positional, not dataclasses.replace: one per touched session per query, over a whole replay.
+        state.active[session_id] = Session(s.session_id, s.pages, s.created_at, max(s.last_access, at), s.visits + 1,
+                                           s.access_count + 1, s.vector_sum, s.centroid, s.keyword_counts, s.keywords)
+
+
+def _distilled(state: TierState, event: ProfileDistilled, at: datetime) -> None:
+    session = state.active.get(event.session_id)
+    if session is None:  # evicted before the distillation was recorded: nothing to reset
+        return
+    done = set(event.page_ids)
+    pages = tuple(replace(p, analysed=True) if p.page_id in done else p for p in session.pages)
+    state.active[session.session_id] = replace(session, pages=pages, visits=0, last_access=max(session.last_access, at))
+
+
+def _archived(state: TierState, event: MemoryArchived) -> None:
+    ids = set(event.memory_ids)
+    for session_id, page_ids in list(state.pending_archival.items()):
+        if set(page_ids) == ids:
+            del state.pending_archival[session_id]
+            state.archived.append(session_id)
+            return
+
+
+# The events evolve reads; the shard fold (projections.folds.state) does not call it for any other.
+HANDLES = (MessageRecorded, MessageEmbedded, MemoryTouched, ProfileDistilled, MemoryArchived)
+
+
+def bind(state: TierState, config: TierConfig) -> None:
+    """Refuse a config other than the one the state was folded with, then hold this one (every event does this)."""
+    if state.config is not None and state.config is not config and state.config != config:
+        raise TierConfigMismatchError(f"this tier state was folded with {state.config}, not {config}; "
+                                      "re-project with fold(TierState(), log, config)")
+    state.config = config
+
+
+def evolve(state: TierState, env: Envelope, config: TierConfig = DEFAULT_TIERS) -> TierState:
+    """Apply one envelope: messages and embeddings fill short-term, touches visit, archival and distillation settle."""
+    bind(state, config)
+    event = env.event
+    if isinstance(event, MessageRecorded):
+        if state.awaiting is not None:  # its embedding did not come before this message: it enters without one
+            _enter_short_term(state, state.awaiting, config)
+            state.awaiting = None
+        if event.role in config.page_roles:
+            state.awaiting = Page(env.event_id, env.seq, event.conversation_id, event.role, event.occurred_at,
+                                  key_terms(event.text))
+    elif isinstance(event, MessageEmbedded):
+        if state.awaiting is not None and event.message_event_id == state.awaiting.page_id:
+            page = replace(state.awaiting, vector=_unit(event.array()))
+            state.awaiting = None
+            _enter_short_term(state, page, config)
+    elif isinstance(event, MemoryTouched):
+        if event.reason in config.visit_reasons:
+            _visit(state, event, env.occurred_at)
+    elif isinstance(event, ProfileDistilled):
+        _distilled(state, event, env.occurred_at)
+    elif isinstance(event, MemoryArchived) and event.reason == "lfu_eviction":
+        _archived(state, event)
+    return state
+
+
+def fold(state: TierState, envelopes: Iterable[Envelope], config: TierConfig = DEFAULT_TIERS) -> TierState:
+    for env in envelopes:
+        state = evolve(state, env, config)
+    return state
+
+
+# -- queries: pure functions of (state or session, now, config) -----------------
+
+
+@dataclass(frozen=True, slots=True)
+class DistillationDue:
+    """A hot session with pages to distil: what a ``profile_distilled`` event needs."""
+
+    session_id: str
+    page_ids: tuple[str, ...]  # the unanalysed pages, in session order
+    heat: float
+
+
+def heat(session: Session, now: datetime, config: TierConfig = DEFAULT_TIERS) -> float:
+    """α·N_visit + β·L_interaction + γ·e^(−Δt/τ); Δt in hours since the last access, 0 if ``now`` is earlier."""
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
+    delta_hours = max(0.0, (now - session.last_access).total_seconds() / SECONDS_PER_HOUR)
+    recency = math.exp(-delta_hours / config.tau_hours)
+    return config.alpha * session.visits + config.beta * session.interaction_length + config.gamma * recency
+
+
+def sessions_due_for_distillation(
+    state: TierState, now: datetime, config: TierConfig = DEFAULT_TIERS
+) -> list[DistillationDue]:
+    """Sessions with heat ≥ ``heat_threshold`` at ``now`` and unanalysed pages; hottest first (ties: session id)."""
+    due = []
+    for session in state.active.values():
+        h = heat(session, now, config)
+        if h >= config.heat_threshold and session.interaction_length:
+            due.append(DistillationDue(session.session_id, session.unanalysed_page_ids, h))
+    return sorted(due, key=lambda d: (-d.heat, d.session_id))
+
+
+def short_term(state: TierState) -> tuple[Page, ...]:
+    """The short-term pages, oldest first (a message waiting for its embedding is not yet among them)."""
+    return tuple(state.short)
+
+
+def sessions(state: TierState) -> tuple[Session, ...]:
+    """The active mid-term sessions, in creation order."""
+    return tuple(state.active.values())
+
+
+def session_of(state: TierState, page_id: str) -> Session | None:
+    """The active session holding ``page_id``, or None (still short-term, evicted, or unknown)."""
+    session_id = state.page_session.get(page_id)
+    return None if session_id is None else state.active[session_id]

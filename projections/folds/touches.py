@@ -1,0 +1,47 @@
+"""Access projection: how often and when each memory was touched, and why.
+
+Touches drive reinforcement later (retention); for now they are counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from events.envelope import Envelope
+from events.model import MemoryTouched
+
+
+@dataclass
+class AccessStats:
+    count: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    last_touched_at: datetime | None = None
+
+
+@dataclass
+class TouchLog:
+    stats: dict[str, AccessStats] = field(default_factory=dict)
+    total: int = 0
+
+    def canonical(self) -> list:
+        return [
+            (mid, s.count, sorted(s.by_reason.items()), s.last_touched_at.isoformat() if s.last_touched_at else None)
+            for mid, s in sorted(self.stats.items())
+        ]
+
+
+# The events evolve reads; the shard fold (projections.folds.state) does not call it for any other.
+HANDLES = (MemoryTouched,)
+
+
+def evolve(state: TouchLog, env: Envelope) -> TouchLog:
+    event = env.event
+    if isinstance(event, MemoryTouched):
+        for memory_id in event.memory_ids:
+            stats = state.stats.setdefault(memory_id, AccessStats())
+            stats.count += 1
+            stats.by_reason[event.reason] = stats.by_reason.get(event.reason, 0) + 1
+            stats.last_touched_at = env.occurred_at
+            state.total += 1
+    return state

@@ -1,0 +1,150 @@
+"""Context assembly: the text an agent puts in its prompt, cut to a token budget,
+with the provenance of every line kept.
+
+Notes come first, grouped by category (constraints, decisions, preferences,
+facts), within their share of the budget; the retrieved turns fill the rest
+in rank order. A note's provenance names its version and its source turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from projections.queries.retrieval import Hit
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    memory_id: str
+    turn_id: str | None
+    conversation_id: str
+    line: str
+    tokens: int
+    score: float
+    provenance: dict
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    query: str
+    budget: int
+    tokens: int
+    items: tuple[ContextItem, ...]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(item.line for item in self.items)
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query,
+            "budget": self.budget,
+            "tokens": self.tokens,
+            "text": self.text,
+            "items": [
+                {
+                    "memory_id": i.memory_id,
+                    "turn_id": i.turn_id,
+                    "conversation_id": i.conversation_id,
+                    "line": i.line,
+                    "tokens": i.tokens,
+                    "score": i.score,
+                    "provenance": i.provenance,
+                }
+                for i in self.items
+            ],
+        }
+
+
+CATEGORY_ORDER: tuple[str, ...] = ("constraint", "decision", "preference", "fact")
+
+
+@dataclass(frozen=True, slots=True)
+class NoteEntry:
+    """A note offered to the context, resolved to its source turns by the caller."""
+
+    note_id: str
+    category: str
+    text: str
+    version: int
+    valid_from: datetime
+    source_ids: tuple[str, ...]
+    turn_ids: tuple[str, ...]
+    conversation_id: str
+    score: float
+
+
+def note_line(note: NoteEntry) -> str:
+    return f"[note · {note.category}] {note.text} (since {note.valid_from.date().isoformat()})"
+
+
+def format_line(hit: Hit) -> str:
+    who = f"{hit.speaker}: " if hit.speaker else f"{hit.role}: "
+    return f"[{hit.occurred_at.date().isoformat()}] {who}{hit.text}"
+
+
+def _notes_first(
+    notes: Sequence[NoteEntry], share: int, count_tokens: Callable[[list[str]], list[int]]
+) -> list[ContextItem]:
+    """The notes that fit in ``share`` tokens, grouped by category, best-matching first within a category."""
+    rank = {c: i for i, c in enumerate(CATEGORY_ORDER)}
+    ordered = sorted(enumerate(notes), key=lambda p: (rank.get(p[1].category, len(rank)), p[0]))
+    lines = [note_line(n) for _, n in ordered]
+    items, used = [], 0
+    for (_, note), line, size in zip(ordered, lines, count_tokens(lines) if lines else []):
+        if used + size > share:
+            continue
+        used += size
+        items.append(ContextItem(
+            memory_id=note.note_id,
+            turn_id=note.turn_ids[0] if note.turn_ids else None,
+            conversation_id=note.conversation_id,
+            line=line,
+            tokens=size,
+            score=note.score,
+            provenance={"note_id": note.note_id, "version": note.version, "turn_ids": list(note.turn_ids),
+                        "event_ids": [note.note_id, *note.source_ids]},
+        ))
+    return items
+
+
+def assemble(
+    query: str,
+    hits: list[Hit],
+    budget: int,
+    count_tokens: Callable[[list[str]], list[int]],
+    notes: Sequence[NoteEntry] = (),
+    note_tokens: int = 0,
+    note_share: float = 0.25,
+) -> Context:
+    """Notes first (at most ``note_tokens`` and ``note_share`` of the budget), then turns in rank order.
+
+    A turn whose note is already in the context is not repeated: the note
+    states it in fewer tokens and its provenance points to the turn. A line
+    that does not fit is skipped and smaller ones may follow.
+    """
+    share = min(note_tokens, int(budget * note_share))
+    items: list[ContextItem] = _notes_first(notes, share, count_tokens) if share > 0 else []
+    used = sum(i.tokens for i in items)
+    stated = {m for i in items for m in i.provenance["event_ids"][1:]}
+    hits = [h for h in hits if h.memory_id not in stated]
+    lines = [format_line(h) for h in hits]
+    sizes = count_tokens(lines) if lines else []
+    for hit, line, size in zip(hits, lines, sizes):
+        if used + size > budget:
+            continue
+        used += size
+        items.append(
+            ContextItem(
+                memory_id=hit.memory_id,
+                turn_id=hit.turn_id,
+                conversation_id=hit.conversation_id,
+                line=line,
+                tokens=size,
+                score=hit.score,
+                provenance=hit.provenance,
+            )
+        )
+    return Context(query=query, budget=budget, tokens=used, items=tuple(items))

@@ -1,0 +1,308 @@
+"""Rule-based contradiction detector for notes, English and Chinese (``rules-v1``).
+
+The offline fallback for the NLI / LLM judge: given a new statement (an
+extracted candidate note or a raw message) and the active notes, it returns
+one verdict per note. Pure and deterministic; verdicts are meant to be
+recorded once as events (a superseded note gets valid-to and superseded-by,
+it is never deleted), so changing a rule means a new detector id.
+
+Rules, tried in this order for each (statement, note) pair; the first that
+applies decides:
+
+1. state — both are states or moods ("tense ten days ago" / "relaxed now",
+   "主人十天前很紧张" / "主人现在很放松"): both were true at their own times,
+   so CHANGE_OVER_TIME, never SUPERSEDES (seed 002). The same state again reinforces.
+2. switch — "switch to / replace / migrate to / move from A to B / no longer /
+   改用 / 换成 / 不再 / 从A换到B": a note naming A is superseded; so is a note
+   naming something of the same kind as B (MySQL and PostgreSQL are both
+   databases) — how "we decided to switch to MySQL" supersedes "the project
+   uses PostgreSQL" (seed 000).
+3. slot — the same one-valued slot with another value ("I live in Paris" →
+   "I live in Berlin") or negated supersedes; the same value reinforces.
+4. negation — opposite polarity over the same key terms ("I like X" / "I don't
+   like X", "我喜欢X" / "我不喜欢X") supersedes.
+5. duplicate — same category and polarity, high key-term overlap: REINFORCES (BOOST).
+6. otherwise CONSISTENT.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from enum import StrEnum
+
+from projections.rules.extraction import (
+    EXCLUSIVE_SLOTS,
+    CandidateNote,
+    extract_notes,
+    key_terms,
+    polarity,
+    split_statements,
+)
+from projections.rules.note_rules import EN_SWITCH, KIND_TABLE, STATE_WORDS, TIME, ZH_SWITCH
+from projections.rules.text import has_cjk, tokenize
+
+DETECTOR_ID = "rules-v1"
+REINFORCE_JACCARD = 0.6  # key-term overlap for a restatement
+NEGATION_JACCARD = 0.5  # key-term overlap for "I like X" / "I don't like X"
+
+
+class Relation(StrEnum):
+    SUPERSEDES = "supersedes"  # the new statement replaces the note
+    REINFORCES = "reinforces"  # a restatement: boost the note, add nothing
+    CONSISTENT = "consistent"  # unrelated or compatible
+    CHANGE_OVER_TIME = "change_over_time"  # both true at their own times: keep both
+
+
+@dataclass(frozen=True)
+class ActiveNote:
+    """What the detector needs to know about an active note; fields left empty are read from ``text``."""
+
+    note_id: str
+    text: str
+    category: str | None = None
+    key_terms: tuple[str, ...] = ()
+    polarity: str | None = None
+    slot: str | None = None
+    value: str | None = None
+    subject: str = "user"
+
+    @classmethod
+    def from_candidate(cls, note_id: str, note: CandidateNote) -> ActiveNote:
+        """The active note recorded from an extracted candidate, keeping the extractor's analysis."""
+        return cls(note_id, note.text, note.category, note.key_terms, note.polarity, note.slot, note.value,
+                   note.subject)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a new statement relates to one active note, which rule said so, and on which terms."""
+
+    note_id: str
+    relation: Relation
+    rule: str  # "state", "switch", "slot", "negation", "duplicate" or "none"
+    reason: str
+    matched_terms: tuple[str, ...]
+    confidence: float
+    detector: str = DETECTOR_ID
+
+
+@dataclass(frozen=True)
+class _Statement:
+    category: str | None
+    terms: tuple[str, ...]
+    polarity: str
+    slot: str | None
+    value_terms: tuple[str, ...]
+    subject: str
+    states: frozenset[str]
+    residual: tuple[str, ...]  # key terms that are not states: who or what the state is about
+    times: tuple[str, ...]
+    switch_from: tuple[str, ...]
+    switch_to: tuple[str, ...]
+    switch_kinds: frozenset[str]
+
+
+def _kind_table(table: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    """Token → kinds, and the tokens that name a kind; words go through the tokenizer so stems match."""
+    kinds: dict[str, frozenset[str]] = {}
+    nouns: set[str] = set()
+    for entry in re.split(r"\n(?=\w+:)", table.strip()):
+        kind, words = entry.split(":", 1)
+        names, members = words.split("|")
+        nouns |= set(tokenize(names))
+        for token in tokenize(f"{names} {members}"):
+            kinds[token] = kinds.get(token, frozenset()) | {kind}
+    return kinds, frozenset(nouns)
+
+
+KINDS, KIND_NOUNS = _kind_table(KIND_TABLE)
+STATES = frozenset(tokenize(STATE_WORDS))
+_DEGREE = re.compile(r"^(?:很|太|好|真|超|挺|特别|非常|有点|有些|比较)")
+def _hit(x: str, y: str) -> bool:
+    # jieba may glue a word into a longer one (喝咖啡 ⊃ 咖啡); Chinese terms match by containment.
+    return x == y or (has_cjk(x) and has_cjk(y) and min(len(x), len(y)) > 1 and (x in y or y in x))
+
+
+def _matches(a: Sequence[str], b: Sequence[str]) -> tuple[str, ...]:
+    """The terms of ``a`` found in ``b``."""
+    return tuple(x for x in a if any(_hit(x, y) for y in b))
+
+
+def _covers(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Every term of a non-empty ``a`` is in ``b`` ("Paris" is covered by "Paris with my wife")."""
+    return bool(a) and len(_matches(a, b)) == len(a)
+
+
+def _jaccard(a: Sequence[str], b: Sequence[str]) -> float:
+    shared = len(_matches(a, b))
+    union = len(set(a)) + len(set(b)) - shared
+    return shared / union if union else 0.0
+
+
+@lru_cache(maxsize=65_536)
+def _term_kinds(term: str) -> frozenset[str]:
+    return frozenset(k for word, kinds in KINDS.items() if _hit(word, term) for k in kinds)
+
+
+def _kinds(terms: Sequence[str]) -> frozenset[str]:
+    return frozenset().union(*map(_term_kinds, terms))
+
+
+@lru_cache(maxsize=65_536)
+def _state_words(word: str) -> frozenset[str]:
+    # One-character states count only as whole words (after 很/太…): 很累 is a state, 积累 is not.
+    word = _DEGREE.sub("", word) or word
+    return frozenset(s for s in STATES if word == s or (len(s) > 1 and has_cjk(s) and s in word))
+
+
+def _switch(clause: str) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    """What ``clause`` moves away from, what it moves to, and the kinds involved; empty when it is no switch."""
+    for pattern in ZH_SWITCH + EN_SWITCH if has_cjk(clause) else EN_SWITCH:
+        if match := pattern.search(clause):
+            source, target = match.groupdict().get("f") or "", match.groupdict().get("t") or ""
+            # "switch to MySQL and drop PostgreSQL": the target ends at the next clause, which may name the source.
+            target, *rest = _NEXT_CLAUSE.split(target, maxsplit=1)
+            also_from = _switch(rest[0])[0] if rest else ()
+            return (key_terms(source) + also_from, key_terms(target),
+                    _kinds(tokenize(target)) | _kinds(key_terms(clause)))
+    return (), (), frozenset()
+
+
+_NEXT_CLAUSE = re.compile(r"\s+(?:and|but)\s+|[,;，；、]\s*|(?:并且|而且|然后|并)")
+
+
+def _statement(text: str, terms: Sequence[str], category: str | None, pol: str | None, slot: str | None,
+               value: str | None, subject: str, clause: str | None = None) -> _Statement:
+    states = frozenset().union(*map(_state_words, tokenize(text)))
+    source, target, kinds = _switch(clause) if clause else ((), (), frozenset())
+    return _Statement(
+        category, tuple(terms), pol or polarity(text), slot, key_terms(value or ""), subject, states,
+        tuple(t for t in terms if not _state_words(t)),
+        tuple(m.group(0).lower() for m in TIME.finditer(text)), source, target, kinds,
+    )
+
+
+@lru_cache(maxsize=65_536)  # a note is compared with every new statement: read it once (ActiveNote is frozen)
+def _from_note(note: ActiveNote) -> _Statement:
+    guessed = extract_notes(note.text)
+    guess = guessed[0] if len(guessed) == 1 else None  # first-person note texts still yield a slot
+    return _statement(
+        note.text, note.key_terms or (guess.key_terms if guess else key_terms(note.text)),
+        note.category or (guess and guess.category), note.polarity or (guess and guess.polarity),
+        note.slot or (guess and guess.slot), note.value or (guess and guess.value), note.subject,
+    )
+
+
+def _from_new(new: CandidateNote | str, speaker: str | None) -> list[_Statement]:
+    # States and time words are read from what was said ("now" is trimmed from a note's text).
+    if isinstance(new, CandidateNote):
+        return [_statement(new.evidence, new.key_terms, new.category, new.polarity, new.slot, new.value, new.subject,
+                           new.evidence)]
+    found = []
+    for clause in split_statements(new):
+        notes = extract_notes(clause, speaker=speaker)
+        found += [_statement(clause, n.key_terms, n.category, n.polarity, n.slot, n.value, n.subject, clause)
+                  for n in notes]
+        if not notes:
+            found.append(_statement(clause, key_terms(clause), None, None, None, None, speaker or "user", clause))
+    return found
+
+
+def _verdict(relation: Relation, rule: str, reason: str, terms: Sequence[str], confidence: float) -> Verdict:
+    return Verdict("", relation, rule, reason, tuple(dict.fromkeys(terms)), confidence)
+
+
+def _state_rule(new: _Statement, old: _Statement) -> Verdict | None:
+    if not (new.states and old.states):
+        return None
+    if new.residual and old.residual and not _matches(new.residual, old.residual):
+        return None  # states of two different people or things
+    if new.states == old.states and new.polarity == old.polarity and not new.times:
+        return _verdict(Relation.REINFORCES, "state", "the same state restated", sorted(new.states), 0.6)
+    when = f"{', '.join(old.times) or 'then'} → {', '.join(new.times) or 'now'}"
+    return _verdict(Relation.CHANGE_OVER_TIME, "state", f"a state that changed over time ({when}); both true at "
+                    "their own times", sorted(old.states | new.states), 0.75)
+
+
+def _switch_rule(new: _Statement, old: _Statement) -> Verdict | None:
+    if old.polarity == "negative":
+        return None  # "never use GCP" is not undone by moving away from GCP
+    if hit := _matches(new.switch_from, old.terms):
+        return _verdict(Relation.SUPERSEDES, "switch", f"moves away from {', '.join(hit)}", hit + new.switch_to, 0.9)
+    shared = new.switch_kinds & _kinds(old.terms)
+    # What is switched to, of the shared kind: "coffee" of "switched to coffee in the morning" ("morning" is context),
+    # "MySQL" of "改用 MySQL 作为数据库" (the kind noun itself is not a target).
+    targets = [t for t in new.switch_to if t not in KIND_NOUNS and _kinds([t]) & shared]
+    if targets and not _matches(targets, old.terms):
+        named = [t for t in old.terms if _kinds([t]) & shared]
+        return _verdict(Relation.SUPERSEDES, "switch", f"switches to {', '.join(targets)} in place of "
+                        f"{', '.join(named)} (same kind: {', '.join(sorted(shared))})", named + targets, 0.8)
+    return None
+
+
+def _slot_rule(new: _Statement, old: _Statement) -> Verdict | None:
+    if not new.slot or new.slot != old.slot or new.subject != old.subject:
+        return None
+    same_value = _covers(new.value_terms, old.value_terms) or _covers(old.value_terms, new.value_terms)
+    if same_value and new.polarity != old.polarity:
+        return _verdict(Relation.SUPERSEDES, "slot", f"{new.slot} negated", new.value_terms, 0.85)
+    if same_value:
+        return _verdict(Relation.REINFORCES, "slot", f"the same {new.slot} restated", new.value_terms, 0.8)
+    one_valued = new.slot in EXCLUSIVE_SLOTS or new.slot.startswith("favourite:")
+    if one_valued and new.polarity == old.polarity == "positive":
+        return _verdict(Relation.SUPERSEDES, "slot", f"{new.slot} has a new value", old.value_terms + new.value_terms,
+                        0.85)
+    return None
+
+
+def _term_rule(new: _Statement, old: _Statement) -> Verdict | None:
+    overlap, shared = _jaccard(new.terms, old.terms), _matches(old.terms, new.terms)
+    if new.polarity != old.polarity and shared and overlap >= NEGATION_JACCARD:
+        reason = f"a {new.polarity} statement about the same terms"
+        return _verdict(Relation.SUPERSEDES, "negation", reason, shared, 0.8)
+    compatible = new.category is None or old.category is None or new.category == old.category
+    if compatible and new.polarity == old.polarity and overlap >= REINFORCE_JACCARD:
+        return _verdict(Relation.REINFORCES, "duplicate", f"near-duplicate (key-term overlap {overlap:.2f})", shared,
+                        round(0.5 + 0.4 * overlap, 2))
+    return None
+
+
+_RULES = (_state_rule, _switch_rule, _slot_rule, _term_rule)
+_RANK = {Relation.SUPERSEDES: 3, Relation.CHANGE_OVER_TIME: 2, Relation.REINFORCES: 1, Relation.CONSISTENT: 0}
+
+
+def _judge(new: _Statement, old: _Statement) -> Verdict:
+    for rule in _RULES:
+        if (found := rule(new, old)) is not None:
+            return found
+    return _verdict(Relation.CONSISTENT, "none", "no rule relates them", _matches(old.terms, new.terms), 0.6)
+
+
+def detect(new: CandidateNote | str, notes: Sequence[ActiveNote], *, speaker: str | None = None) -> tuple[Verdict, ...]:
+    """One verdict per active note, in the order given; same input, same verdicts.
+
+    ``new`` is an extracted candidate or a raw message. A message is read
+    clause by clause (questions and hypotheticals assert nothing) and each note
+    keeps its strongest verdict over the clauses: SUPERSEDES, then
+    CHANGE_OVER_TIME, then REINFORCES, then CONSISTENT.
+    """
+    statements = _from_new(new, speaker)
+    verdicts = []
+    for note in notes:
+        old = _from_note(note)
+        judged = [_judge(s, old) for s in statements]
+        best = max(judged, key=lambda v: (_RANK[v.relation], v.confidence), default=None)
+        best = best or _verdict(Relation.CONSISTENT, "none", "the message asserts nothing", (), 0.6)
+        verdicts.append(replace(best, note_id=note.note_id))
+    return tuple(verdicts)
+
+
+def memory_operation(verdicts: Sequence[Verdict]) -> str:
+    """The seed 002 operation the verdicts call for: ``"update"`` (supersede), ``"boost"`` (restated) or ``"add"``."""
+    relations = {v.relation for v in verdicts}
+    if Relation.SUPERSEDES in relations:
+        return "update"
+    return "boost" if Relation.REINFORCES in relations else "add"

@@ -1,0 +1,139 @@
+"""Reading one Chinese clause as subject–verb–object (part of ``graph-rules-v2``).
+
+``read_chinese("我去了瑜伽课", speaker="小红", ...)`` gives
+``Reading("小红", "event", "去", "瑜伽课", {})``. The clause has already had
+its time expression cut out.
+
+How a clause is read: subject 我 / 我们 (the speaker), 我妹妹 / 我的妹妹
+(the sister, plus a relation memory; a name after it, 我妹妹丽丽, names her),
+a person's name (jieba tags it ``nr``), or, when Chinese drops it, the subject
+of the clause before. Then, in any order: adverbs (也, 已经, 一起…), a place
+(在公园), a companion (和朋友一起); negations (不, 没) and wishes (想, 希望)
+state nothing; 要 / 准备 / 计划 make the event planned. Then the verb (the
+table in :mod:`projections.rules.graph_rules`, else a word jieba tags as a verb),
+its aspect (了 / 过: done), and the object with "一只" / "一个" and final
+particles removed. 觉得 / 认为 X很Y is an opinion about X.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import jieba
+import jieba.posseg as posseg
+
+from projections.rules.graph_english import Reading
+from projections.rules.graph_rules import (
+    KIN_ZH_RX, OPINION_ZH, PREFERENCE_ZH, STATIVE_ZH, VERB_ZH_RX, ZH_ADVERB, ZH_ASPECT, ZH_JUDGEMENT, ZH_LEAD,
+    ZH_NEGATION, ZH_PLACE, ZH_PLAN, ZH_PRONOUN_SUBJECTS, ZH_QUANTITY, ZH_TRAILER, ZH_WISH, ZH_WITH,
+)
+
+jieba.setLogLevel(logging.WARNING)
+
+_VERB = re.compile(VERB_ZH_RX)
+_KIN_SUBJECT = re.compile(r"^我们?的?(?P<kin>" + KIN_ZH_RX + ")")
+_IS_MY_KIN = re.compile(r"^(?P<name>[^，,。是我]{1,8}?)是我们?的?(?P<kin>(?:最好的|好)?" + KIN_ZH_RX + r")[。！!]*$")
+_MY_KIN = re.compile(r"^我们?的?(?P<kin>" + KIN_ZH_RX + r")$")
+_GOING = ("去", "来", "回")
+_WHERE_VERBS = ("工作", "上班", "住")  # 去看了电影: the going carries the seeing
+
+
+def relation(speaker: str, kin: str, name: str | None) -> Reading:
+    return Reading(speaker, "relation", kin, name or f"{speaker}的{kin}", {})
+
+
+def _name(text: str) -> str | None:
+    """A person's name opening ``text`` ("小明喜欢…"), as jieba tags it."""
+    first = next(iter(posseg.lcut(text)), None)
+    if first and first.flag in ("nr", "nrfg", "nrt") and first.word not in ZH_PRONOUN_SUBJECTS:
+        return first.word
+    return None
+
+
+def _verb(text: str) -> str | None:
+    if match := _VERB.match(text):
+        return match.group()
+    first = next(iter(posseg.lcut(text)), None)
+    return first.word if first and first.flag.startswith("v") else None
+
+
+def _clean(text: str) -> str | None:
+    text = ZH_TRAILER.sub("", ZH_QUANTITY.sub("", text.strip())).strip(" ，,。！!~…")
+    return text or None
+
+
+def read_chinese(clause: str, *, speaker: str, inherited: str | None, tense: str | None) -> tuple[list[Reading], str | None]:
+    """The memories one clause states, and its subject (for the next clause, which may drop it)."""
+    text = ZH_LEAD.sub("", clause.strip(" ，,。！!？?~…")).strip()
+    if match := _IS_MY_KIN.match(text):
+        return [relation(speaker, match["kin"], match["name"])], None
+    readings: list[Reading] = []
+    if match := _KIN_SUBJECT.match(text):
+        rest = text[match.end():]
+        name = _name(rest)
+        subject = name or f"{speaker}的{match['kin']}"
+        readings.append(relation(speaker, match["kin"], name))
+        rest = rest[len(name or ""):]
+    elif text.startswith("我"):
+        subject, rest = speaker, text[2:] if text.startswith("我们") else text[1:]
+    elif name := _name(text):
+        subject, rest = name, text[len(name):]
+    elif inherited:
+        subject, rest = inherited, text
+    else:
+        return [], None
+    attributes: dict[str, str] = {}
+    planned, done, rest = False, False, rest.strip()
+    while True:
+        if match := ZH_ADVERB.match(rest):
+            done = done or match.group() in ("刚", "刚刚", "已经", "终于", "曾经")
+            rest = rest[match.end():]
+        elif ZH_NEGATION.match(rest) or ZH_WISH.match(rest):
+            return readings, subject
+        elif (match := ZH_PLAN.match(rest)) and _VERB.match(rest[match.end():]):
+            planned, rest = True, rest[match.end():]
+        elif "place" not in attributes and (match := ZH_PLACE.match(rest)):
+            attributes["place"], rest = match["place"], rest[match.end():]
+        elif "with" not in attributes and (match := ZH_WITH.match(rest)):
+            companion, rest = match["with"], rest[match.end():]
+            if kin := _MY_KIN.match(companion):
+                companion = f"{speaker}的{kin['kin']}"
+                readings.append(relation(speaker, kin["kin"], None))
+            attributes["with"] = companion
+        else:
+            break
+    verb = _verb(rest)
+    if verb is None:
+        return readings, subject
+    rest = rest[len(verb):]
+    aspect = ZH_ASPECT.match(rest)
+    rest = rest[aspect.end():]
+    done = done or aspect["asp"] in ("了", "过") or rest.rstrip("。！!~").endswith("了")
+    if verb in OPINION_ZH:
+        complement = _clean(rest) or ""
+        split = ZH_JUDGEMENT.match(complement)
+        about = _clean(split["o"]) if split else _clean(complement)
+        if about:
+            judgement = {"judgement": split["j"]} if split else {}
+            readings.insert(0, Reading(subject, "opinion", verb, about.replace("我", speaker), judgement))
+        return readings, subject
+    if verb in _GOING and (second := _VERB.match(rest)):  # 去看了一场电影 → 去, 看电影
+        after = rest[second.end():]
+        then = ZH_ASPECT.match(after)
+        done = done or then["asp"] in ("了", "过")
+        obj = second.group() + (_clean(after[then.end():]) or "")
+    else:
+        obj = _clean(rest)
+    if obj is None and verb in _WHERE_VERBS and "place" in attributes:
+        obj = attributes.pop("place")  # 我在谷歌工作: where one works is what the fact is about
+    if obj is None and "place" not in attributes and len(verb) < 2:
+        return readings, subject  # 跑步, 游泳 carry their object; 去 alone says nothing
+    if verb in PREFERENCE_ZH or (verb in STATIVE_ZH and not done and not planned):
+        memory_type, status = "fact", None
+    elif done or planned or tense is not None:
+        memory_type, status = "event", "planned" if planned or (tense == "future" and not done) else None
+    else:
+        memory_type, status = "fact", None  # 我每天跑步: a habit
+    readings.insert(0, Reading(subject, memory_type, verb, obj, attributes, status))
+    return readings, subject

@@ -38,7 +38,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--users-per-shard", type=int, default=10_000)
     p.add_argument("--messages-per-user", type=int, default=16)
     p.add_argument("--cap", type=int, default=1_000, help="max resident users per shard in the capped start")
-    p.add_argument("--queries", type=int, default=300, help="searches of random users after each start")
+    p.add_argument("--queries", type=int, default=2_000,
+                   help="searches of random users after each start (more than --cap, so users leave memory)")
     p.add_argument("--store", type=Path, help="a new or empty directory (default: a temp dir, removed after)")
     p.add_argument("--reuse", action="store_true",
                    help="--store already holds a store built by this benchmark: measure it without building")

@@ -87,6 +87,7 @@ def start(store: Path, shard: int, *, snapshots: bool, cap: int | None, users: i
     core = ShardCore(spec_for(store, shard, snapshots=snapshots, cap=cap))
     start_s = time.perf_counter() - started
     rss_after_start = peak_mb()
+    resident_after_start = len(core.state.users.resident)
     rng = random.Random(7)
     texts = [f"what did I say about {t}?" for t in TOPICS]
     vectors = EMBED.encode(texts)
@@ -102,7 +103,7 @@ def start(store: Path, shard: int, *, snapshots: bool, cap: int | None, users: i
             assert hits, f"no hit for {user}"
     loads = core.users.load_seconds
     out = {"snapshots": snapshots, "max_resident_users": cap, "start_seconds": round(start_s, 2),
-           "resident_after_start": len(core.state.users.resident), "peak_rss_mb_after_start": rss_after_start,
+           "resident_after_start": resident_after_start, "peak_rss_mb_after_start": rss_after_start,
            "search_first_p50_ms": pct(first_ms, 50), "search_first_p95_ms": pct(first_ms, 95),
            "search_again_p50_ms": pct(again_ms, 50), "search_again_p95_ms": pct(again_ms, 95),
            "cold_loads": len(loads), "cold_load_p50_ms": pct([s * 1000 for s in loads], 50),

@@ -329,12 +329,34 @@ def retention_scores(
     if memory_ids is None:
         return {item.memory_id: retention(item, now, policy) for item in _items_at(state, now, policy)}
     out = {}
+    items = state.items
     for mid in memory_ids:
-        item = state.items.get(mid)
-        item = as_of(item, now, policy) if item is not None else None
-        if item is not None:
-            out[mid] = retention(item, now, policy)
+        item = items.get(mid)
+        if item is None or item.created_at > now:
+            continue
+        if item.last_access is None or item.last_access <= now:
+            out[mid] = _value(item, now, policy, item.access_count, item.stability, item.last_access)
+            continue
+        n = bisect.bisect_right(item.accesses, now)  # time travel: accesses after ``now`` not yet counted
+        out[mid] = _value(item, now, policy, n, _stability(policy, item.memory_type, n),
+                          item.accesses[n - 1] if n else None)
     return out
+
+
+def _value(item: MemoryItem, now: datetime, policy: RetentionPolicy, access_count: int, stability: float,
+           last_access: datetime | None) -> float:
+    """``retention(as_of(item, now), now)`` without building the past item: the ranking asks it per candidate.
+
+    The same operations in the same order as :func:`_terms`, so the same float.
+    """
+    reference = item.created_at if last_access is None else max(last_access, item.created_at)
+    delta = _days(now, reference)
+    if _exempt_reason(item, policy) is not None:
+        return policy.base_retention
+    bonus = 1.0 + policy.access_bonus_weight * math.log1p(access_count)
+    rule = policy.rule_for(item.category)
+    factor = rule.step_multiplier(delta) if rule is not None else 1.0
+    return policy.base_retention * math.exp(-delta / stability) * bonus * factor
 
 
 def archival_candidates(state: RetentionState, now: datetime, policy: RetentionPolicy) -> list[RetentionRow]:

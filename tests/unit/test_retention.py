@@ -273,6 +273,23 @@ def test_retention_at_a_time_before_creation_omits_the_memory():
     assert set(retention_scores(state, day(3), DEFAULT_POLICY, ["m1", "m2", "nope"])) == {"m1"}
 
 
+@pytest.mark.parametrize("policy", [DEFAULT_POLICY, NO_BONUS], ids=["default", "no-bonus"])
+def test_the_rankings_retention_scores_equal_retention_of_the_item_as_it_was(policy):
+    from projections.folds.retention import as_of
+
+    entries = [*typed("decision"), *typed("chitchat", at=2, mid="m2"), *typed("preference", at=4, mid="m3")]
+    entries += [(d, f"t{d}", touch("m1" if d % 2 else "m2", reason="context")) for d in (6, 9, 13, 20, 31)]
+    entries += [(25, "t25", touch("m3", reason="search_hit"))]
+    state = project(*entries, policy=policy)
+    for at in (0, 1, 3, 6, 7, 12.5, 20, 26, 31, 60):
+        expected = {}
+        for mid, item in state.items.items():
+            past = as_of(item, day(at), policy)
+            if past is not None:
+                expected[mid] = retention(past, day(at), policy)
+        assert retention_scores(state, day(at), policy, list(state.items)) == expected  # exactly, not approx
+
+
 def test_restoring_from_the_archive_counts_as_an_access():
     restored = MemoryRestored(memory_ids=("m1",), at=day(50), reason="asked for it")
     state = project(*typed("decision"), (50, "r1", restored), policy=NO_BONUS)

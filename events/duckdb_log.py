@@ -126,17 +126,20 @@ class DuckDBEventLog(EventLog):
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]))
 
+    def _with_heads(self, heads) -> duckdb.DuckDBPyConnection:
+        """A cursor of its own with ``heads`` (stream → seq) registered as the table ``_heads``."""
+        streams = list(heads)
+        cur = self._con.cursor()
+        cur.register("_heads", pa.table({"tenant": [t for t, _ in streams], "user_id": [u for _, u in streams],
+                                         "head": [heads[s] for s in streams]}))
+        return cur
+
     def scan_tails(self, heads) -> Iterator[Envelope]:
         """One query: the events after each stream's given head (a join with the heads as an Arrow table)."""
         if not heads:
             yield from self._read(ScanFilter())
             return
-        streams = list(heads)
-        table = pa.table({"tenant": [t for t, _ in streams], "user_id": [u for _, u in streams],
-                          "head": [heads[s] for s in streams]})
-        cur = self._con.cursor()
-        cur.register("_heads", table)
-        rel = cur.sql(
+        rel = self._with_heads(heads).sql(
             f"SELECT {', '.join('e.' + n for n in ENVELOPE_SCHEMA.names)} FROM events e "
             "LEFT JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq > coalesce(h.head, 0) ORDER BY e.tenant, e.user_id, e.seq"
@@ -148,12 +151,7 @@ class DuckDBEventLog(EventLog):
         """One aggregate query: per stream, ``bit_xor(hash(...))`` of its stored rows up to its given head."""
         if not heads:
             return {}
-        streams = list(heads)
-        table = pa.table({"tenant": [t for t, _ in streams], "user_id": [u for _, u in streams],
-                          "head": [heads[s] for s in streams]})
-        cur = self._con.cursor()
-        cur.register("_heads", table)
-        rows = cur.execute(
+        rows = self._with_heads(heads).execute(
             "SELECT e.tenant, e.user_id, bit_xor(hash(e.event_id, e.seq, e.kind, e.schema_version, e.payload)) "
             "FROM events e JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq <= h.head GROUP BY e.tenant, e.user_id"

@@ -13,8 +13,9 @@ never reloaded from a log that already holds events not yet folded.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
+from types import MappingProxyType
 
 from projections.folds.state import UserMemory
 
@@ -69,8 +70,9 @@ class ResidentUsers(MutableMapping):
 
     # -- residency -------------------------------------------------------
     @property
-    def resident(self) -> dict[Stream, UserMemory]:
-        return dict(self._resident)
+    def resident(self) -> Mapping[Stream, UserMemory]:
+        """The users in memory now (a read-only view, no copy: the runner asks on every commit)."""
+        return MappingProxyType(self._resident)
 
     @contextmanager
     def pinned(self, streams: Iterable[Stream]):

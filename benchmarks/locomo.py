@@ -194,6 +194,7 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
             "limit_samples": args.limit_samples,
             "tenant": TENANT,
             "embedder": EMBEDDER,
+            "encoder_backend": getattr(mem.embedder, "backend", None),
             "k": list(K_VALUES),
             "budgets": list(BUDGETS),
             "batch_size": BATCH_SIZE,

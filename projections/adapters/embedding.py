@@ -38,7 +38,8 @@ def packaged_model_path() -> str:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers, on the CPU."""
+    """all-MiniLM-L6-v2 on the CPU: through ONNX Runtime when it is installed (same vectors, faster for one
+    query), else through sentence-transformers (:mod:`projections.adapters.onnx_encoder`)."""
 
     model_id = MINILM_ID
     dim = 384
@@ -46,14 +47,28 @@ class MiniLMEmbedder:
     def __init__(self, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from sentence_transformers import SentenceTransformer
+        from projections.adapters import onnx_encoder
 
         self.batch_size = batch_size
-        self._model = SentenceTransformer(packaged_model_path(), device="cpu")
+        self._path = packaged_model_path()
+        self._model = None
+        self._onnx = onnx_encoder.load(self._path, self._sentence_transformer)
+        if self._onnx is None:
+            self._sentence_transformer()
+        self.backend = "onnxruntime" if self._onnx is not None else "sentence-transformers"
+
+    def _sentence_transformer(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(self._path, device="cpu")
+        return self._model
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._onnx is not None:
+            return self._onnx.encode(texts)
         vecs = self._model.encode(
             texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
         )

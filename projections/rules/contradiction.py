@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from enum import StrEnum
 
@@ -121,14 +121,27 @@ def _kind_table(table: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
 KINDS, KIND_NOUNS = _kind_table(KIND_TABLE)
 STATES = frozenset(tokenize(STATE_WORDS))
 _DEGREE = re.compile(r"^(?:很|太|好|真|超|挺|特别|非常|有点|有些|比较)")
+@lru_cache(maxsize=262_144)
+def _cjk(term: str) -> bool:
+    return has_cjk(term)
+
+
+@lru_cache(maxsize=65_536)
+def _index(terms: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The terms as a set, and those that can match by containment (Chinese, longer than one character)."""
+    return frozenset(terms), tuple(t for t in terms if len(t) > 1 and _cjk(t))
+
+
 def _hit(x: str, y: str) -> bool:
     # jieba may glue a word into a longer one (喝咖啡 ⊃ 咖啡); Chinese terms match by containment.
-    return x == y or (has_cjk(x) and has_cjk(y) and min(len(x), len(y)) > 1 and (x in y or y in x))
+    return x == y or (_cjk(x) and _cjk(y) and min(len(x), len(y)) > 1 and (x in y or y in x))
 
 
 def _matches(a: Sequence[str], b: Sequence[str]) -> tuple[str, ...]:
-    """The terms of ``a`` found in ``b``."""
-    return tuple(x for x in a if any(_hit(x, y) for y in b))
+    """The terms of ``a`` found in ``b`` (by :func:`_hit`, with ``b`` read once)."""
+    same, nested = _index(tuple(b))
+    return tuple(x for x in a if x in same or (nested and len(x) > 1 and _cjk(x)
+                                               and any(x in y or y in x for y in nested)))
 
 
 def _covers(a: Sequence[str], b: Sequence[str]) -> bool:
@@ -275,10 +288,16 @@ _RANK = {Relation.SUPERSEDES: 3, Relation.CHANGE_OVER_TIME: 2, Relation.REINFORC
 
 
 def _judge(new: _Statement, old: _Statement) -> Verdict:
+    shared = _matches(old.terms, new.terms)
+    if not (shared or (new.states and old.states) or new.switch_from or new.switch_kinds
+            or (new.slot and new.slot == old.slot)):
+        # No rule can fire: each needs shared terms (REINFORCE_JACCARD and NEGATION_JACCARD are above 0, and _hit
+        # is symmetric), states on both sides, a switch, or the same slot.
+        return _verdict(Relation.CONSISTENT, "none", "no rule relates them", (), 0.6)
     for rule in _RULES:
         if (found := rule(new, old)) is not None:
             return found
-    return _verdict(Relation.CONSISTENT, "none", "no rule relates them", _matches(old.terms, new.terms), 0.6)
+    return _verdict(Relation.CONSISTENT, "none", "no rule relates them", shared, 0.6)
 
 
 def detect(new: CandidateNote | str, notes: Sequence[ActiveNote], *, speaker: str | None = None) -> tuple[Verdict, ...]:
@@ -296,7 +315,8 @@ def detect(new: CandidateNote | str, notes: Sequence[ActiveNote], *, speaker: st
         judged = [_judge(s, old) for s in statements]
         best = max(judged, key=lambda v: (_RANK[v.relation], v.confidence), default=None)
         best = best or _verdict(Relation.CONSISTENT, "none", "the message asserts nothing", (), 0.6)
-        verdicts.append(replace(best, note_id=note.note_id))
+        verdicts.append(Verdict(note.note_id, best.relation, best.rule, best.reason, best.matched_terms,
+                                best.confidence, best.detector))
     return tuple(verdicts)
 
 

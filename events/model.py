@@ -130,12 +130,15 @@ class MessageClassified(Event):
     """
 
     kind: ClassVar[str] = "message_classified"
-    schema_version: ClassVar[int] = 1
+    schema_version: ClassVar[int] = 2  # v2: key_terms
 
     message_event_id: str
     memory_type: MemoryType
     confidence: float = Field(ge=0.0, le=1.0)
     classifier: str = Field(min_length=1)  # e.g. "rules-v1" or "llm:<model>"
+    # The message's key terms as the rules read them (the tier fold's page keywords), recorded so that replay never
+    # re-reads the text with today's rules; None in v1 events (the fold then reads them from the text, as v1 did).
+    key_terms: tuple[str, ...] | None = None
 
 
 class LlmCallRecorded(Event):

@@ -34,10 +34,16 @@ def _graph_edge_linked_v1_to_v2(payload: Payload) -> Payload:
     return {**payload, "llm_call_id": None}
 
 
+def _message_classified_v1_to_v2(payload: Payload) -> Payload:
+    # v1 did not record key terms: the tier fold reads them from the message text, as it did then.
+    return {**payload, "key_terms": None}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("message_recorded", 1): _message_recorded_v1_to_v2,
     ("graph_memory_staged", 1): _graph_memory_staged_v1_to_v2,
     ("graph_edge_linked", 1): _graph_edge_linked_v1_to_v2,
+    ("message_classified", 1): _message_classified_v1_to_v2,
 }
 
 

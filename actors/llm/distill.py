@@ -9,7 +9,7 @@ non-scalar values and empty statements are dropped, and statements are
 de-duplicated as the profile projection compares them
 (:func:`projections.folds.profile.knowledge_key`).
 
-When the call fails the offline :func:`projections.folds.profile.distill_offline`
+When the call fails the offline :func:`projections.decisions.distill.distill_offline`
 decides, with distiller ``rules-v1``; ``ProfileDistilled`` has no reason
 field, so the event's ``llm_call_id`` names the failed call (whose ``error``
 says why) while its distiller says who decided.
@@ -26,7 +26,8 @@ from actors.llm.client import StructuredLlm
 from actors.llm.steps import OFFLINE_ID, dialogue, llm_decider
 from events.errors import InvalidInputError
 from events.model import LlmCallRecorded, MessageRecorded, ProfileDistilled
-from projections.folds.profile import distill_offline, knowledge_key
+from projections.decisions.distill import distill_offline
+from projections.folds.profile import knowledge_key
 
 PURPOSE = "profile_distillation"
 MAX_TRAIT_NAME = 64

@@ -28,6 +28,7 @@ import re
 from typing import NamedTuple
 
 from events.model import MessageClassified
+from projections.rules.extraction import key_terms
 
 CLASSIFIER_ID = "rules-v1"
 UNKNOWN_CONFIDENCE = 0.3
@@ -219,4 +220,5 @@ def classification_event(message_event_id: str, text: str) -> MessageClassified:
         memory_type=result.memory_type,
         confidence=result.confidence,
         classifier=CLASSIFIER_ID,
+        key_terms=key_terms(text),
     )

@@ -11,6 +11,7 @@ from projections.rules.classify import (
     classification_event,
     classify,
 )
+from projections.rules.extraction import key_terms
 
 CASES = [
     # decision
@@ -108,6 +109,8 @@ def test_strong_signals_are_more_confident_than_fallbacks():
 def test_classification_event_records_the_verdict_once_with_the_classifier_version():
     event = classification_event("m-42", "我们决定用 PostgreSQL。")
     assert event == MessageClassified(
-        message_event_id="m-42", memory_type="decision", confidence=0.85, classifier=CLASSIFIER_ID
+        message_event_id="m-42", memory_type="decision", confidence=0.85, classifier=CLASSIFIER_ID,
+        key_terms=key_terms("我们决定用 PostgreSQL。"),
     )
+    assert event.key_terms  # recorded, so the tier fold never reads the text again
     assert CLASSIFIER_ID == "rules-v1"

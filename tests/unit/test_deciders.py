@@ -10,7 +10,13 @@ from actors.reads import touches as decide_touches
 from events.commands import validate_messages
 from events.errors import InvalidInputError
 from events.log import InMemoryEventLog
-from events.model import MemoryTouched, MessageClassified, MessageEmbedded, MessageRecorded, NoteOperation
+from events.model import (
+    MemoryTouched,
+    MessageClassified,
+    MessageEmbedded,
+    MessageRecorded,
+    NoteOperation,
+)
 from projections.adapters.embedding import HASH_ID, HashEmbedder
 from projections.folds.state import ShardState, fold
 from projections.queries.retrieval import fuse
@@ -25,17 +31,18 @@ def decide(state, items):
     return decide_record(state, commands, vectors, HASH_ID, EMBED.dim)
 
 
-def test_new_messages_yield_recorded_embedded_and_classified_events():
+def test_new_messages_yield_recorded_classified_and_embedded_events():
     pending, outcomes = decide(ShardState(), [command("I adopted a puppy", 0, speaker="Alice", client_message_id="c1")])
 
     # ... and the note the message states, in the same batch ("I adopted a puppy": a first-person event).
-    assert [type(p.event) for p in pending] == [MessageRecorded, MessageEmbedded, MessageClassified, NoteOperation]
-    recorded, embedded, classified, noted = pending
+    assert [type(p.event) for p in pending] == [MessageRecorded, MessageClassified, MessageEmbedded, NoteOperation]
+    recorded, classified, embedded, noted = pending
     assert (noted.event.op, noted.event.note.text, noted.event.source_message_ids) == (
         "add", "Alice adopted a puppy", (recorded.event_id,))
     assert noted.causation_id == recorded.event_id
     assert classified.event.message_event_id == recorded.event_id
     assert classified.event.classifier == "rules-v1"
+    assert classified.event.key_terms == ("puppy",)  # recorded for the tier fold
     assert (classified.causation_id, classified.correlation_id) == (recorded.event_id, recorded.event_id)
     assert outcomes == [{"memory_id": recorded.event_id, "created": True}]
     assert (recorded.tenant, recorded.user_id, recorded.event.client_message_id) == ("acme", "alice", "c1")

@@ -136,3 +136,16 @@ def test_unknown_kind_in_an_arrow_batch_is_rejected():
     row = _v1_row() | {"kind": "note_superseded"}
     with pytest.raises(UnknownEventError, match="upgrade palimpsest"):
         from_arrow(pa.Table.from_pylist([row], schema=ENVELOPE_SCHEMA))
+
+
+def test_stored_v1_classification_decodes_to_v2_without_key_terms():
+    from events.model import MessageClassified
+
+    row = _v1_row("message_classified_v1.json")
+    assert row["schema_version"] == 1 and "key_terms" not in json.loads(row["payload"])  # the fixture really is v1
+
+    [env] = from_arrow(pa.Table.from_pylist([row], schema=ENVELOPE_SCHEMA))
+
+    assert env.schema_version == MessageClassified.schema_version == 2
+    assert env.event == MessageClassified(message_event_id="a1b2c3d4e5f60718293a4b5c6d7e8f90", memory_type="fact",
+                                          confidence=0.7, classifier="rules-v1", key_terms=None)

@@ -8,10 +8,9 @@ from datetime import timedelta
 
 from events.envelope import PendingEvent, seal
 from events.model import ProfileDistilled
+from projections.decisions.distill import DISTILLER_ID, distill_offline
 from projections.folds.profile import (
-    DISTILLER_ID,
     UserProfile,
-    distill_offline,
     evolve,
     fold,
     knowledge_key,

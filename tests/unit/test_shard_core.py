@@ -46,7 +46,7 @@ def test_record_appends_a_message_and_its_embedding_and_indexes_it(service):
 
     assert [o["created"] for o in outcomes] == [True] * 4
     # ... and, in the same batch, the note each turn states: three first-person facts and a preference.
-    assert kinds(service) == ["message_recorded", "message_embedded", "message_classified"] * 4 + ["note_operation"] * 4
+    assert kinds(service) == ["message_recorded", "message_classified", "message_embedded"] * 4 + ["note_operation"] * 4
     notes = service.state.user("acme", "alice").notes.active()
     assert [(n.category, n.source_message_ids) for n in notes] == [
         ("fact", (outcomes[0]["memory_id"],)), ("fact", (outcomes[1]["memory_id"],)),

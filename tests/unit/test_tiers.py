@@ -326,3 +326,29 @@ def test_similarities_in_one_product_equal_the_one_by_one_similarity():
         want = [similarity(page, s, config) for s in sessions]
         assert got == pytest.approx([w if not math.isnan(w) else -math.inf for w in want], abs=1e-12)
         assert int(np.argmax(got)) == max(range(len(want)), key=lambda i: (got[i], -i))
+
+
+def test_a_page_takes_the_key_terms_its_classification_recorded_not_todays_rules():
+    """v2 logs record the key terms: the fold uses them even where today's rules would read others."""
+    from events.model import MessageClassified
+
+    recorded = page(0, "We adopted a puppy named Biscuit")[0]
+    classified = (0.0, "k0", MessageClassified(message_event_id="m0", memory_type="fact", confidence=0.9,
+                                               classifier="rules-v1", key_terms=("zebra", "biscuit")))
+    state = project([recorded, classified, (0.0, "e0", embedding("m0", A))])
+    [only] = short_term(state)
+    assert only.keywords == ("zebra", "biscuit")
+
+
+def test_a_v1_log_without_recorded_key_terms_reads_them_from_the_text_as_before():
+    from events.model import MessageClassified
+    from projections.rules.extraction import key_terms
+
+    # v1 order (recorded, embedded, classified) and no key terms: the page is placed at its embedding.
+    v1 = MessageClassified(message_event_id="m0", memory_type="fact", confidence=0.9, classifier="rules-v1")
+    state = project([*page(0, "We adopted a puppy named Biscuit", A), (0.0, "k0", v1)])
+    [only] = short_term(state)
+    assert only.keywords == key_terms("We adopted a puppy named Biscuit") and only.keywords
+    # ... and the same when no embedding ever comes (placed when the next message is recorded)
+    state = project(page(0, "We adopted a puppy named Biscuit"), page(1, "ok"))
+    assert short_term(state)[0].keywords == key_terms("We adopted a puppy named Biscuit")

@@ -29,7 +29,7 @@ from events.model import LlmCallRecorded, NoteContent, NoteOperation
 from projections.decisions.note_ops import decide_note_operations
 from projections.decisions.review import review_notes
 from projections.folds.notes import NoteState, fold
-from projections.folds.profile import distill_offline
+from projections.decisions.distill import distill_offline
 from projections.rules.text import has_cjk
 from projections.rules.usage import judge_usage
 from tests.builders import message, stream

@@ -59,9 +59,9 @@ def serve_forever(settings: ServeSettings, *, embedder: str = "minilm", num_shar
     """``palimpsest serve``: start, print where, wait for Ctrl-C or SIGTERM, drain and close."""
     started = time.perf_counter()
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     running = start(settings, embedder=embedder, num_shards=num_shards)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # after start: ray.init installs a SIGTERM handler of its own
+        signal.signal(sig, lambda *_: stop.set())
     keys = [k for k in KeyRing(settings.store).listing() if not k["revoked_at"]]
     print(f"palimpsest serving {settings.store} at {running.url}  (API docs: {running.docs_url}, "
           f"OpenAPI: {running.url}/openapi.json) — ready in {time.perf_counter() - started:.1f}s", flush=True)

@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 
-.PHONY: demo test test-unit bench bench-graph bench-scale install clean
+.PHONY: demo test test-unit bench bench-graph bench-scale serve install clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,6 +21,13 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/palimpsest demo
+
+STORE ?= demo-store
+PORT ?= 8765
+
+# Serve a store over HTTP (create a key first: $(BIN)/palimpsest --store $(STORE) keys create --tenant T).
+serve: $(STAMP)
+	$(BIN)/palimpsest --store $(STORE) serve --port $(PORT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \

@@ -1,0 +1,90 @@
+"""``palimpsest serve`` and ``palimpsest keys ...``: run the HTTP service, manage tenant API keys.
+
+Keys are managed against the store directory (the key log is append-only
+and read by a running server on every request, so a key created or revoked
+while the store is served takes effect at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from palimpsest.cli_common import print_json
+from palimpsest.server.settings import DEFAULT_PORT
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from palimpsest.server.run import serve_forever  # imports Ray Serve: only for this command
+    from palimpsest.server.settings import ServeSettings
+
+    settings = ServeSettings(store=args.store, host=args.host, port=args.port, replicas=args.replicas,
+                             rate_per_s=args.rate_limit, burst=args.burst, max_body_bytes=args.max_body_bytes)
+    return serve_forever(settings, embedder=args.embedder, num_shards=args.num_shards)
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from palimpsest.config import StoreConfig
+    from palimpsest.server.keys import KeyRing
+
+    StoreConfig.load(Path(args.store))  # a key belongs to an existing store; says how to create one otherwise
+    token, key = KeyRing(args.store).create(args.tenant, admin=args.admin, label=args.label or "")
+    kind = "admin key" if key.admin else "key"
+    print(f"created {kind} {key.key_id} for tenant {key.tenant!r}; it is shown once, store it now:")
+    print(token)
+    return 0
+
+
+def cmd_keys_list(args: argparse.Namespace) -> int:
+    from palimpsest.server.keys import KeyRing
+
+    rows = KeyRing(args.store).listing()
+    if args.tenant:
+        rows = [r for r in rows if r["tenant"] == args.tenant]
+    if args.json:
+        print_json(rows)
+        return 0
+    for r in rows:
+        state = f"revoked {r['revoked_at'][:19]}" if r["revoked_at"] else "active"
+        print(f"{r['key_id']}  {r['tenant']:<20} {'admin' if r['admin'] else 'tenant':<6} "
+              f"created {r['created_at'][:19]}  {state}  {r['label']}")
+    print(f"-- {len(rows)} keys")
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    from palimpsest.server.keys import KeyRing
+
+    key = KeyRing(args.store).revoke(args.key_id, reason=args.reason or "")
+    print(f"revoked key {key.key_id} of tenant {key.tenant!r} (at {key.revoked_at.isoformat()})")
+    return 0
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("serve", help="serve the store over HTTP (Ray Serve + FastAPI; tenant API keys)")
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--port", type=int, default=DEFAULT_PORT)
+    sp.add_argument("--replicas", type=int, default=1, help="HTTP replicas (default 1)")
+    sp.add_argument("--rate-limit", type=float, default=100.0, help="requests/s per key and replica (0: no limit)")
+    sp.add_argument("--burst", type=int, default=200, help="requests a key may send at once before the rate applies")
+    sp.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024, help="request size cap (413 above)")
+    sp.add_argument("--num-shards", type=int, help="shards of a new store (default: CPU count)")
+    sp.add_argument("--embedder", choices=["minilm", "hash"], default="minilm", help="encoder of a new store")
+    sp.set_defaults(func=cmd_serve)
+
+    keys = sub.add_parser("keys", help="tenant API keys of the store: create, list, revoke")
+    ksub = keys.add_subparsers(dest="keys_command", required=True)
+    sp = ksub.add_parser("create", help="a new key; printed once, alone on the last line")
+    sp.add_argument("--tenant", required=True)
+    sp.add_argument("--admin", action="store_true", help="may also audit every tenant, digest and replay")
+    sp.add_argument("--label", help="a note to recognise the key by in `keys list`")
+    sp.set_defaults(func=cmd_keys_create)
+    sp = ksub.add_parser("list", help="every key (never its secret) with tenant, rights and state")
+    sp.add_argument("--tenant")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_keys_list)
+    sp = ksub.add_parser("revoke", help="end a key (an event; requests with it get 401 at once)")
+    sp.add_argument("key_id")
+    sp.add_argument("--reason")
+    sp.set_defaults(func=cmd_keys_revoke)

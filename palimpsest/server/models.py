@@ -1,0 +1,69 @@
+"""Request bodies of the HTTP API (frozen, unknown fields refused). The tenant is never among them: it is the key's."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AddMessages(Body):
+    """Messages in the format of :class:`palimpsest.RecordMessage`, without ``tenant`` and ``user_id``.
+
+    Give each a ``client_message_id``: sending it again is a no-op that returns the same memory id.
+    """
+
+    messages: list[dict[str, Any]] = Field(min_length=1, max_length=5000)
+    extract_graph: bool = True
+
+
+class SearchBody(Body):
+    query: str = Field(min_length=1)
+    k: int = Field(default=10, ge=1, le=1000)
+    scope: Literal["active", "archive", "all"] = "active"
+    now: AwareDatetime | None = None
+
+
+class ContextBody(Body):
+    query: str = Field(min_length=1)
+    token_budget: int = Field(default=1000, ge=1, le=200_000)
+    now: AwareDatetime | None = None
+
+
+class ReplyBody(Body):
+    reply: str = Field(min_length=1)
+    memory_ids: list[str] = Field(default_factory=list)
+    query: str = ""
+
+
+class MemoryIds(Body):
+    memory_ids: list[str] = Field(min_length=1, max_length=10_000)
+    reason: str | None = None
+
+
+class SweepBody(Body):
+    user_id: str | None = None
+    now: AwareDatetime | None = None
+    dry_run: bool = False
+
+
+class ReviewBody(Body):
+    now: AwareDatetime | None = None
+
+
+class ConsolidateBody(Body):
+    user_id: str | None = None
+    decay: bool = False
+    idle: bool = False
+    at: AwareDatetime | None = None
+
+
+class ToolCall(Body):
+    """The JSON arguments of a seed-001 tool call, as an LLM would send them."""
+
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    reference: AwareDatetime | None = None

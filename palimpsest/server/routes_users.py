@@ -1,0 +1,116 @@
+"""``/v1/users/{user_id}/…``: one user of the caller's tenant — write messages, read memories, tool calls.
+
+Each route is the :class:`palimpsest.Memory` method of the same name with
+the tenant taken from the key; reads of a user the tenant does not have
+answer 404 before any shard is asked.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Query
+
+from palimpsest.server.access import Authorized, Caller
+from palimpsest.server.errors import ApiError
+from palimpsest.server.models import AddMessages, ContextBody, MemoryIds, ReplyBody, ReviewBody, SearchBody, ToolCall
+
+router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"])
+TOOLS = ("create_memory", "link_memories", "search_memories")
+
+
+@router.post("/messages", summary="Add messages (a batch; idempotent by client_message_id; durable when answered)")
+def add_messages(user_id: str, body: AddMessages, who: Caller = Authorized) -> dict:
+    problems = [(f"messages[{i}].{f}", "remove it: the tenant comes from your API key and the user from the path")
+                for i, m in enumerate(body.messages) for f in ("tenant", "user_id") if f in m]
+    if problems:
+        raise ApiError(400, "invalid_input", "rejected batch; nothing was written", problems)
+    messages = [{**m, "tenant": who.tenant, "user_id": user_id} for m in body.messages]
+    report = who.memory.add_messages(messages, extract_graph=body.extract_graph)
+    return {"received": report.received, "created": report.created, "duplicates": report.duplicates,
+            "memory_ids": report.memory_ids}
+
+
+@router.post("/search", summary="The k best memories for a query, with score breakdown and provenance")
+def search(user_id: str, body: SearchBody, who: Caller = Authorized) -> dict:
+    hits = who.memory.search(who.tenant, who.user(user_id), body.query, k=body.k, now=body.now, scope=body.scope)
+    return {"hits": [h.to_dict() for h in hits]}
+
+
+@router.post("/context", summary="Prompt-ready memory text within a token budget, provenance per line")
+def context(user_id: str, body: ContextBody, who: Caller = Authorized) -> dict:
+    ctx = who.memory.build_context(who.tenant, who.user(user_id), body.query, token_budget=body.token_budget,
+                                   now=body.now)
+    return ctx.to_dict()
+
+
+@router.get("/notes", summary="The user's notes (active, at a time, or every version)")
+def notes(user_id: str, who: Caller = Authorized, at: datetime | None = None, include_inactive: bool = False) -> dict:
+    return {"notes": who.memory.notes(who.tenant, who.user(user_id), at=at, include_inactive=include_inactive)}
+
+
+@router.get("/notes/{note_id}", summary="A note's version chain with each version's sources")
+def note_history(user_id: str, note_id: str, who: Caller = Authorized) -> dict:
+    return who.memory.note_history(note_id, tenant=who.tenant, user_id=who.user(user_id))
+
+
+@router.post("/notes/review", summary="Run the note reviewer (promotion and retraction, as events)")
+def review_notes(user_id: str, body: ReviewBody, who: Caller = Authorized) -> dict:
+    return {"decisions": who.memory.review_notes(body.now, tenant=who.tenant, user_id=who.user(user_id))}
+
+
+@router.get("/episodes", summary="The user's episodes, or the k that match a query best")
+def episodes(user_id: str, who: Caller = Authorized, query: str | None = None,
+             k: int = Query(default=5, ge=1, le=1000)) -> dict:
+    return {"episodes": who.memory.episodes(who.tenant, who.user(user_id), query, k=k)}
+
+
+@router.get("/retention", summary="Each memory's retention at a time, with why")
+def retention(user_id: str, who: Caller = Authorized, now: datetime | None = None) -> dict:
+    return {"memories": who.memory.retention(who.tenant, who.user(user_id), now)}
+
+
+@router.get("/profile", summary="The long-term profile: traits and knowledge (MemoryOS get_user_profile)")
+def profile(user_id: str, who: Caller = Authorized, include_knowledge: bool = True,
+            include_assistant_knowledge: bool = False) -> dict:
+    return who.memory.get_user_profile(who.tenant, who.user(user_id), include_knowledge=include_knowledge,
+                                       include_assistant_knowledge=include_assistant_knowledge)
+
+
+@router.get("/tiers", summary="Short-term pages, mid-term sessions, working memory and the sensory buffer")
+def tiers(user_id: str, who: Caller = Authorized, conversation_id: str | None = None,
+          now: datetime | None = None) -> dict:
+    return who.memory.tiers(who.tenant, who.user(user_id), conversation_id=conversation_id, now=now)
+
+
+@router.post("/reply", summary="Tell the memory what the agent replied; the memories it used are reinforced")
+def reply(user_id: str, body: ReplyBody, who: Caller = Authorized) -> dict:
+    used = who.memory.record_reply(who.tenant, who.user(user_id), body.reply, body.memory_ids, query=body.query)
+    return {"used": used}
+
+
+@router.get("/archive", summary="The user's archived memories with when, why and their retention")
+def archived(user_id: str, who: Caller = Authorized) -> dict:
+    return {"archived": who.memory.archived(who.tenant, who.user(user_id))}
+
+
+@router.post("/archive", summary="Archive memories by hand (an event; nothing is deleted)")
+def archive(user_id: str, body: MemoryIds, who: Caller = Authorized) -> dict:
+    ids = who.memory.archive(who.tenant, who.user(user_id), body.memory_ids,
+                             reason=body.reason or "archived through the API")
+    return {"archived": ids}
+
+
+@router.post("/archive/restore", summary="Bring archived memories back into default retrieval")
+def restore(user_id: str, body: MemoryIds, who: Caller = Authorized) -> dict:
+    ids = who.memory.restore(who.tenant, who.user(user_id), body.memory_ids,
+                             reason=body.reason or "restored through the API")
+    return {"restored": ids}
+
+
+@router.post("/tools/{name}", summary="A seed-001 tool call: create_memory, link_memories or search_memories")
+def tool_call(user_id: str, name: str, body: ToolCall, who: Caller = Authorized) -> dict:
+    if name not in TOOLS:
+        raise ApiError(404, "not_found", f"no tool {name!r}", [("name", f"use one of {', '.join(TOOLS)}")])
+    user = user_id if name == "create_memory" else who.user(user_id)  # creating may start a new user
+    return who.memory.tool_call(who.tenant, user, name, body.arguments, reference=body.reference)

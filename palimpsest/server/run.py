@@ -1,0 +1,77 @@
+"""Starting and stopping a served store: the shard actors first, then the Serve application in front of them.
+
+The process that runs :func:`start` owns the shard actors (it opened the
+store); the replicas attach to them by name. :meth:`Running.stop` drains:
+the Serve application is deleted (replicas finish their in-flight requests,
+up to the deployment's graceful timeout), then the shards flush and close.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import structlog
+from ray import serve
+
+from actors.ray_init import ensure_ray
+from palimpsest.server.app import deployment
+from palimpsest.server.keys import KeyRing
+from palimpsest.server.settings import ServeSettings
+
+log = structlog.get_logger("palimpsest.server")
+APP_NAME = "palimpsest"
+
+
+class Running:
+    def __init__(self, settings: ServeSettings, memory) -> None:
+        self.settings = settings
+        self.memory = memory
+        self.url = settings.url
+        self.docs_url = settings.url + "/docs"
+
+    def stop(self) -> None:
+        """Drain the HTTP side, then close the shards (their logs are durable at every acknowledgement)."""
+        try:
+            serve.delete(APP_NAME, _blocking=True)
+            serve.shutdown()
+        finally:
+            self.memory.close()
+
+
+def start(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int | None = None) -> Running:
+    """Open (or create) the store, deploy the API in front of it and return once it answers."""
+    from palimpsest.memory import Memory
+
+    ensure_ray()
+    memory = Memory.open(settings.store, num_shards=num_shards, embedder=embedder)
+    try:
+        serve.start(http_options={"host": settings.host, "port": settings.port})
+        serve.run(deployment(settings), name=APP_NAME, route_prefix="/")
+    except BaseException:
+        memory.close()
+        raise
+    return Running(settings, memory)
+
+
+def serve_forever(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int | None = None) -> int:
+    """``palimpsest serve``: start, print where, wait for Ctrl-C or SIGTERM, drain and close."""
+    started = time.perf_counter()
+    stop = threading.Event()
+    running = start(settings, embedder=embedder, num_shards=num_shards)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # after start: ray.init installs a SIGTERM handler of its own
+        signal.signal(sig, lambda *_: stop.set())
+    keys = [k for k in KeyRing(settings.store).listing() if not k["revoked_at"]]
+    print(f"palimpsest serving {settings.store} at {running.url}  (API docs: {running.docs_url}, "
+          f"OpenAPI: {running.url}/openapi.json) — ready in {time.perf_counter() - started:.1f}s", flush=True)
+    if not keys:
+        print(f"no API keys yet: create one with `palimpsest --store {settings.store} keys create --tenant T`",
+              flush=True)
+    print("Ctrl-C or SIGTERM stops it (in-flight requests finish first)", flush=True)
+    while not stop.wait(0.5):
+        pass
+    print("stopping: draining requests and closing the shards", flush=True)
+    running.stop()
+    print("stopped", flush=True)
+    return 0

@@ -1,0 +1,23 @@
+"""How a store is served: where, by how many replicas, and the per-key limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_PORT = 8765
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    store: str
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    replicas: int = 1
+    rate_per_s: float = 100.0  # per key and replica, on average; 0 turns the limit off
+    burst: int = 200
+    max_body_bytes: int = 4 * 1024 * 1024
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return f"http://{host}:{self.port}"

@@ -1,0 +1,100 @@
+"""`palimpsest serve` as a user runs it, with the real embedding model: same hits as the embedded API, clean stop.
+
+The embedded store answers a handful of questions first (at a fixed "now"),
+then is closed; `palimpsest keys create` prints a key, `palimpsest serve`
+starts in its own process (its own local Ray), prints its URL and docs, and
+must answer the same memory ids in the same order; SIGTERM stops it with
+exit code 0 after draining.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import ray
+
+from palimpsest import Memory
+
+pytestmark = [pytest.mark.integration, pytest.mark.model]
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "palimpsest" / "data" / "sample_dialogue.jsonl"
+NOW = "2024-06-01T00:00:00+00:00"
+QUESTIONS = ["Which database did Maya choose?", "What web framework does Maya prefer?",
+             "What is the side project called?", "When does Maya like to work?", "Who is in the climbing club?"]
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "palimpsest.cli", *args], capture_output=True, text=True,
+                          env=_env(), cwd=ROOT, timeout=300)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(tmp_path):
+    from datetime import datetime
+
+    store = tmp_path / "store"
+    messages = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+    ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        with Memory.open(store, num_shards=2) as mem:
+            mem.add_messages(messages)
+            now = datetime.fromisoformat(NOW)
+            embedded = {q: [h.memory_id for h in mem.search("demo", "maya", q, k=5, now=now)] for q in QUESTIONS}
+    finally:
+        ray.shutdown()
+    assert all(len(ids) == 5 for ids in embedded.values())
+
+    made = _cli("--store", str(store), "keys", "create", "--tenant", "demo")
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip().splitlines()[-1]
+    assert key.startswith("plm_") and " " not in key
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "palimpsest.cli", "--store", str(store), "serve", "--port",
+                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(),
+                            cwd=ROOT)
+    try:
+        first = ""
+        while "serving" not in first:  # Ray may print a line of its own first
+            first = proc.stdout.readline()
+            assert first, "palimpsest serve exited before it printed its URL"
+        assert f"http://127.0.0.1:{port}" in first and f"http://127.0.0.1:{port}/docs" in first, first
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key}"},
+                              timeout=120)
+        assert client.get("/openapi.json").json()["info"]["version"] == "v1"
+        timings = []
+        for q in QUESTIONS:
+            started = time.perf_counter()
+            r = client.post("/v1/users/maya/search", json={"query": q, "k": 5, "now": NOW})
+            timings.append(time.perf_counter() - started)
+            assert r.status_code == 200, r.text
+            assert [h["memory_id"] for h in r.json()["hits"]] == embedded[q], q
+        print(f"served search latency: median {sorted(timings)[len(timings) // 2] * 1000:.0f} ms "
+              f"(max {max(timings) * 1000:.0f} ms, real model)")
+        assert client.get("/v1/users/maya/search").status_code == 405
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    assert "stopped" in out
+    events = _cli("--store", str(store), "events", "--tenant", "demo", "--user", "maya", "--kind",
+                  "message_recorded", "--json")
+    assert events.returncode == 0 and len(json.loads(events.stdout)) == len(messages)

@@ -116,7 +116,8 @@ def test_a_log_that_does_not_decode_stops_the_store_with_the_reason(ray_cluster,
     with Memory.open(path, num_shards=1, embedder="hash") as mem:
         mem.add_messages([{"text": "hello", "occurred_at": "2024-01-01T00:00:00+00:00"}], tenant="t", user_id="u")
     con = duckdb.connect(str(path / "log" / "shard-000.duckdb"))
-    con.execute("UPDATE events SET payload = '{\"reason\": \"search_hit\"}', kind = 'memory_touched' WHERE seq = 2")
+    con.execute("UPDATE events SET payload = '{\"reason\": \"search_hit\"}', kind = 'memory_touched' "
+                "WHERE kind = 'message_embedded'")  # a v1 row: its payload no longer fits its kind
     con.close()
 
     with pytest.raises(StoreError, match="memory_touched v1 payload does not decode"):

@@ -108,7 +108,7 @@ def test_events_filters(populated):
     assert {e.stream for e in alice} == {("acme", "alice")}
 
     window = populated.events("acme", "bob", from_seq=2, to_seq=3)
-    assert [(e.seq, e.kind) for e in window] == [(2, "message_embedded"), (3, "message_classified")]
+    assert [(e.seq, e.kind) for e in window] == [(2, "message_classified"), (3, "message_embedded")]
 
     assert [e.event.text for e in populated.events(since=datetime(2024, 5, 1, 9, 3, tzinfo=UTC),
                                                    kinds=["message_recorded"])] == [m["text"] for m in ALICE[3:]]

@@ -1,9 +1,25 @@
-"""Audit across every shard log with DuckDB, without going through the actors.
+"""Audit across every shard log with DuckDB, without going through the actors: read-only by construction.
 
 Each shard file is attached read-only and a view ``events`` unions them, so an
-auditor can run any SQL (``palimpsest sql``) or the typed filter
-(``palimpsest events``). DuckDB lets only one process open a file for writing;
-if a live store holds the files, stop it first or export to Parquet from it.
+auditor can run SQL (``palimpsest sql``) or the typed filter (``palimpsest
+events``). DuckDB lets only one process open a file for writing; if a live
+store holds the files, stop it first or export to Parquet from it.
+
+Read-only means read-only, whatever the query text says:
+
+- only one statement, and only a query (``SELECT``/``WITH``/``DESCRIBE``/
+  ``SHOW``/``SUMMARIZE`` or ``EXPLAIN``): ``COPY``, ``ATTACH``/``DETACH``,
+  ``INSTALL``/``LOAD``, ``CREATE``, ``INSERT``/``UPDATE``/``DELETE``, ``SET``,
+  ``PRAGMA`` ... are refused before DuckDB sees them;
+- once the logs are attached, the connection loses access to the file system
+  (``enable_external_access = false``: no ``read_text('/etc/…')``, no file
+  written) and its configuration is locked, so a query cannot turn either back on;
+- a reader scoped to one tenant copies that tenant's rows into memory and
+  detaches the logs before any query runs: the other tenants' rows are not
+  reachable from it, whatever the SQL names.
+
+Parquet export writes through pyarrow from the reader's own query, not through
+DuckDB's ``COPY``.
 """
 
 from __future__ import annotations
@@ -12,33 +28,70 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from events.duckdb_log import fetch_arrow, where_clause
 from events.envelope import ENVELOPE_SCHEMA
-from events.errors import StoreError
+from events.errors import InvalidInputError, StoreError
 from events.log import ScanFilter
+
+QUERY_TYPES = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+EXPORT_BATCH_ROWS = 50_000
+
+
+def _refuse(query: str, why: str) -> InvalidInputError:
+    return InvalidInputError([("query", f"{why}; the audit SQL is read-only: one SELECT (or WITH/DESCRIBE/SHOW/"
+                                        "SUMMARIZE/EXPLAIN) over the view `events`")], what="audit query")
+
+
+def check_query(query: str) -> None:
+    """Refuse anything but one read-only statement, naming what was found."""
+    if not isinstance(query, str) or not query.strip():
+        raise _refuse(str(query), "empty")
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as exc:
+        raise InvalidInputError([("query", f"does not parse: {exc}")], what="audit query") from exc
+    if len(statements) != 1:
+        raise _refuse(query, f"{len(statements)} statements")
+    kind = statements[0].type
+    if kind not in QUERY_TYPES:
+        raise _refuse(query, f"a {kind.name} statement")
 
 
 class AuditReader:
-    """Read-only SQL over all shard logs of a store (``events`` view, plus ``shard`` column)."""
+    """Read-only SQL over all shard logs of a store (``events`` view, plus ``shard`` column).
 
-    def __init__(self, log_files: list[Path]) -> None:
+    ``tenant`` scopes the reader to one tenant (a tenant's own audit): only
+    that tenant's rows exist for its queries.
+    """
+
+    def __init__(self, log_files: list[Path], tenant: str | None = None) -> None:
         if not log_files:
             raise StoreError("no shard logs found; is this a palimpsest store directory?")
         self._con = duckdb.connect(":memory:")
         self._con.execute("SET TimeZone = 'UTC'")
-        selects = []
+        selects, aliases = [], []
         for i, path in enumerate(sorted(log_files)):
             alias = f"shard_{i}"
             try:
-                self._con.execute(f"ATTACH '{path}' AS {alias} (READ_ONLY)")
+                self._con.execute(f"ATTACH '{_quoted(path)}' AS {alias} (READ_ONLY)")
             except duckdb.Error as exc:
                 raise StoreError(
                     f"cannot attach {path} read-only: {exc}. A running store holds it; "
                     "close that store (or use `palimpsest export` from it) and retry"
                 ) from exc
             selects.append(f"SELECT {i} AS shard, * FROM {alias}.events")
-        self._con.execute("CREATE VIEW events AS " + " UNION ALL ".join(selects))
+            aliases.append(alias)
+        union = " UNION ALL ".join(selects)
+        if tenant is None:
+            self._con.execute("CREATE VIEW events AS " + union)
+        else:  # the tenant's rows only, then the logs go: nothing else is reachable
+            self._con.execute(f"CREATE TABLE events AS SELECT * FROM ({union}) WHERE tenant = ?", [tenant])
+            for alias in aliases:
+                self._con.execute(f"DETACH {alias}")
+        self._con.execute("SET enable_external_access = false")
+        self._con.execute("SET lock_configuration = true")
 
     def events(self, flt: ScanFilter, limit: int | None = None) -> pa.Table:
         where, params = where_clause(flt)
@@ -48,17 +101,32 @@ class AuditReader:
         return fetch_arrow(self._con, sql, params)
 
     def sql(self, query: str) -> pa.Table:
-        """Run any read-only SQL; the view ``events`` spans every shard."""
+        """Run one read-only query; the view ``events`` spans every shard (or the reader's tenant)."""
+        check_query(query)
         try:
             return fetch_arrow(self._con, query)
         except duckdb.Error as exc:
             raise StoreError(f"audit query failed: {exc}") from exc
 
     def export_parquet(self, out_dir: Path) -> Path:
+        """Every event (of the reader's scope) into ``out_dir/events.parquet``, written in batches by pyarrow."""
         out_dir.mkdir(parents=True, exist_ok=True)
         target = out_dir / "events.parquet"
-        self._con.execute(f"COPY (SELECT * FROM events ORDER BY tenant, user_id, seq) TO '{target}' (FORMAT parquet)")
+        partial = out_dir / "events.parquet.part"
+        reader = self._con.sql("SELECT * FROM events ORDER BY tenant, user_id, seq").fetch_record_batch(
+            EXPORT_BATCH_ROWS)
+        try:
+            with pq.ParquetWriter(partial, reader.schema) as writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+            partial.replace(target)  # a crash mid-export leaves no half-written events.parquet
+        finally:
+            partial.unlink(missing_ok=True)
         return target
 
     def close(self) -> None:
         self._con.close()
+
+
+def _quoted(path: Path) -> str:
+    return str(path).replace("'", "''")  # a quote in a directory name must not end the SQL string

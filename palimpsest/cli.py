@@ -152,8 +152,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _audit(args: argparse.Namespace) -> AuditReader:
-    return AuditReader(store_config.log_files(Path(args.store)))
+def _audit(args: argparse.Namespace, tenant: str | None = None) -> AuditReader:
+    return AuditReader(store_config.log_files(Path(args.store)), tenant=tenant)
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -174,7 +174,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    table = _audit(args).sql(args.query)
+    table = _audit(args, args.tenant).sql(args.query)
     if args.json:
         print_json(table.to_pylist())
     else:
@@ -185,7 +185,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    target = _audit(args).export_parquet(Path(args.out))
+    target = _audit(args, args.tenant).export_parquet(Path(args.out))
     print(f"wrote {target}")
     return 0
 
@@ -279,13 +279,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_events)
 
-    sp = sub.add_parser("sql", help="read-only SQL over every shard log (view: events)")
+    sp = sub.add_parser("sql", help="read-only SQL over every shard log (view: events; one SELECT, no file access)")
     sp.add_argument("query")
+    sp.add_argument("--tenant", help="only this tenant's events exist for the query")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_sql)
 
     sp = sub.add_parser("export", help="export the whole log to Parquet")
     sp.add_argument("--out", required=True)
+    sp.add_argument("--tenant", help="export only this tenant's events")
     sp.set_defaults(func=cmd_export)
 
     sp = sub.add_parser("stats", help="counts per store and shard")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import hmac
-import json
 import os
 import secrets
 import uuid

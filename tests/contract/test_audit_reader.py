@@ -9,7 +9,7 @@ import pytest
 from events.audit import AuditReader
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA
-from events.errors import StoreError
+from events.errors import InvalidInputError, StoreError
 from events.log import ScanFilter
 from tests.builders import T0, embedding, message, pending
 
@@ -88,7 +88,7 @@ def test_sql_errors_are_store_errors(audit):
 
 
 def test_sql_is_read_only(audit, shard_files):
-    with pytest.raises(StoreError):
+    with pytest.raises(InvalidInputError):  # refused before DuckDB sees it
         audit.sql("delete from shard_0.events")
     audit.close()
     writer = DuckDBEventLog(shard_files[0])
@@ -101,3 +101,66 @@ def test_sql_is_read_only(audit, shard_files):
 def test_no_shard_files_is_a_store_error():
     with pytest.raises(StoreError, match="no shard logs found"):
         AuditReader([])
+
+
+WRITES = [
+    ("COPY (SELECT * FROM events) TO '{out}/leak.csv'", "COPY"),
+    ("ATTACH '{out}/other.duckdb' AS other", "ATTACH"),
+    ("DETACH shard_0", "DETACH"),
+    ("INSTALL httpfs", "LOAD"),
+    ("LOAD httpfs", "LOAD"),
+    ("CREATE TABLE t AS SELECT 1", "CREATE"),
+    ("INSERT INTO shard_0.events SELECT * FROM shard_0.events", "INSERT"),
+    ("DELETE FROM shard_0.events", "DELETE"),
+    ("UPDATE shard_0.events SET payload = '{{}}'", "UPDATE"),
+    ("DROP VIEW events", "DROP"),
+    ("SET enable_external_access = true", "SET"),
+    ("PRAGMA enable_profiling", "PRAGMA"),
+    ("SELECT 1; DELETE FROM shard_0.events", "2 statements"),
+]
+
+
+@pytest.mark.parametrize(("query", "named"), WRITES, ids=[w[1] for w in WRITES])
+def test_sql_refuses_every_statement_that_is_not_a_query(audit, shard_files, tmp_path, query, named):
+    sizes = {p: p.stat().st_size for p in shard_files}
+    with pytest.raises(InvalidInputError) as err:
+        audit.sql(query.format(out=tmp_path))
+    assert named in str(err.value) and "read-only" in str(err.value)
+    assert {p: p.stat().st_size for p in shard_files} == sizes
+    assert not list(tmp_path.glob("leak*")) and not (tmp_path / "other.duckdb").exists()
+    assert audit.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 5}]  # the view is still there
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM read_text('/etc/hostname')",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_parquet('/etc/hostname')",
+    "SELECT * FROM glob('/etc/*')",
+])
+def test_a_query_cannot_read_files_outside_the_logs(audit, query):
+    with pytest.raises(StoreError, match="audit query failed"):
+        audit.sql(query)
+
+
+def test_a_tenant_scoped_reader_sees_only_its_tenant_whatever_the_sql_names(shard_files):
+    reader = AuditReader(shard_files, tenant="globex")
+    try:
+        assert reader.sql("SELECT DISTINCT tenant FROM events").to_pylist() == [{"tenant": "globex"}]
+        assert reader.events(ScanFilter()).num_rows == 2
+        with pytest.raises(StoreError):  # the shard files are not attached to it
+            reader.sql("SELECT * FROM shard_0.events")
+    finally:
+        reader.close()
+
+
+def test_export_writes_parquet_without_copy_and_leaves_no_partial_file(shard_files, tmp_path):
+    import pyarrow.parquet as pq
+
+    reader = AuditReader(shard_files, tenant="acme")
+    try:
+        target = reader.export_parquet(tmp_path / "out")
+    finally:
+        reader.close()
+    table = pq.read_table(target)
+    assert set(table.column("tenant").to_pylist()) == {"acme"} and table.num_rows == 3
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["events.parquet"]

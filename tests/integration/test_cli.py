@@ -66,6 +66,16 @@ def test_audit_commands_read_the_logs_without_actors(store, capsys):
     }
 
 
+def test_sql_refuses_writes_and_file_access_and_scopes_to_a_tenant(store, capsys, tmp_path):
+    rc, _, err = run(capsys, "--store", store, "sql", f"COPY (SELECT * FROM events) TO '{tmp_path}/leak.csv'")
+    assert rc == 2 and "a COPY statement" in err and "read-only" in err and not (tmp_path / "leak.csv").exists()
+    rc, _, err = run(capsys, "--store", store, "sql", "SELECT * FROM read_text('/etc/hostname')")
+    assert rc == 2 and "audit query failed" in err
+    rc, out, _ = run(capsys, "--store", store, "sql", "SELECT DISTINCT tenant FROM events", "--tenant", "nobody",
+                     "--json")
+    assert rc == 0 and json.loads(out) == []
+
+
 def test_a_bad_file_is_rejected_whole_with_the_line_named(store, capsys, tmp_path):
     bad = tmp_path / "bad.jsonl"
     good = json.dumps({"text": "fine", "occurred_at": "2024-01-01T00:00:00+00:00", "tenant": "demo", "user_id": "maya"})

@@ -139,6 +139,15 @@ class ReviewNotes(Command):
     user_id: str | None = None
 
 
+class JudgeFeedback(UserCommand):
+    """The Feedback Judge on the user's turn that answers an agent reply (seed 003 §4): one ``feedback_detected``."""
+
+    user_input: str = Field(min_length=1, max_length=20_000)
+    agent_response: str = Field(min_length=1, max_length=100_000)
+    context_window: tuple[str, ...] = Field(default=(), max_length=50)
+    memory_ids: tuple[str, ...] = Field(default=(), max_length=1_000)  # what the judged reply's context held
+
+
 # -- queries ----------------------------------------------------------------
 class Search(UserQuery):
     query: str
@@ -185,6 +194,12 @@ class Retention(UserQuery):
 
 class Archived(UserQuery):
     pass
+
+
+class Feedback(UserQuery):
+    """The user's feedback signals, oldest first; with ``memory_id`` only those naming that memory or note."""
+
+    memory_id: str | None = None
 
 
 class Notes(UserQuery):

@@ -33,7 +33,7 @@ import numpy as np
 import structlog
 
 from actors import commands as c
-from actors import reads, reads_graph, reads_notes
+from actors import feedback, reads, reads_graph, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
 from actors.decide_graph import decide_consolidation, decide_link, decide_stage, decide_unmerge
@@ -68,6 +68,7 @@ DECIDERS: dict[type, Callable] = {
     c.RestoreMemories: decide_restore,
     c.RecordReply: decide_reply,
     c.ReviewNotes: decide_review,
+    c.JudgeFeedback: feedback.decide_feedback,
 }
 READERS: dict[type, Callable] = {
     c.Search: reads.search,
@@ -76,6 +77,7 @@ READERS: dict[type, Callable] = {
     c.Retention: reads.retention,
     c.Counterfactual: reads.counterfactual_report,
     c.Notes: reads_notes.notes,
+    c.Feedback: feedback.feedback,
     c.NoteHistory: reads_notes.note_history,
     c.Profile: reads_notes.profile,
     c.Tiers: reads_notes.tiers,

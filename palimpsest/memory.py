@@ -30,6 +30,7 @@ from events.errors import InvalidInputError
 from events.log import ScanFilter
 from palimpsest import config as store_config
 from palimpsest.memory_graph import GraphApiMixin
+from palimpsest.memory_signals import SignalsApiMixin
 from palimpsest.remote import aware as _aware
 from palimpsest.ingest import IngestReport, send_batches
 from palimpsest.settings import StoreSettings, record_settings
@@ -45,7 +46,7 @@ log = structlog.get_logger("palimpsest")
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
 
 
-class Memory(GraphApiMixin):
+class Memory(GraphApiMixin, SignalsApiMixin):
     """A Palimpsest store: shard actors on Ray over a directory of DuckDB logs and a LanceDB directory."""
 
     def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:
@@ -244,24 +245,6 @@ class Memory(GraphApiMixin):
                 return found
         raise InvalidInputError([("note_id", f"{note_id!r} is no note in this store; list notes with "
                                   "`palimpsest notes list --tenant T --user U`")], what="note history")
-
-    def record_reply(
-        self, tenant: str, user_id: str, reply: str, retrieved: Context | Iterable[str], *, query: str = ""
-    ) -> list[dict]:
-        """Tell the memory what the agent replied: the retrieved notes/turns the reply drew on are reinforced.
-
-        ``retrieved`` is the :class:`Context` given to the agent (or the memory
-        and note ids it held). Returns the ids judged used, with their scores.
-        """
-        if not isinstance(reply, str) or not reply.strip():
-            raise InvalidInputError([("reply", "empty; give the agent's reply text")], what="reply")
-        if isinstance(retrieved, Context):
-            query = query or retrieved.query
-            ids = [i.memory_id for i in retrieved.items]
-        else:
-            ids = list(retrieved)
-        return self.shards.send(tenant, user_id, c.RecordReply(tenant=tenant, user_id=user_id, reply=reply,
-                                                         memory_ids=tuple(ids), query=query))
 
     def review_notes(self, now: datetime | None = None, *, tenant: str | None = None, user_id: str | None = None) -> list[dict]:
         """Run the note reviewer (seed 002): promotion at importance ≥ 2.5, retraction below 0.5; decisions are events."""

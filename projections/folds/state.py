@@ -18,8 +18,8 @@ from functools import cache
 from events.envelope import Envelope
 from events.model import Event
 from projections.folds import (
-    archive, episode_titles, episodes, graph, lexical, messages, notes, profile, retention, tiers, touches, vectors,
-    working,
+    archive, episode_titles, episodes, feedback, graph, lexical, messages, notes, profile, retention, tiers, touches,
+    vectors, working,
 )
 from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
@@ -44,6 +44,7 @@ class UserMemory:
     working: working.WorkingState = field(default_factory=working.WorkingState)
     graph: graph.GraphState = field(default_factory=graph.GraphState)
     titles: episode_titles.TitleState = field(default_factory=episode_titles.TitleState)
+    feedback: feedback.FeedbackLog = field(default_factory=feedback.FeedbackLog)
     head: int = 0
 
 
@@ -57,6 +58,7 @@ PROJECTIONS: dict[str, Callable] = {
     "profile": profile.evolve,
     "graph": graph.evolve,
     "titles": episode_titles.evolve,
+    "feedback": feedback.evolve,
 }
 # Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
 # same log with another policy or segmentation is a fold with another ShardState.
@@ -78,6 +80,7 @@ HANDLED: dict[str, tuple[type[Event], ...]] = {
     "profile": profile.HANDLES,
     "graph": graph.HANDLES,
     "titles": episode_titles.HANDLES,
+    "feedback": feedback.HANDLES,
     "retention": retention.HANDLES,
     "episodes": episodes.HANDLES,
     "tiers": tiers.HANDLES,

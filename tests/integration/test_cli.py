@@ -76,6 +76,18 @@ def test_sql_refuses_writes_and_file_access_and_scopes_to_a_tenant(store, capsys
     assert rc == 0 and json.loads(out) == []
 
 
+def test_feedback_judge_and_list_from_the_command_line(store, capsys):
+    rc, out, _ = run(capsys, "--store", store, "feedback", "judge", "--tenant", "demo", "--user", "maya",
+                     "--input", "No, I told you we moved to MySQL", "--reply", "You use PostgreSQL", "--json")
+    verdict = json.loads(out)
+    assert rc == 0 and verdict["type"] == "negative" and "invalidate" in verdict["action_hints"]
+    rc, out, _ = run(capsys, "--store", store, "feedback", "list", "--tenant", "demo", "--user", "maya")
+    assert rc == 0 and out.startswith("negative") and "-- 1 signals" in out
+    rc, _, err = run(capsys, "--store", store, "feedback", "judge", "--tenant", "demo", "--user", "maya",
+                     "--input", "wrong", "--reply", "x", "--memory-id", "no-such-id")
+    assert rc == 2 and "memory_ids" in err and "no-such-id" in err
+
+
 def test_a_bad_file_is_rejected_whole_with_the_line_named(store, capsys, tmp_path):
     bad = tmp_path / "bad.jsonl"
     good = json.dumps({"text": "fine", "occurred_at": "2024-01-01T00:00:00+00:00", "tenant": "demo", "user_id": "maya"})

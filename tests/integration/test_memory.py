@@ -273,3 +273,25 @@ def test_real_model_finds_a_turn_with_no_word_overlap(ray_cluster, tmp_path):
         assert all(r.equal for r in mem.replay())
     finally:
         mem.close()
+
+
+def test_the_feedback_judge_records_signals_naming_the_context_through_the_api(shared):
+    shared.add_messages([{"text": "I am vegetarian", "occurred_at": "2024-05-01T09:00:00+00:00", "tenant": "fb",
+                          "user_id": "kim"},
+                         {"text": "我不吃香菜", "occurred_at": "2024-05-01T09:01:00+00:00", "tenant": "fb",
+                          "user_id": "kim"}])
+    ctx = shared.build_context("fb", "kim", "dinner ideas", token_budget=100)
+
+    verdict = shared.judge_feedback("fb", "kim", "不对，我说过我不吃香菜", "推荐你香菜牛肉", retrieved=ctx)
+    neutral = shared.judge_feedback("fb", "kim", "What about lunch?", "Try a salad", context_window=["hi"])
+
+    assert verdict["type"] == "negative" and verdict["action_hints"] == ["invalidate", "penalty"]
+    assert verdict["memory_ids"] == [i.memory_id for i in ctx.items] and verdict["memory_ids"]
+    assert neutral["type"] == "neutral"
+    signals = shared.feedback("fb", "kim")
+    assert [s["event_id"] for s in signals] == [verdict["event_id"], neutral["event_id"]]
+    assert shared.feedback("fb", "kim", memory_id=verdict["memory_ids"][0]) == signals[:1]
+    assert shared.feedback("other", "kim") == []  # another tenant's user of the same id sees none
+    with pytest.raises(InvalidInputError, match="user_input"):
+        shared.judge_feedback("fb", "kim", " ", "reply")
+    assert all(r.equal for r in shared.replay())

@@ -74,11 +74,13 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
         "RestoreMemories": c.RestoreMemories(**USER, memory_ids=ids[1:2], now=NOW, reason="by hand"),
         "RecordReply": c.RecordReply(**USER, reply="Your sister is a nurse in Boston", memory_ids=ids[1:2]),
         "ReviewNotes": c.ReviewNotes(now=datetime(2026, 1, 1, tzinfo=UTC)),
+        "JudgeFeedback": c.JudgeFeedback(**USER, user_input="不对，我说过她在芝加哥", agent_response="Boston",
+                                         memory_ids=ids[1:2]),
     }
 
 
 KINDS = ["RecordMessages", "StageGraphMemories", "LinkMemories", "ApplyConsolidation", "Unmerge", "SweepArchive",
-         "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes"]
+         "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback"]
 
 
 def test_every_command_kind_is_covered():

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA, PendingEvent, from_arrow, seal, to_arrow
-from events.log import InMemoryEventLog
+from events.feedback_events import FeedbackDetected
 from events.graph_events import (
     GraphConclusionRecorded,
     GraphEdgeLinked,
@@ -27,17 +27,18 @@ from events.graph_events import (
     GraphNodesUnmerged,
     GraphProposalRejected,
 )
+from events.log import InMemoryEventLog
 from events.model import (
     MEMORY_TYPES,
     ROLES,
+    EpisodeTitled,
     LlmCallRecorded,
+    MemoryArchived,
+    MemoryRestored,
     MemoryTouched,
     MessageClassified,
     MessageEmbedded,
     MessageRecorded,
-    EpisodeTitled,
-    MemoryArchived,
-    MemoryRestored,
     NoteContent,
     NoteOperation,
     NoteReviewed,
@@ -116,6 +117,7 @@ message_classified = st.builds(
     memory_type=st.sampled_from(MEMORY_TYPES),
     confidence=st.floats(0.0, 1.0),
     classifier=st.sampled_from(["rules-v1", "llm:qwen2.5"]),
+    key_terms=st.none() | st.lists(TEXT, max_size=4).map(tuple),
 )
 
 llm_call_recorded = st.builds(
@@ -213,9 +215,21 @@ graph_events = st.one_of(
               proposal=TEXT, reason=TEXT, decider=st.just("llm:m"), source_message_ids=st.lists(IDS, max_size=2).map(tuple)),
 )
 
+feedback_detected = st.sampled_from(["negative", "positive", "neutral", "mixed"]).flatmap(
+    lambda kind: st.builds(
+        FeedbackDetected, user_input=TEXT, agent_response=TEXT, context_window=st.lists(TEXT, max_size=2).map(tuple),
+        feedback_detected=st.just(kind != "neutral"), type=st.just(kind), confidence=st.floats(0.0, 1.0),
+        targets=st.lists(st.sampled_from(["reasoning", "final_answer", "style", "tool_choice"]), max_size=2).map(tuple),
+        action_hints=st.lists(st.sampled_from(["penalty", "invalidate", "prefer"]), max_size=2).map(tuple),
+        memory_ids=st.lists(IDS, max_size=3).map(tuple), cues=st.lists(TEXT, max_size=2).map(tuple),
+        judge=st.just("feedback-rules-v1"), llm_call_id=st.none() | IDS,
+    )
+)
+
 ANY_EVENT = st.one_of(
     message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded, note_operation,
     note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled, graph_events,
+    feedback_detected,
 )
 
 
@@ -226,6 +240,7 @@ def test_the_strategies_cover_every_event_kind():
         "note_operation", "note_reviewed", "memory_archived", "memory_restored", "profile_distilled", "episode_titled",
         "graph_memory_staged", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
         "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded", "graph_proposal_rejected",
+        "feedback_detected",
     }
 
 

@@ -244,9 +244,12 @@ class GraphJobs(Query):
 
 
 class Counterfactual(Query):
-    """Re-project retention under ``policy`` (the log is only read); ``queries`` are (tenant, user, text, vector)."""
+    """Re-project retention under ``policy`` (the log is only read); ``queries`` are (tenant, user, text, vector).
+
+    ``tenant``: only that tenant's users (``None``: every user of the shard)."""
 
     flushes_first: ClassVar[bool] = True
+    tenant: str | None = None
     policy: Annotated[RetentionPolicy, SkipValidation]
     now: AwareDatetime
     queries: tuple[tuple[str, str, str, Vector], ...] = ()
@@ -258,6 +261,10 @@ class ScanEvents(Query):
     flushes_first: ClassVar[bool] = True
     filter: Annotated[ScanFilter, SkipValidation]
     limit: int | None = None
+
+
+class Streams(Query):
+    """Every (tenant, user) whose events this shard's log holds (the directory is rebuilt from them)."""
 
 
 class Digest(Query):

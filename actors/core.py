@@ -48,7 +48,7 @@ from actors.spec import ReplayReport, ShardSpec
 from actors.user_store import UserStore
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import Envelope, PendingEvent
-from events.errors import InvalidInputError
+from events.errors import InvalidInputError, StoreError
 from events.log import CommandRecord, EventLog
 from projections.adapters.embedding import embedder_name, make_embedder
 from projections.adapters.lance import LanceVectorTable
@@ -87,6 +87,7 @@ READERS: dict[type, Callable] = {
     c.GraphExport: reads_graph.export,
     c.GraphJobs: graph_jobs,
     c.ScanEvents: lambda core, q: Answer(core.scan(q.filter, q.limit)),
+    c.Streams: lambda core, q: Answer(sorted(core.log.streams())),
     c.Digest: lambda core, q: Answer(core.digest()),
     c.Stats: lambda core, q: Answer(core.stats()),
     c.Replay: lambda core, q: Answer(core.replay()),
@@ -115,6 +116,7 @@ class ShardCore:
         self._touches: list[PendingEvent] = []
         self._touches_since = 0.0
         started = time.perf_counter()
+        self._check_model_id()
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
         self.dense = DenseIndex(self.vectors)
         self.users = UserStore(spec, self.log, self.vectors)
@@ -126,6 +128,15 @@ class ShardCore:
         self.start_seconds = time.perf_counter() - started
         logger.info("shard_recovered", shard=spec.index, events=self.log.count(), seconds=round(self.start_seconds, 3),
                     **report)
+
+    def _check_model_id(self) -> None:
+        """Refuse to open a log whose vectors come from another model than the store's (``store.json`` edited)."""
+        logged = self.log.model_id()
+        if logged is not None and logged != self.spec.model_id:
+            raise StoreError(
+                f"the event log {self.spec.log_path} holds vectors of model {logged!r}, but store.json asks for "
+                f"{self.spec.model_id!r}; set embedder and model_id in store.json back to the model the log was "
+                "written with (the embedder cannot change after creation)")
 
     # -- the two entry points -------------------------------------------
     def handle(self, commands: list[c.Command]) -> list[Any]:

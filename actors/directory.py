@@ -26,6 +26,14 @@ class DirectoryActor:
         """Shard index for each (tenant, user), in order: one call per batch."""
         return self._table.route(streams)
 
+    def lookup(self, streams: list[tuple[str, str]]) -> list[int | None]:
+        """Shard index of each known (tenant, user), ``None`` for the others: reads never assign."""
+        return self._table.lookup(streams)
+
+    def adopt(self, held: list[list[tuple[str, str]]]) -> int:
+        """Add the routes of the users the shard logs hold (``held[i]``: shard ``i``) that the table lacks."""
+        return self._table.adopt(held)
+
     def shards(self) -> list:
         return [ray.get_actor(name, namespace=self._namespace) for name in self._names]
 

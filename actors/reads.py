@@ -13,6 +13,7 @@ from dataclasses import asdict
 
 from actors.commands import BuildContext, Counterfactual, Episodes, Retention, Search
 from actors.decision import Answer, new_event_id
+from events.log import ScanFilter
 from events.envelope import PendingEvent
 from events.model import MemoryTouched
 from projections.folds.retention import retention_table
@@ -151,7 +152,7 @@ def counterfactual_report(core, q: Counterfactual) -> Answer:
     Each of ``queries`` is ranked under both policies (retention term and
     archived set of each); the rank changes go under the user's ``queries`` key.
     """
-    envelopes = list(core.log.scan())
+    envelopes = list(core.log.scan(ScanFilter(tenant=q.tenant)))
     live_policy = core.state.policy
     report = counterfactual.compare(envelopes, live_policy, q.policy, q.now)
     alt = counterfactual.fold_per_user(envelopes, q.policy) if q.queries else {}

@@ -4,6 +4,10 @@ A new stream goes to the shard with the fewest streams (ties: the lowest
 index), so users spread evenly whatever their ids. Every assignment is
 appended to ``directory.jsonl`` in the store and fsynced before it is
 returned, so a user lands on the same shard after any restart.
+
+Reads never assign: :meth:`RoutingTable.lookup` answers ``None`` for a stream
+seen for the first time. A lost or stale file is repaired from the shard logs,
+which know their users (:meth:`RoutingTable.adopt`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+
+from events.errors import StoreError
 
 Stream = tuple[str, str]
 
@@ -37,7 +43,13 @@ class RoutingTable:
                     row = json.loads(line)
                 except json.JSONDecodeError:
                     break
-                self._shard_of[(row["tenant"], row["user_id"])] = int(row["shard"])
+                shard = int(row["shard"])
+                if not 0 <= shard < self.num_shards:
+                    raise StoreError(
+                        f"{self.path} routes ({row['tenant']!r}, {row['user_id']!r}) to shard {shard}, but the "
+                        f"store has {self.num_shards} shards; set num_shards in store.json back to the number of "
+                        "shard logs in log/")
+                self._shard_of[(row["tenant"], row["user_id"])] = shard
                 good += len(line)
         if good < self.path.stat().st_size:
             # A torn last line was never acknowledged: cut it off so the next append starts a fresh line.
@@ -62,6 +74,32 @@ class RoutingTable:
             self._persist([{"tenant": t, "user_id": u, "shard": s} for (t, u), s in new.items()])
             self._shard_of.update(new)
         return [self._shard_of[s] for s in streams]
+
+    def lookup(self, streams: Sequence[Stream]) -> list[int | None]:
+        """Shard of each stream already assigned, ``None`` for the others; never writes."""
+        return [self._shard_of.get(s) for s in streams]
+
+    def adopt(self, held: Sequence[Sequence[Stream]]) -> int:
+        """Record the streams each shard's log holds (``held[i]``: shard ``i``) that the file lacks.
+
+        A stream the file routes to another shard than the log that holds it is
+        refused: its messages would be split over two shards. Returns how many
+        routes were added.
+        """
+        new: dict[Stream, int] = {}
+        for shard, streams in enumerate(held):
+            for stream in map(tuple, streams):
+                known = self._shard_of.get(stream, new.get(stream))
+                if known is None:
+                    new[stream] = shard
+                elif known != shard:
+                    raise StoreError(
+                        f"{self.path} routes {stream} to shard {known}, but the log of shard {shard} holds that "
+                        "user; restore directory.jsonl from a backup, or delete it to rebuild it from the logs")
+        if new:
+            self._persist([{"tenant": t, "user_id": u, "shard": s} for (t, u), s in new.items()])
+            self._shard_of.update(new)
+        return len(new)
 
     def _persist(self, rows: list[dict]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import ray
 
+from actors.commands import Streams
 from actors.directory import DirectoryActor
 from actors.ray_init import NAMESPACE, ensure_ray
 from actors.shard import ShardActor
@@ -17,11 +18,27 @@ from events.errors import StoreError
 
 __all__ = ["NAMESPACE", "ShardCluster", "ensure_ray"]
 
+
+def _running(name: str) -> bool:
+    try:
+        ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return False
+    return True
+
+
 class ShardCluster:
-    """The shard actors and the directory of one store, created or re-attached by name."""
+    """The shard actors and the directory of one store, created or re-attached by name.
+
+    The process that created the actors owns them: its :meth:`close` flushes and
+    stops them. A process that re-attached to running actors (another driver on
+    the same Ray cluster) only lets go of its handles, so the owner and the other
+    drivers keep working.
+    """
 
     def __init__(self, store_id: str, specs: list[ShardSpec], routing_table: Path) -> None:
         self.names = [f"{store_id}/shard-{s.index:03d}" for s in specs]
+        self.owner = not _running(self.names[0])
         self.shards = [
             ShardActor.options(name=name, namespace=NAMESPACE, get_if_exists=True, scheduling_strategy="SPREAD").remote(
                 spec
@@ -38,11 +55,27 @@ class ShardCluster:
             self.close()
             cause = str(exc).strip().splitlines()[-1]
             raise StoreError(f"a shard of the store could not start: {cause}") from None
+        # The logs know their users: routes a lost or stale directory.jsonl lacks are rebuilt from them.
+        held = ray.get([s.query.remote([Streams()]) for s in self.shards])
+        try:
+            ray.get(self.directory.adopt.remote([streams for [streams] in held]))
+        except ray.exceptions.RayTaskError as exc:
+            self.close()
+            if isinstance(exc.cause, StoreError):
+                raise exc.cause from None
+            raise
 
     def route(self, streams: list[tuple[str, str]]) -> list[int]:
+        """Shard of each stream, assigning new ones (writes)."""
         return ray.get(self.directory.route.remote(streams))
 
+    def lookup(self, streams: list[tuple[str, str]]) -> list[int | None]:
+        """Shard of each known stream, ``None`` for unknown ones (reads: nothing is assigned)."""
+        return ray.get(self.directory.lookup.remote(streams))
+
     def close(self) -> None:
+        if not self.owner:
+            return  # re-attached to another process's actors: they stay up for it
         try:
             ray.get([s.close.remote() for s in self.shards], timeout=30)
         except ray.exceptions.RayError:

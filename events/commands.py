@@ -8,6 +8,8 @@ name the field and say how to fix it.
 from __future__ import annotations
 
 import hashlib
+import json
+import unicodedata
 from datetime import UTC
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -17,17 +19,30 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 from events.errors import InvalidInputError
 from events.model import MetadataValue, Role, index_text
 
+# Size limits (documented in the README, "Limits"): checked field by field before anything is written.
+MAX_ID_CHARS = 200  # tenant, user_id, conversation_id, speaker, client_message_id, turn_id
+MAX_TEXT_CHARS = 100_000  # one message's text
+MAX_METADATA_KEYS = 64
+MAX_METADATA_KEY_CHARS = 128
+MAX_METADATA_BYTES = 16_384  # the metadata object as JSON (UTF-8); values are scalars: depth 1
+MAX_MESSAGES_PER_CALL = 100_000  # one add_messages call / one ingested file
+MAX_BATCH_SIZE = 10_000  # messages per shard command (add_messages(batch_size=...))
+ID_RULE = (f"1 to {MAX_ID_CHARS} characters, no control characters, no '/' or '\\', not '.' or '..', "
+           "no leading or trailing spaces")
+
 FIX_HINTS: dict[str, str] = {
-    "text": "give the message's text as a non-empty string",
+    "text": f"give the message's text as a non-empty string of at most {MAX_TEXT_CHARS} characters",
     "occurred_at": "use an ISO-8601 timestamp with a timezone offset, e.g. 2024-05-01T09:30:00+00:00",
     "role": "use one of: user, assistant, system, tool",
-    "tenant": "give a non-empty tenant id (string)",
-    "user_id": "give a non-empty user id (string)",
+    "tenant": f"give a non-empty tenant id: {ID_RULE}",
+    "user_id": f"give a non-empty user id: {ID_RULE}",
     "conversation_id": "give a non-empty conversation id (string)",
     "speaker": "give the speaker's name as a string, or leave it out",
     "client_message_id": "give a non-empty string unique per message, or leave it out",
     "turn_id": "give a string such as D1:3, or leave it out",
-    "metadata": "give an object of string keys to string/number/boolean/null values",
+    "metadata": (f"give an object of at most {MAX_METADATA_KEYS} string keys (each at most "
+                 f"{MAX_METADATA_KEY_CHARS} characters) to string/number/boolean/null values, at most "
+                 f"{MAX_METADATA_BYTES} bytes as JSON"),
 }
 
 
@@ -38,14 +53,40 @@ class RecordMessage(BaseModel):
 
     tenant: str = Field(min_length=1, max_length=200)
     user_id: str = Field(min_length=1, max_length=200)
-    conversation_id: str = Field(default="default", min_length=1, max_length=200)
+    conversation_id: str = Field(default="default", min_length=1, max_length=MAX_ID_CHARS)
     role: Role = "user"
-    speaker: str | None = None
-    text: str = Field(min_length=1)
+    speaker: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     occurred_at: AwareDatetime
-    client_message_id: str | None = Field(default=None, min_length=1)
-    turn_id: str | None = None
-    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+    client_message_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
+    turn_id: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict, max_length=MAX_METADATA_KEYS)
+
+    @field_validator("tenant", "user_id")
+    @classmethod
+    def _id_characters(cls, value: str) -> str:
+        problem = id_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _representable(cls, value):
+        if not _utc_ok(value) or not 2 <= value.astimezone(UTC).year <= 9998:
+            raise ValueError("the time is too close to year 1 or 9999; give a time between the years 2 and 9998")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_size(cls, value: dict) -> dict:
+        long = [k for k in value if len(k) > MAX_METADATA_KEY_CHARS]
+        if long:
+            raise ValueError(f"key {long[0][:40]!r}... is longer than {MAX_METADATA_KEY_CHARS} characters")
+        size = len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(f"{size} bytes as JSON, more than {MAX_METADATA_BYTES}")
+        return value
 
     @field_validator("text")
     @classmethod
@@ -68,6 +109,37 @@ class RecordMessage(BaseModel):
         return index_text(self.speaker, self.text)
 
 
+def _utc_ok(value) -> bool:
+    try:
+        value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return False
+    return True
+
+
+def id_problem(value: object) -> str | None:
+    """Why ``value`` is no valid tenant or user id (see ``ID_RULE``), or ``None``."""
+    if not isinstance(value, str) or not value:
+        return "not a non-empty string"
+    if len(value) > MAX_ID_CHARS:
+        return f"{len(value)} characters, more than {MAX_ID_CHARS}"
+    if value in (".", "..") or "/" in value or "\\" in value:
+        return "holds '/' or '\\' or is '.' or '..'"
+    if value != value.strip():
+        return "has leading or trailing spaces"
+    if any(unicodedata.category(ch).startswith("C") for ch in value):
+        return "holds a control, format or surrogate character"
+    return None
+
+
+def check_stream(tenant: object, user_id: object, *, what: str) -> None:
+    """Refuse an invalid (tenant, user id) of a read or operator call before it reaches a shard."""
+    problems = [(name, f"{id_problem(v)} (got {repr(v)[:60]}); fix: give an id of {ID_RULE}")
+                for name, v in (("tenant", tenant), ("user_id", user_id)) if id_problem(v)]
+    if problems:
+        raise InvalidInputError(problems, what=what)
+
+
 def _describe(error: Mapping[str, Any], prefix: str) -> tuple[str, str]:
     loc = [str(part) for part in error["loc"]]
     field = loc[0] if loc else ""
@@ -83,6 +155,9 @@ def _describe(error: Mapping[str, Any], prefix: str) -> tuple[str, str]:
 def validate_messages(items: Iterable[Mapping[str, Any] | RecordMessage], *, label: str = "messages") -> list[RecordMessage]:
     """Validate a whole batch; raise one :class:`InvalidInputError` listing every bad field."""
     items = list(items)
+    if len(items) > MAX_MESSAGES_PER_CALL:
+        raise InvalidInputError([(label, f"{len(items)} messages, more than {MAX_MESSAGES_PER_CALL} in one call; "
+                                          "split them over several calls")], what=f"batch of {len(items)} {label}")
     out: list[RecordMessage] = []
     problems: list[tuple[str, str]] = []
     for i, item in enumerate(items):

@@ -126,6 +126,12 @@ class DuckDBEventLog(EventLog):
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]))
 
+    def model_id(self) -> str | None:
+        row = self._con.cursor().execute(
+            "SELECT json_extract_string(payload, '$.model_id') FROM events WHERE kind = 'message_embedded' LIMIT 1"
+        ).fetchone()
+        return row[0] if row else None
+
     def _with_heads(self, heads) -> duckdb.DuckDBPyConnection:
         """A cursor of its own with ``heads`` (stream → seq) registered as the table ``_heads``."""
         streams = list(heads)

@@ -132,6 +132,11 @@ class EventLog:
     def streams(self) -> list[Stream]:
         return sorted(self._heads)
 
+    def model_id(self) -> str | None:
+        """The embedding model id of the log's first ``message_embedded`` event; ``None`` before any."""
+        first = next(self._read(ScanFilter(kinds=("message_embedded",))), None)
+        return first.event.model_id if first is not None else None
+
     def count(self) -> int:
         return sum(self._heads.values())
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from events.audit import AuditReader
-from events.errors import PalimpsestError
+from events.errors import InvalidInputError, PalimpsestError
 from events.log import ScanFilter
 from palimpsest import config as store_config
 from palimpsest import cli_archive, cli_feedback, cli_graph, cli_notes, cli_serve, formats
@@ -115,7 +115,7 @@ def cmd_counterfactual(args: argparse.Namespace) -> int:
     policy = RetentionPolicy.load(args.policy)
     queries = read_queries(args.queries, args.tenant, args.user) if args.queries else []
     with open_store(args) as mem:
-        report = mem.counterfactual(policy, args.at, queries=queries, k=args.k)
+        report = mem.counterfactual(policy, args.at, queries=queries, k=args.k, tenant=args.tenant)
     if args.json:
         print_json(report)
         return 0
@@ -157,6 +157,9 @@ def _audit(args: argparse.Namespace, tenant: str | None = None) -> AuditReader:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
+    if args.user and not args.tenant:
+        raise InvalidInputError([("--tenant", "missing; user ids are per tenant: give --tenant with --user")],
+                                what="events")
     flt = ScanFilter(args.tenant, args.user, args.from_seq, args.to_seq, args.since, args.until,
                      tuple(args.kind) if args.kind else None)
     table = _audit(args).events(flt, args.limit)

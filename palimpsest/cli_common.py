@@ -12,7 +12,11 @@ DEFAULT_STORE = os.environ.get("PALIMPSEST_STORE", ".store")
 
 
 def parse_when(value: str) -> datetime:
-    stamp = datetime.fromisoformat(value)
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO-8601 time; give one like 2024-05-01T09:30:00+00:00") from None
     if stamp.tzinfo is None:
         raise argparse.ArgumentTypeError(f"{value!r} has no timezone; add one, e.g. {value}+00:00")
     return stamp

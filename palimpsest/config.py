@@ -65,6 +65,19 @@ class StoreConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise StoreError(f"{file} has unknown entries {unknown}; remove them (known: {sorted(known)})")
+        missing = sorted({"num_shards"} - set(data))
+        if missing:
+            raise StoreError(f"{file} lacks {missing}; restore it from a backup (it is written at creation)")
+        n = data["num_shards"]
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise StoreError(f"{file}: num_shards must be a positive integer, got {n!r}; set it back to the number "
+                             "of shard logs in log/")
+        embedder = data.get("embedder", "minilm")
+        if embedder not in EMBEDDERS:
+            raise StoreError(f"{file}: unknown embedder {embedder!r}; use one of {sorted(EMBEDDERS)}")
+        if data.get("model_id", MODEL_IDS[embedder]) != MODEL_IDS[embedder]:
+            raise StoreError(f"{file}: embedder {embedder!r} encodes with {MODEL_IDS[embedder]!r}, but model_id says "
+                             f"{data.get('model_id')!r}; the embedder cannot change after creation: set both back")
         return cls(**data)
 
 
@@ -91,3 +104,26 @@ def lance_dir(path: Path) -> Path:
 
 def log_files(path: Path) -> list[Path]:
     return sorted((path / "log").glob("shard-*.duckdb"))
+
+
+def check_layout(path: Path, cfg: StoreConfig) -> None:
+    """Refuse a store whose files disagree with ``store.json``, before any actor opens (or creates) a log.
+
+    Once a store holds data every shard has its log: a missing one would be
+    created empty (its users' memories gone without a word), and a
+    ``num_shards`` edited by hand would hide logs or route users elsewhere.
+    """
+    present = {int(f.stem.split("-")[1]) for f in log_files(path) if f.stem.split("-")[1].isdigit()}
+    if not present:
+        return  # a new store: the shards create their logs
+    beyond = sorted(i for i in present if i >= cfg.num_shards)
+    if beyond:
+        raise StoreError(
+            f"{path / 'store.json'} says num_shards={cfg.num_shards}, but {path / 'log'} holds the logs of shards "
+            f"{beyond}; set num_shards back to {max(present) + 1} (the shard count cannot change after creation)")
+    missing = [log_path(path, i) for i in range(cfg.num_shards) if i not in present]
+    if missing:
+        raise StoreError(
+            f"the event log {missing[0]} is missing, but the store holds data in {len(present)} other shard log(s); "
+            "restore the file from a backup (palimpsest will not recreate a shard log empty), or, if "
+            "num_shards in store.json was raised by hand, set it back to the number of shard logs")

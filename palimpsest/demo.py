@@ -86,7 +86,7 @@ def run_demo(store: Path) -> int:
         for n in notes:
             print(f"  [{n['category']:<10}] v{n['version']} {n['text']}  (since {n['valid_from'][:10]})")
         for n in (n for n in notes if n["supersedes"]):
-            chain = mem.note_history(n["note_id"])["chain"]
+            chain = mem.note_history(n["note_id"], tenant="demo")["chain"]
             print(f"\n  palimpsest note-history {n['note_id']}")
             for v in chain:
                 until = v["valid_to"][:10] if v["valid_to"] else "now"

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from events.errors import InvalidInputError
+
 TENANT = "locomo"
 SESSION_KEY = re.compile(r"^session_(\d+)$")
 DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y", "%I:%M %p on %d %B %Y")
@@ -67,6 +69,26 @@ def turn_text(turn: dict) -> str:
     if caption:
         text = f"{text} [image: {caption}]".strip()
     return text
+
+
+def check_samples(name: str, samples: list[dict]) -> None:
+    """Refuse sessions that are not lists of turn objects (they would be skipped without a word)."""
+    problems = []
+    for pos, sample in enumerate(samples):
+        conv = sample["conversation"]
+        if not isinstance(conv, dict):
+            problems.append((f"{name}[{pos}].conversation", "expected an object of session_N lists"))
+            continue
+        for key, value in conv.items():
+            if not SESSION_KEY.match(key):
+                continue
+            where = f"{name}[{pos}].conversation.{key}"
+            if not isinstance(value, list):
+                problems.append((where, f"expected a list of turns, got {type(value).__name__}; fix the file"))
+            elif not all(isinstance(t, dict) for t in value):
+                problems.append((where, "every turn must be an object with 'speaker' and 'text'; fix the file"))
+    if problems:
+        raise InvalidInputError(problems, what=f"LoCoMo file {name}")
 
 
 def sessions(conv: dict, stats: LocomoStats) -> list[tuple[int, list]]:

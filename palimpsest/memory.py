@@ -24,10 +24,9 @@ from actors import commands as c
 from actors.llm import LlmConfig
 from actors.runtime import ShardCluster, ensure_ray
 from actors.spec import ReplayReport, ShardSpec
-from events.commands import RecordMessage, validate_messages
+from events.commands import MAX_BATCH_SIZE, RecordMessage, validate_messages
 from events.envelope import Envelope
 from events.errors import InvalidInputError
-from events.log import ScanFilter
 from palimpsest import config as store_config
 from palimpsest.memory_graph import GraphApiMixin
 from palimpsest.memory_signals import SignalsApiMixin
@@ -36,6 +35,8 @@ from palimpsest.ingest import IngestReport, send_batches
 from palimpsest.settings import StoreSettings, record_settings
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
+from palimpsest.remote import positive as _positive
+from palimpsest.remote import scan_filter as _scan_filter
 from projections.adapters.embedding import Embedder, make_embedder
 from projections.folds.archive import SCOPES
 from projections.folds.policy import RetentionPolicy
@@ -53,6 +54,7 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         self.path = path
         self.config = cfg
         self.settings = settings = StoreSettings.from_json(cfg.settings, str(path / "store.json"))
+        store_config.check_layout(path, cfg)
         ensure_ray(address)
         llm = LlmConfig.from_env()  # PALIMPSEST_LLM_BASE_URL / _MODEL / _API_KEY; None: the offline rules decide
         specs = [
@@ -148,6 +150,9 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         default) the memory-graph facts stated in each user turn are staged with
         it (offline EN/ZH rules; their labels embedded once, here).
         """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise InvalidInputError([("batch_size", f"{batch_size!r}; give an integer from 1 to {MAX_BATCH_SIZE}")],
+                                    what="add_messages")
         defaults = {k: v for k, v in (("tenant", tenant), ("user_id", user_id)) if v is not None}
         items = [
             m if isinstance(m, RecordMessage) or not isinstance(m, Mapping) else {**defaults, **m} for m in messages
@@ -196,8 +201,7 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         (default: archived memories left out), ``archive`` or ``all``. Every
         hit is recorded as a ``memory_touched`` event (reason ``search_hit``).
         """
-        if k < 1:
-            raise InvalidInputError([("k", f"{k}; ask for at least 1 result")], what="search")
+        _positive(k, "k", "search", "give an integer, at least 1 (the number of results)")
         if scope not in SCOPES:
             raise InvalidInputError([("scope", f"{scope!r}; choose one of {', '.join(SCOPES)}")], what="search")
         now = _aware(now, "search")
@@ -217,8 +221,7 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         now: datetime | None = None,
     ) -> Context:
         """Prompt-ready memory text for ``query``, at most ``token_budget`` tokens, provenance per line."""
-        if token_budget < 1:
-            raise InvalidInputError([("token_budget", f"{token_budget}; give a positive number of tokens")], what="context")
+        _positive(token_budget, "token_budget", "context", "give a positive integer number of tokens")
         now = _aware(now, "context")
         vec = self._query_vector(query)
         query = c.BuildContext(tenant=tenant, user_id=user_id, query=query, query_vector=vec, now=now,
@@ -238,7 +241,11 @@ class Memory(GraphApiMixin, SignalsApiMixin):
                                                   include_inactive=include_inactive))
 
     def note_history(self, note_id: str, *, tenant: str | None = None, user_id: str | None = None) -> dict:
-        """The whole version chain of a note (oldest first) with each version's sources, and whose it is."""
+        """The whole version chain of a note (oldest first) with each version's sources, and whose it is.
+
+        ``tenant`` is required: a note is found only among that tenant's users (and ``user_id``'s, if given)."""
+        if not tenant:
+            raise InvalidInputError([("tenant", "missing; give the tenant whose note it is")], what="note history")
         query = c.NoteHistory(note_id=note_id, now=datetime.now(UTC), tenant=tenant, user_id=user_id)
         for found in self.shards.ask_each(query, tenant, user_id):
             if found is not None:
@@ -290,18 +297,20 @@ class Memory(GraphApiMixin, SignalsApiMixin):
 
     def counterfactual(
         self, policy: RetentionPolicy, now: datetime | None = None, *, queries: Iterable[tuple[str, str, str]] = (),
-        k: int = 10,
+        k: int = 10, tenant: str | None = None,
     ) -> list[dict]:
-        """What every user would keep and lose under ``policy`` at ``now``; the log is only read.
+        """What every user (of ``tenant``, if given) would keep and lose under ``policy`` at ``now``; read only.
 
         ``queries`` are ``(tenant, user_id, query)``: each is ranked under the
         live policy and under ``policy`` and its rank changes are reported.
         """
         now = _aware(now, "counterfactual")
         queries = [(t, u, q, self._query_vector(q)) for t, u, q in queries]
-        routes = self.shards.route([(t, u) for t, u, _, _ in queries]) if queries else []
+        if tenant is not None and any(t != tenant for t, *_ in queries):
+            raise InvalidInputError([("queries", f"a query names another tenant than {tenant!r}")], what="counterfactual")
+        routes = self.cluster.lookup([(t, u) for t, u, _, _ in queries]) if queries else []
         parts = _get([
-            s.query.remote([c.Counterfactual(policy=policy, now=now, k=k,
+            s.query.remote([c.Counterfactual(policy=policy, now=now, k=k, tenant=tenant,
                                              queries=tuple(q for q, r in zip(queries, routes) if r == i))])
             for i, s in enumerate(self.cluster.shards)
         ])
@@ -315,8 +324,7 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         """
         if query is None:
             return self.shards.ask(tenant, user_id, c.Episodes(tenant=tenant, user_id=user_id))
-        if k < 1:
-            raise InvalidInputError([("k", f"{k}; ask for at least 1 episode")], what="episode search")
+        _positive(k, "k", "episode search", "give an integer, at least 1 (the number of episodes)")
         return self.shards.ask(tenant, user_id, c.Episodes(tenant=tenant, user_id=user_id, query=query,
                                                      query_vector=self._query_vector(query), k=k))
 
@@ -341,7 +349,7 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         limit: int | None = None,
     ) -> list[Envelope]:
         """Scan the log (all shards, or the user's shard) in (tenant, user, seq) order."""
-        flt = ScanFilter(tenant, user_id, from_seq, to_seq, since, until, tuple(kinds) if kinds else None)
+        flt = _scan_filter(tenant, user_id, from_seq, to_seq, since, until, kinds, limit)
         out: list[Envelope] = []
         for part in self.shards.ask_each(c.ScanEvents(filter=flt, limit=limit), tenant, user_id):
             out.extend(part)

@@ -9,7 +9,9 @@ import ray
 
 from actors.commands import Command, Query
 from actors.runtime import ShardCluster
+from events.commands import check_stream
 from events.errors import InvalidInputError, PalimpsestError
+from events.log import ScanFilter
 
 
 def get(refs):
@@ -31,10 +33,36 @@ def aware(now: datetime | None, what: str) -> datetime:
     return now
 
 
+def positive(value: object, name: str, what: str, fix: str) -> int:
+    """``value`` if it is a positive int (not a bool, not a string), else a clear refusal."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError([(name, f"{value!r}; {fix}")], what=what)
+    return value
+
+
+def scan_filter(tenant, user_id, from_seq, to_seq, since, until, kinds, limit) -> ScanFilter:
+    """The filter of an ``events`` call, each bound checked: a wrong one is named with its fix."""
+    problems = []
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+            problems.append((name, f"{value!r} is not a timezone-aware datetime; e.g. datetime(2024, 5, 1, tzinfo=UTC)"))
+    for name, value in (("from_seq", from_seq), ("to_seq", to_seq), ("limit", limit)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            problems.append((name, f"{value!r}; give a non-negative integer or leave it out"))
+    if isinstance(kinds, str) or (kinds is not None and not all(isinstance(k, str) for k in kinds)):
+        problems.append(("kinds", f"{kinds!r}; give a list of event kinds, e.g. ['message_recorded']"))
+    if problems:
+        raise InvalidInputError(problems, what="events")
+    return ScanFilter(tenant, user_id, from_seq, to_seq, since, until, tuple(kinds) if kinds else None)
+
+
 class Shards:
     """Sends commands and queries to the shard that owns a (tenant, user), or to every shard.
 
     Routes come from the store's directory actor once per stream and are cached.
+    Only writes assign a shard to a new (tenant, user): a read of an unknown one
+    goes to shard 0, which holds nothing of it and answers empty, and the
+    directory is left unchanged.
     """
 
     def __init__(self, cluster: ShardCluster) -> None:
@@ -51,16 +79,29 @@ class Shards:
             self._routes.update(zip(unknown, self.cluster.route(unknown)))
         return [self._routes[s] for s in streams]
 
-    def of(self, tenant: str, user_id: str):
-        return self.cluster.shards[self.route([(tenant, user_id)])[0]]
+    def of(self, tenant: str, user_id: str, *, assign: bool = False):
+        """The actor of the user's shard; ``assign``: route a new user durably (writes only)."""
+        check_stream(tenant, user_id, what=f"call for ({str(tenant)[:40]!r}, {str(user_id)[:40]!r})")
+        stream = (tenant, user_id)
+        if assign:
+            return self.cluster.shards[self.route([stream])[0]]
+        if stream not in self._routes:
+            [shard] = self.cluster.lookup([stream])
+            if shard is None:
+                return self.cluster.shards[0]  # unknown: nothing to find, and nothing is written
+            self._routes[stream] = shard
+        return self.cluster.shards[self._routes[stream]]
 
     def owning(self, tenant: str | None, user_id: str | None) -> list:
-        """The user's shard when both are given, else every shard."""
+        """The user's shard when both are given, else every shard (a user id alone is refused: ids are per tenant)."""
+        if user_id is not None and tenant is None:
+            raise InvalidInputError([("tenant", f"missing for user {str(user_id)[:60]!r}; user ids are per tenant: "
+                                                "give the tenant too")], what="call")
         return [self.of(tenant, user_id)] if tenant and user_id else self.cluster.shards
 
     def send(self, tenant: str, user_id: str, command: Command):
         """One command to the user's shard; its outcome (a retry of the same command returns the same)."""
-        return get(self.of(tenant, user_id).handle.remote([command]))[0]
+        return get(self.of(tenant, user_id, assign=True).handle.remote([command]))[0]
 
     def ask(self, tenant: str, user_id: str, query: Query):
         return get(self.of(tenant, user_id).query.remote([query]))[0]

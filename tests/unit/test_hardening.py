@@ -1,0 +1,111 @@
+"""Issue 14, first part: the store layout is checked, reads never route, inputs have explicit limits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from actors.routing import RoutingTable
+from events.commands import MAX_METADATA_BYTES, MAX_TEXT_CHARS, check_stream, validate_messages
+from events.duckdb_log import DuckDBEventLog
+from events.errors import InvalidInputError, StoreError
+from palimpsest import config as store_config
+from palimpsest.formats import read_jsonl, read_locomo
+from palimpsest.remote import positive, scan_filter
+
+A, B = ("acme", "alice"), ("globex", "alice")
+OK = {"tenant": "acme", "user_id": "alice", "text": "hi", "occurred_at": "2024-05-01T09:00:00+00:00"}
+
+
+def test_a_lookup_of_an_unknown_stream_writes_no_route(tmp_path):
+    path = tmp_path / "directory.jsonl"
+    table = RoutingTable(path, 2)
+    assert table.lookup([A]) == [None]
+    assert not path.exists()
+
+
+def test_a_lost_directory_is_rebuilt_from_the_logs_and_a_conflict_is_refused(tmp_path):
+    path = tmp_path / "directory.jsonl"
+    table = RoutingTable(path, 2)
+    assert table.adopt([[A], [B]]) == 2
+    assert RoutingTable(path, 2).assignments() == {A: 0, B: 1}
+    with pytest.raises(StoreError, match="shard 0"):
+        RoutingTable(path, 2).adopt([[], [A]])
+
+
+def test_a_route_beyond_num_shards_is_refused(tmp_path):
+    path = tmp_path / "directory.jsonl"
+    RoutingTable(path, 2).route([A, B])
+    with pytest.raises(StoreError, match="num_shards"):
+        RoutingTable(path, 1)
+
+
+def _store(tmp_path, n=2):
+    cfg = store_config.StoreConfig.create(tmp_path, n, "hash")
+    for i in range(n):
+        DuckDBEventLog(store_config.log_path(tmp_path, i)).close()
+    return cfg
+
+
+def test_a_deleted_shard_log_is_refused_naming_the_file(tmp_path):
+    cfg = _store(tmp_path)
+    store_config.log_path(tmp_path, 1).unlink()
+    with pytest.raises(StoreError, match="shard-001.duckdb is missing.*restore the file from a backup"):
+        store_config.check_layout(tmp_path, cfg)
+
+
+def test_num_shards_edited_in_store_json_is_refused(tmp_path):
+    _store(tmp_path, 2)
+    for n in (1, 3):
+        data = json.loads((tmp_path / "store.json").read_text())
+        (tmp_path / "store.json").write_text(json.dumps({**data, "num_shards": n}))
+        with pytest.raises(StoreError, match="num_shards"):
+            store_config.check_layout(tmp_path, store_config.StoreConfig.load(tmp_path))
+
+
+def test_an_embedder_edited_without_its_model_id_is_refused(tmp_path):
+    _store(tmp_path)
+    data = json.loads((tmp_path / "store.json").read_text())
+    (tmp_path / "store.json").write_text(json.dumps({**data, "embedder": "minilm"}))
+    with pytest.raises(StoreError, match="embedder cannot change"):
+        store_config.StoreConfig.load(tmp_path)
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("text", "x" * (MAX_TEXT_CHARS + 1), "text"),
+    ("tenant", "t" * 201, "tenant"),
+    ("tenant", "a/b", "tenant"),
+    ("user_id", "bad\x00id", "user_id"),
+    ("metadata", {"k": "v" * MAX_METADATA_BYTES}, "metadata"),
+    ("metadata", {f"k{i}": i for i in range(65)}, "metadata"),
+    ("occurred_at", "0001-01-01T00:00:00+05:00", "occurred_at"),
+    ("occurred_at", "9999-12-31T23:00:00-05:00", "occurred_at"),
+])
+def test_limits_are_checked_field_by_field(field, value, match):
+    with pytest.raises(InvalidInputError, match=rf"messages\[1\]\.{match}"):
+        validate_messages([OK, {**OK, field: value}])
+
+
+def test_read_ids_and_arguments_are_checked():
+    with pytest.raises(InvalidInputError, match="tenant"):
+        check_stream("x" * 1_000_000, "alice", what="search")
+    with pytest.raises(InvalidInputError, match="k"):
+        positive("5", "k", "search", "give an integer")
+    with pytest.raises(InvalidInputError, match="since"):
+        scan_filter(None, None, None, None, "garbage", None, None, None)
+
+
+def test_bad_files_are_refused_naming_the_file(tmp_path):
+    jsonl = tmp_path / "m.jsonl"
+    jsonl.write_bytes(b'{"text": "caf\xe9"}\n')
+    with pytest.raises(InvalidInputError, match="m.jsonl:1.*not UTF-8"):
+        read_jsonl(jsonl)
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"conversation": ')
+    with pytest.raises(InvalidInputError, match="bad.json:1: not valid JSON"):
+        read_locomo(bad)
+    flat = tmp_path / "flat.json"
+    flat.write_text(json.dumps([{"sample_id": "s", "conversation": {"session_1": "hello"}}]))
+    with pytest.raises(InvalidInputError, match="session_1: expected a list of turns"):
+        read_locomo(flat)

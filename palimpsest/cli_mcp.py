@@ -3,8 +3,8 @@
 Each tool call becomes the server's HTTP request of the same operation
 (:mod:`palimpsest.server.mcp_tools`, the same translation ``/mcp`` uses),
 sent with ``Authorization: Bearer $PALIMPSEST_API_KEY``; the store is never
-opened here and Ray is never imported, so the bridge starts in well under a
-second. stdout carries only MCP messages; diagnostics go to stderr.
+opened here and no Ray is started (though `import palimpsest` still loads the ray module).
+stdout carries only MCP messages; diagnostics go to stderr.
 """
 
 from __future__ import annotations

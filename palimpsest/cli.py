@@ -11,7 +11,7 @@ from events.audit import AuditReader
 from events.errors import InvalidInputError, PalimpsestError
 from events.log import ScanFilter
 from palimpsest import config as store_config
-from palimpsest import cli_archive, cli_feedback, cli_graph, cli_notes, cli_serve, formats
+from palimpsest import cli_archive, cli_feedback, cli_graph, cli_mcp, cli_notes, cli_serve, formats
 from palimpsest.cli_common import DEFAULT_STORE, open_store, print_json, parse_when, stream_args
 from palimpsest.logs import configure
 from projections.folds.archive import SCOPES
@@ -215,6 +215,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="palimpsest", description="Event-sourced long-term memory for LLM agents.")
     p.add_argument("--store", default=DEFAULT_STORE, help="store directory (default: $PALIMPSEST_STORE or ./.store)")
+    p.add_argument("--server", help="talk to a running `palimpsest serve` at this URL instead of opening the store "
+                                    "(default: $PALIMPSEST_URL; key: $PALIMPSEST_API_KEY)")
     p.add_argument("--log-level", default="warning", help="structlog level (default: warning)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -271,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_feedback.register(sub)
     cli_graph.register(sub)
     cli_serve.register(sub)
+    cli_mcp.register(sub)
 
     sp = sub.add_parser("events", help="audit the log (read-only, no actors)")
     stream_args(sp, required=False)

@@ -23,6 +23,12 @@ def parse_when(value: str) -> datetime:
 
 
 def open_store(args: argparse.Namespace, **create):
+    """The store, or with ``--server``/``PALIMPSEST_URL`` a client of the server serving it (no Ray, no store)."""
+    from palimpsest.client import RemoteMemory, server_url
+
+    url = server_url(args)
+    if url and not create:
+        return RemoteMemory(url, os.environ.get("PALIMPSEST_API_KEY", "").strip())
     from palimpsest.memory import Memory  # imports Ray: only for commands that need the actors
 
     return Memory.open(args.store, create=bool(create), **create)

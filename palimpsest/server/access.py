@@ -79,18 +79,23 @@ def _unauthorized(message: str) -> ApiError:
                     {"WWW-Authenticate": "Bearer"})
 
 
-def caller(request: Request) -> Caller:
-    """The verified caller of ``request`` (401 without a valid key, 429 over its rate)."""
-    state = served()
-    header = request.headers.get("authorization", "")
+def verified(header: str) -> ApiKey:
+    """The active key an ``Authorization`` header carries (401 without one; no rate taken)."""
     scheme, _, token = header.partition(" ")
     if not header:
         raise _unauthorized("no API key")
     if scheme.lower() != "bearer" or not token.strip():
         raise _unauthorized("the Authorization header is not `Bearer KEY`")
-    key: ApiKey | None = state.keys.verify(token.strip())
+    key: ApiKey | None = served().keys.verify(token.strip())
     if key is None:
         raise _unauthorized("unknown or revoked API key")
+    return key
+
+
+def caller(request: Request) -> Caller:
+    """The verified caller of ``request`` (401 without a valid key, 429 over its rate)."""
+    state = served()
+    key = verified(request.headers.get("authorization", ""))
     wait = state.limiter.take(key.key_id)
     if wait is not None:
         raise ApiError(429, "rate_limited", f"more than {state.settings.rate_per_s:g} requests/s for this key",

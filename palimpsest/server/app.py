@@ -12,7 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from ray import serve
 
-from palimpsest.server import access, errors
+from palimpsest.server import access, errors, mcp_app
 from palimpsest.server.routes_store import router as store_router
 from palimpsest.server.routes_users import router as users_router
 from palimpsest.server.settings import ServeSettings
@@ -25,7 +25,7 @@ def build_app(max_body_bytes: int) -> FastAPI:
         title="Palimpsest",
         version=API_VERSION,
         description="Event-sourced long-term memory for LLM agents. Every request needs `Authorization: Bearer KEY`; "
-        "the tenant is the key's.",
+        "the tenant is the key's. The same operations are MCP tools at `/mcp` (streamable HTTP).",
     )
     errors.install(app)
 
@@ -48,6 +48,7 @@ def build_app(max_body_bytes: int) -> FastAPI:
 
     app.include_router(users_router)
     app.include_router(store_router)
+    mcp_app.mount(app)
     return app
 
 

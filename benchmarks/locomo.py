@@ -26,6 +26,7 @@ from tqdm import tqdm
 from benchmarks import dataset as ds
 from benchmarks import report
 from benchmarks.baselines import baseline_systems, build_corpora, index_text
+from benchmarks.leaveout import leave_out, per_sample
 from benchmarks.metrics import aggregate, metric_keys, percentile, score
 from benchmarks.resources import peak_rss
 from benchmarks.systems import PalimpsestSystem, select
@@ -176,7 +177,13 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         if "palimpsest" in results:
             for key in ("recall@10", "budget_recall@1000"):
                 ratios[f"palimpsest_vs_{ablation}_{key}"] = results["palimpsest"][key] / results[ablation][key]
+    # Leave-conversations-out: the Palimpsest configuration (default or an ablation) is chosen on the other
+    # samples and scored on the held-out ones, rotating; the baselines have nothing to choose.
+    held_out = leave_out(rows, [name for name in rows if name.startswith("palimpsest")], keys)
     extra = {
+        "category_names": data.category_names,
+        "leave_out": held_out,
+        "per_sample_recall@10": {name: per_sample(r) for name, r in rows.items()},
         "questions_total": len(questions) + len(data.skipped),
         "skipped_questions": len(data.skipped),
         "skipped": [f"{q.sample_id}#{q.index} (cat {q.category}): {q.question[:60]!r}" for q in data.skipped],

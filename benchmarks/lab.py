@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import pickle
 import sys
 import time
 from dataclasses import replace
@@ -31,7 +32,7 @@ from benchmarks.baselines import baseline_systems, build_corpora, index_text
 from benchmarks.leaveout import leave_out
 from benchmarks.metrics import aggregate, metric_keys, score
 from benchmarks.systems import BudgetContext, Retrieval, provenance_turns
-from benchmarks.variants import VARIANTS
+from benchmarks.variants import ALL as VARIANTS
 from actors.reads import note_entries
 from events.duckdb_log import DuckDBEventLog
 from palimpsest.locomo import TENANT
@@ -47,8 +48,21 @@ CACHE = Path("/tmp/palimpsest-lab/query_vectors.npz")
 
 
 def load_state(store: Path) -> ShardState:
+    """The store's folded state; kept in a pickle under /tmp keyed by the logs' paths, sizes and times."""
+    logs = sorted((store / "log").glob("*.duckdb"))
+    stamp = hashlib.sha1(repr([(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in logs]).encode())
+    cached = CACHE.parent / f"state-{stamp.hexdigest()[:16]}.pkl"
+    if cached.exists():
+        return pickle.loads(cached.read_bytes())
+    state = fold_logs(logs)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_bytes(pickle.dumps(state))
+    return state
+
+
+def fold_logs(logs: list[Path]) -> ShardState:
     state = ShardState()
-    for path in sorted((store / "log").glob("*.duckdb")):
+    for path in logs:
         log = DuckDBEventLog(path)
         try:
             state = fold(state, log.scan())

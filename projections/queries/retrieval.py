@@ -18,8 +18,9 @@ from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import graph_search
+from projections.queries import graph_search, rerank
 from projections.queries.graph_expand import expand_hits
+from projections.queries.ranker import RankerModel, rerank_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,15 @@ class FusionConfig:
     graph_depth: int = 1
     graph_shared_nodes: bool = False  # also hop through shared topic/object nodes, not only linked edges
     graph_config: graph_search.GraphSearchConfig = graph_search.DEFAULT_GRAPH_SEARCH  # seeds, hops, five-term score
+    # Stages after the fusion (projections.queries.rerank); each weight 0 turns its stage off.
+    neighbour_weight: float = 0.0  # a top row's previous and next turn get this share of its score
+    neighbour_top: int = 20  # the best rows whose neighbours are lifted
+    session_weight: float = 0.0  # members of the best-scoring conversations (sessions) get an RRF term
+    session_candidates: int = 3
+    speaker_weight: float = 0.0  # turns of the speakers a question names (when it names some, not all)
+    time_weight: float = 0.0  # turns that state a resolved time, for "when" questions
+    ranker: RankerModel | None = None  # the learned stage (projections.queries.ranker); None turns it off
+    ranker_depth: int = 50  # how many of the best rows it re-orders
     candidates: int = 100
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
@@ -141,6 +151,24 @@ def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], 
     scored.sort(key=lambda s: (-s[0], s[1]))
 
 
+def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: FusionConfig, scope: str) -> None:
+    """The stages of :mod:`projections.queries.rerank` whose weight is set, in a fixed order; re-sorts ``scored``."""
+    if not (config.speaker_weight or config.time_weight or config.session_weight or config.neighbour_weight):
+        return
+    tables = rerank.TABLES.get(memory)
+    if config.speaker_weight > 0:
+        rerank.speaker(memory, query, scored, tables, config.speaker_weight, config.rrf_k)
+    if config.time_weight > 0:
+        rerank.timed(query, scored, tables, config.time_weight, config.rrf_k)
+    if config.session_weight > 0:
+        rerank.sessions(memory, scored, config.session_weight, config.rrf_k, config.session_candidates)
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    if config.neighbour_weight > 0:
+        rerank.neighbours(memory, scored, tables, config.neighbour_weight, config.neighbour_top,
+                          lambda mid: in_scope(memory.archive, mid, scope))
+        scored.sort(key=lambda s: (-s[0], s[1]))
+
+
 def fuse(
     memory: UserMemory,
     query: str,
@@ -210,10 +238,13 @@ def fuse(
         seq = memory.messages.by_id[memory_id].seq
         scored.append([score, -seq, memory_id, breakdown])
     scored.sort(key=lambda s: (-s[0], s[1]))
+    _rerank_stages(memory, query, scored, config, scope)
     if config.graph_weight > 0 and memory.graph.memories:
         _graph_term(memory, query, dense, scored, config)
     for row in scored:
         row[3]["rrf"] = round(row[0], 8)
+    if config.ranker is not None:
+        rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
 
     hits = []
     for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):

@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.train_ranker", description=__doc__.split("\n\n")[0])
     p.add_argument("--set", action="append", required=True, metavar="DATA=STORE")
     p.add_argument("--base", default="palimpsest", help=f"base configuration, one of {', '.join(ALL)}")
+    p.add_argument("--test", action="append", default=[], metavar="DATA=STORE",
+                   help="a set only evaluated, by the model fitted on every --set (another data set, another language)")
     p.add_argument("--depth", type=int, default=50)
     p.add_argument("--l2", type=float, default=L2)
     p.add_argument("--weighted", action="store_true", help="weigh each evidence turn by 1/|evidence| of its question")
@@ -149,6 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     parts = [s.stacked(lambda g: True) for s in splits]
     final = _fit(_joined(parts, args.weighted), args.l2)
     final = replace(final, trained_on=", ".join(s.data.name for s in splits) + f"; base {args.base}")
+    for item in args.test:
+        data, _, store = item.partition("=")
+        s = Split(Path(data), Path(store), base, args.depth)
+        print(f"{s.data.name} (not in training: the model fitted on every --set)")
+        print(_line(f"base {args.base}", s.evaluate({f: base for f in set(s.fold)}), s.data.category_names))
+        print(_line("ranker", s.evaluate({f: replace(base, ranker=final, ranker_depth=args.depth) for f in set(s.fold)}),
+                    s.data.category_names))
     print("coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(FEATURES, final.coef)))
     if args.write:
         args.write.write_text(module_text(final, args))

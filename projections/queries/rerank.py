@@ -18,6 +18,12 @@ or graph counts change.
 - **speaker**: a question that names some but not all of the user's
   speakers ("What pets does Nate have?") lifts the turns those speakers said
   by ``speaker_weight / (rrf_k + 1)``.
+- **clauses**: a question made of several parts ("A与B相比，哪个…？另外…",
+  "Which cities have both Kate and Elise been to?") is split by rules into
+  clauses; each clause's own BM25 ranking adds
+  ``clause_weight / (rrf_k + rank)`` (its best clause), so every part of
+  the question reaches the candidates and not only the part with the
+  rarest words.
 - **time**: a question that asks when something happened ("When did…",
   "What year…", 什么时候) lifts the turns that state a time (a graph memory
   read from the turn resolved one) by ``time_weight / (rrf_k + 1)``.
@@ -31,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from projections.folds.state import UserMemory
+from projections.rules.text import tokenize
 
 WHEN_INTENT = re.compile(
     r"^\s*when\b|\bwhat (?:year|month|day|date|time)\b|\bhow long ago\b|\bwhich (?:year|month|day)\b"
@@ -137,6 +144,41 @@ def speaker(memory: UserMemory, query: str, rows: list[list], tables: Tables, we
         if by_id[row[2]].speaker in named:
             row[0] += weight / (rrf_k + 1)
             row[3]["speaker_named"] = True
+
+
+CLAUSE_SPLIT = re.compile(
+    r"[，,；;？?。!！]|另外|以及|并且|而且|与(?=[^，。？]*相比)|和(?=[^，。？]*相比)|\band\b|\bbesides\b|\bas well as\b"
+    r"|\bboth\b|\bor\b",
+    re.IGNORECASE,
+)
+
+
+def clauses(query: str) -> list[str]:
+    """The parts of a compound question (each with at least one lexical term); one part: not compound."""
+    parts = [p.strip() for p in CLAUSE_SPLIT.split(query)]
+    return [p for p in parts if tokenize(p)]
+
+
+def clause_term(memory: UserMemory, query: str, rows: list[list], weight: float, rrf_k: int, candidates: int,
+                params, allowed: Callable[[str], bool]) -> None:
+    parts = clauses(query)
+    if len(parts) < 2:
+        return
+    best: dict[str, int] = {}
+    for part in parts:
+        for rank, (memory_id, _) in enumerate(memory.lexical.search(part, candidates, params), start=1):
+            if rank < best.get(memory_id, candidates + 1):
+                best[memory_id] = rank
+    by_id = {row[2]: row for row in rows}
+    for memory_id, rank in best.items():
+        row = by_id.get(memory_id)
+        if row is None:
+            if memory_id not in memory.messages.by_id or not allowed(memory_id):
+                continue
+            row = by_id[memory_id] = [0.0, -memory.messages.by_id[memory_id].seq, memory_id, {}]
+            rows.append(row)
+        row[0] += weight / (rrf_k + rank)
+        row[3]["clause_rank"] = rank
 
 
 def time_intent(query: str) -> bool:

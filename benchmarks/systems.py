@@ -68,8 +68,8 @@ class PalimpsestSystem:
     search_ms: list[float] = field(default_factory=list)
     context_ms: list[float] = field(default_factory=list)
     # Ablations only: question -> its vector, encoded once for every configuration. The queries then go to the
-    # shards as the same commands ``Memory.search``/``build_context`` send, minus the encoding; latencies are
-    # measured on the system that goes through the public API (``query_vectors`` None).
+    # shards as the same commands ``Memory.search``/``build_context`` send, minus the encoding (and a search's
+    # touch record); latencies are measured on the system that goes through the public API (``query_vectors`` None).
     query_vectors: dict[str, object] | None = None
 
     def _search(self, q: Question):
@@ -77,7 +77,7 @@ class PalimpsestSystem:
             return self.mem.search(self.tenant, q.user_id, q.question, k=self.k, fusion=self.fusion, now=q.asked_at)
         return self.mem.shards.ask(self.tenant, q.user_id, c.Search(
             tenant=self.tenant, user_id=q.user_id, query=q.question, query_vector=self.query_vectors[q.question],
-            k=self.k, now=q.asked_at, scope="active", fusion=self.fusion))
+            k=self.k, now=q.asked_at, scope="active", fusion=self.fusion, touch_reason=None))
 
     def _context(self, q: Question, budget: int):
         if self.query_vectors is None:

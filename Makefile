@@ -6,8 +6,9 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 DATA ?= ../shared/data/locomo/locomo10_dev.json
+ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-graph bench-scale serve install clean
+.PHONY: demo test test-unit bench bench-all bench-graph bench-scale serve install clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,6 +39,13 @@ test-unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.locomo --data $(DATA) --out bench/locomo_dev.json
+
+# Every dev file, one fresh store each, then one summary (bench/summary.md): whole-file and leave-out figures.
+bench-all: $(STAMP)
+	@for f in $(ALL_DATA); do \
+		$(BIN)/python -m benchmarks.locomo --data $$f --out bench/$$(basename $$f .json).json || exit 1; \
+	done
+	$(BIN)/python -m benchmarks.summary $(foreach f,$(ALL_DATA),bench/$(basename $(notdir $(f))).json) --out bench/summary.md
 
 bench-graph: $(STAMP)
 	$(BIN)/python -m benchmarks.graph --out bench/graph.json

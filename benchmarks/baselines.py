@@ -1,7 +1,11 @@
 """Baselines over the same turns and the same embedder: BM25, dense cosine, and their RRF.
 
 Each user's turns form one corpus. The indexed text is the system's own index
-text, ``"speaker: text [image: caption]"``. Context for a budget: lines
+text, ``"speaker: text [image: caption]"``. BM25 tokens: lower-cased ``\w+``
+runs for every script but Chinese, whose runs are segmented into words with
+jieba exactly as the system's own lexical index does
+(:func:`projections.rules.text.chinese_words`); a ``\w+`` split would keep a
+whole Chinese sentence as one token and make the baseline unfairly weak. Context for a budget: lines
 formatted exactly like the system's (``projections.queries.context.format_line``),
 taken in rank order and skipped when they do not fit, tokens counted with the
 embedding model's tokenizer (``TokenCounter``).
@@ -24,13 +28,23 @@ from benchmarks.systems import BudgetContext, Retrieval, System
 from projections.adapters.tokens import TokenCounter
 from projections.queries.context import format_line
 from projections.queries.retrieval import Hit
+from projections.rules.text import CJK_RUN, chinese_words
 
 WORD = re.compile(r"\w+")
 RRF_K = 60
 
 
 def bm25_tokens(text: str) -> list[str]:
-    return WORD.findall(text.lower())
+    """``\w+`` words, lower-cased, with every run of Chinese characters segmented by jieba."""
+    lowered = text.lower()
+    tokens: list[str] = []
+    pos = 0
+    for match in CJK_RUN.finditer(lowered):
+        tokens.extend(WORD.findall(lowered[pos : match.start()]))
+        tokens.extend(chinese_words(match.group()))
+        pos = match.end()
+    tokens.extend(WORD.findall(lowered[pos:]))
+    return tokens
 
 
 def index_text(message: dict) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,27 @@ from typing import Any
 from palimpsest.locomo import LocomoStats, sample_messages
 
 EVIDENCE_ID = re.compile(r"D:?(\d+)\s*:\s*(\d+)")
+
+# What each category number means, by data set (the file name says which); a file whose questions carry a
+# ``question_type`` names its categories itself. LoCoMo's numbering is the one in ../shared/BENCHMARKS.md.
+CATEGORY_NAMES: dict[str, dict[str, str]] = {
+    "locomo": {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"},
+    "realtalk": {"1": "multi-hop", "2": "temporal", "3": "commonsense"},
+    "memdaily": {"1": "aggregative", "2": "comparative", "3": "conditional", "4": "noisy",
+                 "5": "post_processing", "6": "simple"},
+}
+
+
+def category_names(file_name: str, raw_samples: list) -> dict[str, str]:
+    """Category number -> name: from the questions' ``question_type`` if present, else by the file's data set."""
+    known = next((names for key, names in CATEGORY_NAMES.items() if key in file_name.lower()),
+                 CATEGORY_NAMES["locomo"])
+    named = dict(known)
+    for raw in raw_samples:
+        for item in (raw.get("qa") or []) if isinstance(raw, dict) else []:
+            if item.get("question_type") and "category" in item:
+                named[str(item["category"])] = str(item["question_type"])
+    return named
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +73,7 @@ class Dataset:
     name: str
     samples: list[Sample]
     stats: LocomoStats
+    category_names: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -121,4 +143,4 @@ def load(path: str | Path, limit_samples: int | None = None) -> Dataset:
             asked_at = max(datetime.fromisoformat(m["occurred_at"]) for m in messages) + timedelta(minutes=1)
             scored = [replace(q, asked_at=asked_at) for q in scored]
         samples.append(Sample(sample_id, messages, scored, skipped))
-    return Dataset(name=path.name, samples=samples, stats=stats)
+    return Dataset(name=path.name, samples=samples, stats=stats, category_names=category_names(path.name, data))

@@ -17,7 +17,6 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +25,12 @@ from tqdm import tqdm
 from benchmarks import dataset as ds
 from benchmarks import report
 from benchmarks.baselines import baseline_systems, build_corpora, index_text
+from benchmarks.leaveout import leave_out, per_sample
 from benchmarks.metrics import aggregate, metric_keys, percentile, score
 from benchmarks.resources import peak_rss
 from benchmarks.systems import PalimpsestSystem, select
+from benchmarks.variants import VARIANTS
 from palimpsest.locomo import TENANT
-from projections.queries.retrieval import DEFAULT_FUSION
 
 K_VALUES = (5, 10)
 BUDGETS = (500, 1000, 2000)
@@ -107,16 +107,14 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         corpora = build_corpora(messages, vectors, lambda m: m["user_id"], default_counter())
 
         palimpsest = PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS)
-        # Ablations: the same store and API with one capability switched off. Questions are asked "right after
-        # the conversation" (Question.asked_at), before any touch the benchmark records, so systems and
-        # questions do not influence each other through reinforcement.
+        # Ablations (benchmarks.variants): the same store with one stage switched off, and the configuration
+        # before the generalisation work. Questions are asked "right after the conversation" (Question.asked_at),
+        # before any touch the benchmark records, so systems and questions do not influence each other through
+        # reinforcement. They reuse the question vectors encoded above (their latencies are not reported).
+        by_text = {q.question: v for q, v in zip(questions, qvecs)}
         ablations = [
-            PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name="palimpsest_no_episodes",
-                             fusion=replace(DEFAULT_FUSION, episode_weight=0.0)),
-            PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name="palimpsest_no_notes",
-                             fusion=replace(DEFAULT_FUSION, note_weight=0.0, note_tokens=0)),
-            PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name="palimpsest_no_graph",
-                             fusion=replace(DEFAULT_FUSION, graph_weight=0.0)),
+            PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name=name, fusion=fusion, query_vectors=by_text)
+            for name, fusion in VARIANTS.items() if name != "palimpsest"
         ]
         systems = select(
             [palimpsest.as_system(), *(a.as_system() for a in ablations),
@@ -176,7 +174,13 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         if "palimpsest" in results:
             for key in ("recall@10", "budget_recall@1000"):
                 ratios[f"palimpsest_vs_{ablation}_{key}"] = results["palimpsest"][key] / results[ablation][key]
+    # Leave-conversations-out: the Palimpsest configuration (default or an ablation) is chosen on the other
+    # samples and scored on the held-out ones, rotating; the baselines have nothing to choose.
+    held_out = leave_out(rows, [name for name in rows if name.startswith("palimpsest")], keys)
     extra = {
+        "category_names": data.category_names,
+        "leave_out": held_out,
+        "per_sample_recall@10": {name: per_sample(r) for name, r in rows.items()},
         "questions_total": len(questions) + len(data.skipped),
         "skipped_questions": len(data.skipped),
         "skipped": [f"{q.sample_id}#{q.index} (cat {q.category}): {q.question[:60]!r}" for q in data.skipped],

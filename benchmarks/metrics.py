@@ -31,6 +31,7 @@ def recall(evidence: frozenset[str], retrieved: set[str] | frozenset[str]) -> fl
 class Scored:
     category: str
     values: dict[str, float]
+    sample_id: str = ""  # the conversation the question belongs to: leave-out folds split by it
 
 
 def score(q: Question, r: Retrieval, ks: Iterable[int], budgets: Iterable[int], token_budget: int) -> Scored:
@@ -39,7 +40,7 @@ def score(q: Question, r: Retrieval, ks: Iterable[int], budgets: Iterable[int], 
     for b in budgets:
         values[f"budget_recall@{b}"] = recall(q.evidence, r.contexts[b].turn_ids)
     values["context_tokens_mean"] = float(r.contexts[token_budget].tokens)
-    return Scored(q.category, values)
+    return Scored(q.category, values, q.sample_id)
 
 
 def _mean(rows: list[Scored], keys: list[str]) -> dict:

@@ -60,6 +60,24 @@ def _recall_table(systems: dict, pick, keys: list[str], title: str) -> list[str]
     return lines + [""]
 
 
+def _leave_out(result: dict, keys: list[str], cats: list[str], names: dict) -> list[str]:
+    """Held-out figures of the per-fold choice next to each fixed system's (whole-file = leave-out for those)."""
+    held = result.get("leave_out")
+    if not held:
+        return []
+    chosen = ", ".join(f"{'+'.join(f['held_out'])} → {f['chosen']}" for f in held["folds"])
+    systems = {"palimpsest (chosen per fold)": held["selected"],
+               **{n: r for n, r in result["systems"].items() if not n.startswith("palimpsest_")}}
+    lines = _recall_table(systems, lambda r: r, keys, f"Leave-conversations-out ({len(held['folds'])} folds; "
+                          f"held out → chosen: {chosen})")
+    per_cat = held["selected"]["per_category"]
+    lines += ["**Leave-out recall@10 / budget 1000 per category (chosen per fold)**", "",
+              "| " + " | ".join(f"cat {c} {names.get(c, '')}" for c in cats) + " |", "|" + "---|" * len(cats),
+              "| " + " | ".join(f"{_pct(per_cat[c]['recall@10'])} / {_pct(per_cat[c]['budget_recall@1000'])}"
+                                for c in cats) + " |", ""]
+    return lines
+
+
 def markdown(result: dict, keys: list[str]) -> str:
     systems = result["systems"]
     first = next(iter(systems.values()))
@@ -73,15 +91,18 @@ def markdown(result: dict, keys: list[str]) -> str:
     ]
     lines += _recall_table(systems, lambda r: r, keys, f"All categories ({first['questions']} questions)")
     lines += _recall_table(systems, lambda r: r["cat1_4"], keys, f"Categories 1-4 ({first['cat1_4']['questions']} questions)")
-    cats = list(first["per_category"])
-    head = ["system", *[f"cat {c} (n={first['per_category'][c]['questions']})" for c in cats]]
-    for metric in ("recall@10", "budget_recall@2000"):
+    names = result.get("category_names", {})
+    cats = [c for c in first["per_category"] if first["per_category"][c]["questions"]]
+    head = ["system", *[f"cat {c} {names.get(c, '')} (n={first['per_category'][c]['questions']})".replace("  ", " ")
+                        for c in cats]]
+    for metric in ("recall@10", "budget_recall@1000", "budget_recall@2000"):
         if metric not in keys:
             continue
         lines += [f"**{metric} per category**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for name, r in systems.items():
             lines.append("| " + " | ".join([name, *[_pct(r["per_category"][c][metric]) for c in cats]]) + " |")
         lines.append("")
+    lines += _leave_out(result, keys, cats, names)
     ceiling = result.get("ceiling", {})
     if ceiling:
         lines += [f"Full-context ceiling: recall 100 %, {ceiling['full_context_tokens_mean']:.0f} tokens per question.", ""]

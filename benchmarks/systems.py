@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from actors import commands as c
 from benchmarks.dataset import Question
 from palimpsest.locomo import TENANT
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
@@ -66,20 +67,37 @@ class PalimpsestSystem:
     fusion: FusionConfig = DEFAULT_FUSION
     search_ms: list[float] = field(default_factory=list)
     context_ms: list[float] = field(default_factory=list)
+    # Ablations only: question -> its vector, encoded once for every configuration. The queries then go to the
+    # shards as the same commands ``Memory.search``/``build_context`` send, minus the encoding (and a search's
+    # touch record); latencies are measured on the system that goes through the public API (``query_vectors`` None).
+    query_vectors: dict[str, object] | None = None
+
+    def _search(self, q: Question):
+        if self.query_vectors is None:
+            return self.mem.search(self.tenant, q.user_id, q.question, k=self.k, fusion=self.fusion, now=q.asked_at)
+        return self.mem.shards.ask(self.tenant, q.user_id, c.Search(
+            tenant=self.tenant, user_id=q.user_id, query=q.question, query_vector=self.query_vectors[q.question],
+            k=self.k, now=q.asked_at, scope="active", fusion=self.fusion, touch_reason=None))
+
+    def _context(self, q: Question, budget: int):
+        if self.query_vectors is None:
+            return self.mem.build_context(
+                self.tenant, q.user_id, q.question, token_budget=budget, fusion=self.fusion, now=q.asked_at)
+        return self.mem.shards.ask(self.tenant, q.user_id, c.BuildContext(
+            tenant=self.tenant, user_id=q.user_id, query=q.question, query_vector=self.query_vectors[q.question],
+            now=q.asked_at, token_budget=budget, fusion=self.fusion))
 
     def retrieve(self, q: Question) -> Retrieval:
         started = time.perf_counter()
         # Asked right after the conversation (``asked_at``): retention is computed then, and the touches the
         # benchmark itself records (later, in wall-clock time) do not count, so questions do not influence each other.
-        hits = self.mem.search(self.tenant, q.user_id, q.question, k=self.k, fusion=self.fusion, now=q.asked_at)
+        hits = self._search(q)
         self.search_ms.append((time.perf_counter() - started) * 1000)
         contexts = {}
         timed = max(self.budgets)
         for budget in self.budgets:
             started = time.perf_counter()
-            ctx = self.mem.build_context(
-                self.tenant, q.user_id, q.question, token_budget=budget, fusion=self.fusion, now=q.asked_at
-            )
+            ctx = self._context(q, budget)
             if budget == timed:
                 self.context_ms.append((time.perf_counter() - started) * 1000)
             contexts[budget] = BudgetContext(

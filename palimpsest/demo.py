@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from events.audit import AuditReader
 from palimpsest import config as store_config
 from palimpsest.formats import read_jsonl
+from projections.queries.retrieval import DEFAULT_FUSION
 
 QUERIES = [
     ("What database does Atlas use?", "a decision, and the later change of mind"),
@@ -131,7 +133,11 @@ def run_demo(store: Path) -> int:
         for h in found["hits"]:
             via = f" via {' → '.join(h['via'])}" if h["via"] else ""
             print(f"  {h['score']:.3f} [{h['memory_type']}] {h['summary']} (turns {', '.join(h['turn_ids'])}{via})")
-        hits = mem.search("demo", "maya", "What did Maya decide about Atlas?", k=5)
+        # The graph term on its own: the stages after it (neighbours, speakers, time, clauses, the learned ranker)
+        # re-order the top five here so that no graph-lifted turn stays in it.
+        graph_only = replace(DEFAULT_FUSION, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0,
+                             clause_weight=0.0, ranker=None)
+        hits = mem.search("demo", "maya", "What did Maya decide about Atlas?", k=5, fusion=graph_only)
         for h in (h for h in hits if "graph_rank" in h.breakdown):
             b = h.breakdown
             print(f"search lifted {h.turn_id} (rank {h.rank}) through the graph: reached from "

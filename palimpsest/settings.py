@@ -96,7 +96,9 @@ def _dataclass(cls: type, data: Any) -> Any:
     values = {}
     for name, value in data.items():
         hint = hints.get(name)
-        if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        if not dataclasses.is_dataclass(hint):  # an optional dataclass (``RankerModel | None``): its dataclass
+            hint = next((arg for arg in typing.get_args(hint) if dataclasses.is_dataclass(arg)), None)
+        if hint is not None and isinstance(value, dict):
             value = _dataclass(hint, value)
         elif isinstance(value, list):
             value = tuple(value)

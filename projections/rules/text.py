@@ -15,7 +15,7 @@ import jieba
 
 jieba.setLogLevel(logging.WARNING)
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # a run of Chinese characters
 # Letters and digits of any non-CJK script (accented Latin, Cyrillic, kana runs, Hangul…).
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 
@@ -51,7 +51,8 @@ def _english(word: str) -> str | None:
     return _stem(word)
 
 
-def _chinese(run: str) -> list[str]:
+def chinese_words(run: str) -> list[str]:
+    """The jieba words of a run of Chinese characters, stop words dropped."""
     return [w for w in jieba.lcut(run) if w.strip() and w not in ZH_STOP]
 
 
@@ -60,9 +61,9 @@ def tokenize(text: str) -> list[str]:
     lowered = text.lower()
     tokens: list[str] = []
     pos = 0
-    for match in _CJK.finditer(lowered):
+    for match in CJK_RUN.finditer(lowered):
         tokens.extend(_latin(lowered[pos : match.start()]))
-        tokens.extend(_chinese(match.group()))
+        tokens.extend(chinese_words(match.group()))
         pos = match.end()
     tokens.extend(_latin(lowered[pos:]))
     return tokens
@@ -73,4 +74,4 @@ def _latin(segment: str) -> list[str]:
 
 
 def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None
+    return CJK_RUN.search(text) is not None

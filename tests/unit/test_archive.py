@@ -11,9 +11,9 @@ from events.model import MemoryArchived, MemoryRestored
 from projections.folds.policy import DEFAULT_POLICY
 from projections.folds.state import ShardState, digest, fold
 from projections.queries.retrieval import FusionConfig, fuse
-from tests.builders import T0, embedding, message, stream, touch
+from tests.builders import STAGES_OFF, T0, embedding, message, stream, touch
 
-NO_RETENTION = FusionConfig(retention_weight=0.0, episode_weight=0.0)
+NO_RETENTION = FusionConfig(retention_weight=0.0, episode_weight=0.0, **STAGES_OFF)
 
 
 def archived(*ids: str, reason: str = "retention_floor", days: float = 30) -> MemoryArchived:
@@ -71,10 +71,10 @@ def test_retention_term_breaks_a_tie_in_favour_of_the_reinforced_memory():
     envs = base(("t1", touch("m2", reason="used")))
     memory = fold(ShardState(), envs).user("acme", "alice")
     dense = [("m1", 0.9), ("m2", 0.9)]
-    config = FusionConfig(rrf_k=5, lexical_weight=1.0, episode_weight=0.0, retention_weight=0.1)
+    config = FusionConfig(rrf_k=5, lexical_weight=1.0, episode_weight=0.0, retention_weight=0.1, **STAGES_OFF)
     now = T0 + timedelta(days=40)  # the touch was recorded on day 31
     plain = fuse(memory, "puppy", dense, 5, FusionConfig(rrf_k=5, lexical_weight=1.0, episode_weight=0.0,
-                                                         retention_weight=0.0))
+                                                         retention_weight=0.0, **STAGES_OFF))
     assert plain[0].score == pytest.approx(plain[1].score)
     hits = fuse(memory, "puppy", dense, 5, config, now=now, policy=DEFAULT_POLICY)
     assert hits[0].memory_id == "m2"  # used on day 31: more retention than m1, untouched since day 0

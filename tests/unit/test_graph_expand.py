@@ -10,7 +10,7 @@ from events.graph_events import GraphEdgeLinked, GraphMemoryStatusChanged
 from projections.folds.state import ShardState, fold
 from projections.queries.graph_expand import expand_hits, message_memories
 from projections.queries.retrieval import DEFAULT_FUSION, fuse
-from tests.builders import T0, message, stream
+from tests.builders import STAGES_OFF, T0, message, stream
 from tests.graph_builders import graph, memory
 
 
@@ -67,7 +67,7 @@ def _user(with_links: bool):
 
 def test_fuse_lifts_a_candidate_the_graph_reaches_from_the_best_hit():
     dense = [("msg-t1", 0.6), ("msg-t3", 0.5), ("msg-t4", 0.4), ("msg-t2", 0.3)]
-    deep = replace(DEFAULT_FUSION, graph_mode="deep", graph_seeds=1)
+    deep = replace(DEFAULT_FUSION, graph_mode="deep", graph_seeds=1, **STAGES_OFF)
 
     without = [h.memory_id for h in fuse(_user(with_links=False), "where did we camp?", dense, 4, deep)]
     hits = fuse(_user(with_links=True), "where did we camp?", dense, 4, deep)

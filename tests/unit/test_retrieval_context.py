@@ -14,11 +14,12 @@ from projections.folds.lexical import BM25Params
 from projections.folds.state import ShardState, fold
 from projections.queries.context import assemble, format_line
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
-from tests.builders import T0, embedding, message, stream
+from tests.builders import STAGES_OFF, T0, embedding, message, stream
 
 
 # Classic RRF, spelled out so the hand-computed scores do not move when the tuned defaults do.
-CLASSIC = FusionConfig(rrf_k=60, dense_weight=1.0, lexical_weight=1.0, episode_weight=0.0, bm25=BM25Params(k1=1.2, b=0.75))
+CLASSIC = FusionConfig(rrf_k=60, dense_weight=1.0, lexical_weight=1.0, episode_weight=0.0, bm25=BM25Params(k1=1.2, b=0.75),
+                       **STAGES_OFF)
 
 
 @pytest.fixture
@@ -51,8 +52,8 @@ def test_rrf_fuses_dense_and_lexical_ranks(memory):
 
 
 def test_default_fusion_applies_its_own_weights_and_bm25_params(memory):
-    cfg = DEFAULT_FUSION
-    [m1, m2] = fuse(memory, "puppy", [("m2", 0.9), ("m1", 0.5)], k=10)
+    cfg = dataclasses.replace(DEFAULT_FUSION, **STAGES_OFF)  # the fusion's own terms, before the later stages
+    [m1, m2] = fuse(memory, "puppy", [("m2", 0.9), ("m1", 0.5)], k=10, config=cfg)
 
     assert m1.score == pytest.approx(cfg.dense_weight / (cfg.rrf_k + 2) + cfg.lexical_weight / (cfg.rrf_k + 1))
     assert m2.score == pytest.approx(cfg.dense_weight / (cfg.rrf_k + 1))

@@ -1,0 +1,181 @@
+"""Fit the learned ranking stage on the dev files, with leave-conversations-out cross-validation.
+
+    python -m benchmarks.train_ranker \\
+        --set ../shared/data/locomo/locomo10_dev.json=/tmp/pal/store_locomo \\
+        --set ../shared/data/realtalk/realtalk_dev.json=/tmp/pal/store_realtalk \\
+        --set ../shared/data/memdaily/memdaily_dev.json=/tmp/pal/store_memdaily \\
+        --base stages --write projections/queries/ranker_model.py
+
+Each ``--set`` pairs a data file with a store ``benchmarks.locomo --store``
+kept. For every question, the ``--base`` configuration (a name from
+``benchmarks.variants``, without a ranker) is fused in process by the lab
+(:mod:`benchmarks.lab`); the best ``depth`` rows get their features
+(:mod:`projections.queries.rank_features`) and a label (is the turn in the
+question's evidence). A logistic regression with an L2 penalty is fitted by
+Newton's method (numpy only). Cross-validation: fold ``f`` holds out the
+samples in position ``f mod 5`` of every data set at once; the model fitted
+on the other folds re-ranks the held-out questions, and the held-out figures
+of all folds are reported next to the base's, per data set (whole metrics
+through the lab, budgets included). The model fitted on everything is
+written as a Python module when ``--write`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import dataset as ds
+from benchmarks.lab import BUDGETS, K_VALUES, Lab, load_state, query_vectors
+from benchmarks.leaveout import MAX_FOLDS, make_folds
+from benchmarks.metrics import aggregate, metric_keys, score
+from benchmarks.variants import ALL
+from palimpsest.locomo import TENANT
+from projections.folds.policy import DEFAULT_POLICY
+from projections.queries import rerank
+from projections.queries.rank_features import FEATURES, features
+from projections.queries.ranker import RankerModel
+from projections.queries.retrieval import fuse
+
+L2 = 1.0
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 25,
+        weight: np.ndarray | None = None) -> RankerModel:
+    """Logistic regression on standardised features, L2-penalised (intercept free), by Newton's method."""
+    weight = np.ones(len(y)) if weight is None else weight
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+    w = np.zeros(z.shape[1])
+    penalty = np.full(z.shape[1], l2)
+    penalty[-1] = 0.0
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(z @ w)))
+        grad = z.T @ (weight * (p - y)) + penalty * w
+        hess = (z * (weight * p * (1 - p))[:, None]).T @ z + np.diag(penalty) + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return RankerModel(FEATURES, tuple(mean.tolist()), tuple(scale.tolist()), tuple(w[:-1].tolist()), float(w[-1]))
+
+
+class Split:
+    """One data set: its lab, question vectors, and each question's features and labels under the base."""
+
+    def __init__(self, data_path: Path, store: Path, base, depth: int) -> None:
+        self.data = ds.load(data_path)
+        self.lab = Lab(load_state(store))
+        self.vecs = query_vectors([q.question for q in self.data.questions], "sentence-transformers/all-MiniLM-L6-v2")
+        self.folds = {s: i for i, fold in enumerate(make_folds([q.sample_id for q in self.data.questions],
+                                                               MAX_FOLDS)) for s in fold}
+        self.x, self.y, self.w, self.fold = [], [], [], []
+        for q in self.data.questions:
+            memory = self.lab.state.user(TENANT, q.user_id)
+            vec = self.vecs[q.question]
+            hits = fuse(memory, q.question, self.lab.dense(q.user_id, vec, base.candidates), depth, base, vec,
+                        now=q.asked_at, policy=DEFAULT_POLICY)
+            rows = [[h.score, -h.provenance["seq"], h.memory_id, h.breakdown] for h in hits]
+            self.x.append(features(memory, q.question, vec, rows, rerank.TABLES.get(memory), base.rrf_k))
+            self.y.append(np.array([h.turn_id in q.evidence for h in hits], dtype=np.float64))
+            # a question's evidence counts once in recall: each of its turns weighs 1/|evidence|
+            self.w.append(np.where(self.y[-1] > 0, 1.0 / len(q.evidence), 1.0))
+            self.fold.append(self.folds.get(q.sample_id, 0))
+
+    def stacked(self, keep) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        idx = [i for i, f in enumerate(self.fold) if keep(f)]
+        if not idx:
+            return np.zeros((0, len(FEATURES))), np.zeros(0), np.zeros(0)
+        return (np.vstack([self.x[i] for i in idx]), np.concatenate([self.y[i] for i in idx]),
+                np.concatenate([self.w[i] for i in idx]))
+
+    def evaluate(self, configs: dict[int, object]) -> dict:
+        """Lab metrics with each question run under its fold's config (``configs[fold]``)."""
+        keys = metric_keys(K_VALUES, BUDGETS)
+        rows = [score(q, self.lab.retrieve(q, self.vecs[q.question], configs[f]), K_VALUES, BUDGETS, max(BUDGETS))
+                for q, f in zip(self.data.questions, self.fold)]
+        return aggregate(rows, keys)
+
+
+def _joined(parts, weighted: bool) -> tuple:
+    x = np.vstack([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    return x, y, (np.concatenate([p[2] for p in parts]) if weighted else None)
+
+
+def _fit(joined: tuple, l2: float) -> RankerModel:
+    x, y, weight = joined
+    return fit(x, y, l2, weight=weight)
+
+
+def _line(name: str, r: dict, names: dict) -> str:
+    cats = [c for c, v in r["per_category"].items() if v["questions"]]
+    per = "  ".join(f"{c}:{100 * r['per_category'][c]['recall@10']:.1f}" for c in cats)
+    return (f"  {name:28s} R@10 {100 * r['recall@10']:5.1f}  B1000 {100 * r['budget_recall@1000']:5.1f}  "
+            f"B2000 {100 * r['budget_recall@2000']:5.1f}   {per}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.train_ranker", description=__doc__.split("\n\n")[0])
+    p.add_argument("--set", action="append", required=True, metavar="DATA=STORE")
+    p.add_argument("--base", default="palimpsest", help=f"base configuration, one of {', '.join(ALL)}")
+    p.add_argument("--test", action="append", default=[], metavar="DATA=STORE",
+                   help="a set only evaluated, by the model fitted on every --set (another data set, another language)")
+    p.add_argument("--depth", type=int, default=50)
+    p.add_argument("--l2", type=float, default=L2)
+    p.add_argument("--weighted", action="store_true", help="weigh each evidence turn by 1/|evidence| of its question")
+    p.add_argument("--write", type=Path, help="write the model fitted on every set as a Python module")
+    args = p.parse_args(argv)
+    base = replace(ALL[args.base], ranker=None)
+    splits = []
+    for item in args.set:
+        data, _, store = item.partition("=")
+        splits.append(Split(Path(data), Path(store), base, args.depth))
+        print(f"features: {data} ({len(splits[-1].y)} questions)", file=sys.stderr)
+    folds = sorted({f for s in splits for f in s.fold})
+    models = {}
+    for f in folds:
+        parts = [s.stacked(lambda g, f=f: g != f) for s in splits]
+        models[f] = _fit(_joined(parts, args.weighted), args.l2)
+    for s in splits:
+        print(f"{s.data.name} (leave-out: the model of each fold never saw its held-out samples)")
+        print(_line(f"base {args.base}", s.evaluate({f: base for f in folds}), s.data.category_names))
+        print(_line("ranker, leave-out", s.evaluate({f: replace(base, ranker=models[f], ranker_depth=args.depth)
+                                                      for f in folds}), s.data.category_names))
+    parts = [s.stacked(lambda g: True) for s in splits]
+    final = _fit(_joined(parts, args.weighted), args.l2)
+    final = replace(final, trained_on=", ".join(s.data.name for s in splits) + f"; base {args.base}")
+    for item in args.test:
+        data, _, store = item.partition("=")
+        s = Split(Path(data), Path(store), base, args.depth)
+        print(f"{s.data.name} (not in training: the model fitted on every --set)")
+        print(_line(f"base {args.base}", s.evaluate({f: base for f in set(s.fold)}), s.data.category_names))
+        print(_line("ranker", s.evaluate({f: replace(base, ranker=final, ranker_depth=args.depth) for f in set(s.fold)}),
+                    s.data.category_names))
+    print("coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(FEATURES, final.coef)))
+    if args.write:
+        args.write.write_text(module_text(final, args))
+        print(f"wrote {args.write}", file=sys.stderr)
+    return 0
+
+
+def module_text(model: RankerModel, args: argparse.Namespace) -> str:
+    def nums(values) -> str:
+        return "(" + ", ".join(f"{v:.6g}" for v in values) + ",)"
+    return (
+        '"""The fitted ranking model (generated by ``python -m benchmarks.train_ranker``; do not edit by hand).\n\n'
+        f"Trained on: {model.trained_on}; depth {args.depth}, L2 {args.l2}.\n"
+        '"""\n\nfrom projections.queries.ranker import RankerModel\n\n'
+        f"MODEL = RankerModel(\n    features={model.features!r},\n    mean={nums(model.mean)},\n    scale={nums(model.scale)},\n"
+        f"    coef={nums(model.coef)},\n    intercept={model.intercept:.6g},\n    trained_on={model.trained_on!r},\n)\n"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

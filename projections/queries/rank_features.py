@@ -1,0 +1,89 @@
+"""Features of the best fused rows for the learned ranking stage (:mod:`projections.queries.ranker`).
+
+One row of numbers per candidate, computed from the fusion's breakdown, the
+user's projections and the query: how each list ranked it, its cosine and
+BM25 against the query relative to the best candidate's, how its neighbours
+matched, whether its speaker is named, whether it states a time for a
+"when" question, how much of the query it covers, how long it is. Pure and
+cheap: a few hundred arithmetic operations per candidate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from projections.folds.state import UserMemory
+from projections.queries import rerank
+from projections.rules.text import tokenize
+
+FEATURES: tuple[str, ...] = (
+    "fused_share", "fused_rank_inv", "cosine", "cosine_gap", "bm25_share", "lexical_term", "dense_term",
+    "episode_term", "note_term", "graph_term", "neighbour_cosine", "neighbour_bm25_share", "neighbour_lifted",
+    "speaker_named", "named_other_speaker", "states_time_when", "coverage", "log_words", "retention",
+)
+
+
+def _terms(tables: rerank.Tables, memory: UserMemory, memory_id: str) -> frozenset[str]:
+    terms = tables.terms.get(memory_id)
+    if terms is None:
+        terms = tables.terms[memory_id] = frozenset(tokenize(memory.messages.by_id[memory_id].index_text))
+    return terms
+
+
+def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, rows: list[list],
+             tables: rerank.Tables, rrf_k: int) -> np.ndarray:
+    """A ``(len(rows), len(FEATURES))`` matrix for the rows (``[score, -seq, id, breakdown]``, best first)."""
+    n = len(rows)
+    out = np.zeros((n, len(FEATURES)), dtype=np.float64)
+    if n == 0:
+        return out
+    ids = [row[2] for row in rows]
+    neighbour_ids = [tables.prev_next.get(m, (None, None)) for m in ids]
+    cos: dict[str, float] = {}
+    if query_vector is not None:
+        wanted = [m for m in dict.fromkeys(ids + [x for pair in neighbour_ids for x in pair if x]) if
+                  m in memory.vectors.rows]
+        if wanted:
+            q = np.asarray(query_vector, dtype=np.float64).ravel()
+            q = q / (np.linalg.norm(q) or 1.0)
+            mat = np.stack([np.asarray(memory.vectors.rows[m].vector, dtype=np.float64) for m in wanted])
+            sims = mat @ q / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
+            cos = dict(zip(wanted, sims.tolist()))
+    bm25 = {row[2]: row[3].get("bm25", 0.0) for row in rows}
+    top_bm25 = max(bm25.values()) or 1.0
+    top_cos = max((cos.get(m, 0.0) for m in ids), default=0.0)
+    top_score = rows[0][0] or 1.0
+    query_terms = set(tokenize(query))
+    named = rerank.named_speakers(query, tables.speakers)
+    partial = bool(named) and len(named) < len(tables.speakers)
+    when = rerank.time_intent(query)
+    by_id = memory.messages.by_id
+    for i, (row, (prev, nxt)) in enumerate(zip(rows, neighbour_ids)):
+        memory_id, b = row[2], row[3]
+        msg = by_id[memory_id]
+        terms = _terms(tables, memory, memory_id)
+        neighbours = [x for x in (prev, nxt) if x is not None]
+        out[i] = (
+            row[0] / top_score,
+            1.0 / (i + 1),
+            cos.get(memory_id, 0.0),
+            cos.get(memory_id, 0.0) - top_cos,
+            bm25[memory_id] / top_bm25,
+            1.0 / (rrf_k + b["lexical_rank"]) if "lexical_rank" in b else 0.0,
+            1.0 / (rrf_k + b["dense_rank"]) if "dense_rank" in b else 0.0,
+            1.0 / (rrf_k + b["episode_rank"]) if "episode_rank" in b else 0.0,
+            1.0 / (rrf_k + b["note_rank"]) if "note_rank" in b else 0.0,
+            1.0 / (rrf_k + b["graph_rank"]) if "graph_rank" in b else 0.0,
+            max((cos.get(x, 0.0) for x in neighbours), default=0.0),
+            max((bm25.get(x, 0.0) for x in neighbours), default=0.0) / top_bm25,
+            1.0 if "neighbour_of" in b else 0.0,
+            1.0 if partial and msg.speaker in named else 0.0,
+            1.0 if partial and msg.speaker not in named else 0.0,
+            1.0 if when and memory_id in tables.timed else 0.0,
+            len(query_terms & terms) / len(query_terms) if query_terms else 0.0,
+            math.log1p(len(msg.text.split())),
+            min(b.get("retention", 0.0), 2.0),
+        )
+    return out

@@ -1,0 +1,63 @@
+"""The learned ranking stage: a logistic model over :mod:`projections.queries.rank_features` re-orders the best rows.
+
+The model is a frozen set of numbers (feature names, standardisation,
+coefficients) fitted offline by ``benchmarks/train_ranker.py`` on the dev
+files with leave-conversations-out cross-validation and stored in
+:mod:`projections.queries.ranker_model`. At query time it is a dot product
+per candidate: no model file, no randomness, the same rows always give the
+same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from projections.folds.state import UserMemory
+from projections.queries import rerank
+from projections.queries.rank_features import FEATURES, features
+
+
+@dataclass(frozen=True, slots=True)
+class RankerModel:
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    trained_on: str = ""
+
+    def __post_init__(self) -> None:
+        if self.features != FEATURES:
+            raise ValueError(
+                f"ranker model features {self.features} differ from rank_features.FEATURES {FEATURES}; "
+                "re-fit it with python -m benchmarks.train_ranker"
+            )
+        if not len(self.mean) == len(self.scale) == len(self.coef) == len(self.features):
+            raise ValueError("ranker model: mean, scale and coef must each hold one number per feature")
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
+        return z @ np.asarray(self.coef) + self.intercept
+
+
+def rerank_rows(memory: UserMemory, query: str, query_vector: np.ndarray | None, rows: list[list],
+                model: RankerModel, depth: int, rrf_k: int) -> None:
+    """Re-order the best ``depth`` rows by the model's probability; rows below keep their order beneath them.
+
+    A re-ranked row's score becomes ``base + p`` (``base``: the score of the
+    best row below the depth, ``p`` the probability), so scores still sort
+    the list; the fused score stays in the breakdown (``rrf``).
+    """
+    top = rows[:depth]
+    if len(top) < 2:
+        return
+    x = features(memory, query, query_vector, top, rerank.TABLES.get(memory), rrf_k)
+    p = 1.0 / (1.0 + np.exp(-model.logits(x)))
+    base = rows[depth][0] if len(rows) > depth else 0.0
+    for row, prob in zip(top, p.tolist()):
+        row[0] = base + prob
+        row[3]["ranker_probability"] = round(prob, 6)
+    top.sort(key=lambda s: (-s[0], s[1]))
+    rows[:depth] = top

@@ -1,0 +1,127 @@
+"""The optional ranking stages after the fusion and the learned ranking stage (pure, no Ray)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from projections.folds.state import ShardState, fold
+from projections.queries import rerank
+from projections.queries.rank_features import FEATURES, features
+from projections.queries.ranker import RankerModel
+from projections.queries.retrieval import FusionConfig, fuse
+from tests.builders import STAGES_OFF, T0, embedding, message, stream
+
+BASE = FusionConfig(episode_weight=0.0, note_weight=0.0, graph_weight=0.0, retention_weight=0.0, **STAGES_OFF)
+
+
+@pytest.fixture
+def memory():
+    envs = stream(
+        ("m1", message("Did you ever adopt a pet?", "c1", speaker="Nate", turn_id="D1:1")),
+        ("m2", message("Yes, a turtle named Shelly", "c2", speaker="Joanna", turn_id="D1:2",
+                       occurred_at=T0 + timedelta(minutes=1))),
+        ("m3", message("Shelly loves the beach", "c3", speaker="Nate", turn_id="D1:3",
+                       occurred_at=T0 + timedelta(minutes=2))),
+        ("m4", message("I adopt a new habit every year", "c4", speaker="Joanna", turn_id="D2:1",
+                       conversation_id="conv-2", occurred_at=T0 + timedelta(days=3))),
+        ("v1", embedding("m1", [1.0, 0.0])),
+        ("v2", embedding("m2", [0.0, 1.0])),
+        ("v3", embedding("m3", [0.0, 1.0])),
+        ("v4", embedding("m4", [0.7, 0.7])),
+    )
+    return fold(ShardState(), envs).user("acme", "alice")
+
+
+def test_neighbour_stage_brings_in_the_reply_to_the_matching_turn(memory):
+    plain = fuse(memory, "adopt pet", [], k=10, config=BASE)
+    assert "m2" not in [h.memory_id for h in plain]  # no lexical or dense match of its own
+
+    lifted = fuse(memory, "adopt pet", [], k=10, config=dataclasses.replace(BASE, neighbour_weight=0.5))
+    by_id = {h.memory_id: h for h in lifted}
+    assert by_id["m2"].breakdown["neighbour_of"] == "m1"
+    assert by_id["m2"].score == pytest.approx(0.5 * by_id["m1"].score)
+    # neighbours stay within their conversation: m4 (conv-2) is not m3's neighbour
+    assert rerank.TABLES.get(memory).prev_next["m3"] == ("m2", None)
+
+
+def test_speaker_stage_lifts_the_named_speaker_only_when_some_are_named(memory):
+    cfg = dataclasses.replace(BASE, speaker_weight=1.0)
+    hits = fuse(memory, "what did Joanna adopt", [], k=10, config=cfg)
+    assert hits[0].memory_id == "m4" and hits[0].breakdown.get("speaker_named")
+    both = fuse(memory, "did Joanna and Nate adopt", [], k=10, config=cfg)
+    assert not any(h.breakdown.get("speaker_named") for h in both)
+
+
+def test_time_intent_is_read_from_when_questions_in_english_and_chinese():
+    assert rerank.time_intent("When did Caroline go to the support group?")
+    assert rerank.time_intent("What year did John start surfing?")
+    assert rerank.time_intent("小红什么时候去的瑜伽课？")
+    assert not rerank.time_intent("What did Caroline do at the support group?")
+
+
+def test_stages_off_leave_the_fusion_unchanged(memory):
+    before = fuse(memory, "adopt pet Shelly", [("m2", 0.9), ("m4", 0.5)], k=10, config=BASE)
+    again = fuse(memory, "adopt pet Shelly", [("m2", 0.9), ("m4", 0.5)], k=10,
+                 config=dataclasses.replace(BASE, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0))
+    assert [(h.memory_id, h.score) for h in before] == [(h.memory_id, h.score) for h in again]
+
+
+def _model(coefs: dict[str, float]) -> RankerModel:
+    n = len(FEATURES)
+    return RankerModel(FEATURES, (0.0,) * n, (1.0,) * n, tuple(coefs.get(f, 0.0) for f in FEATURES), 0.0)
+
+
+def test_ranker_reorders_by_its_coefficients_and_keeps_the_fused_score(memory):
+    query, vec = "adopt Shelly", np.array([0.0, 1.0])
+    dense = [("m2", 1.0), ("m3", 1.0), ("m4", 0.7), ("m1", 0.0)]
+    base = fuse(memory, query, dense, k=10, config=BASE, query_vector=vec)
+    longest = max(base, key=lambda h: len(h.text.split())).memory_id
+    ranked = fuse(memory, query, dense, k=10, query_vector=vec,
+                  config=dataclasses.replace(BASE, ranker=_model({"log_words": 5.0})))
+    assert ranked[0].memory_id == longest != base[0].memory_id
+    assert all("ranker_probability" in h.breakdown and "rrf" in h.breakdown for h in ranked)
+    assert [h.score for h in ranked] == sorted((h.score for h in ranked), reverse=True)
+
+
+def test_features_are_one_row_per_candidate_and_a_model_checks_its_feature_names(memory):
+    rows = [[0.3, -1, "m1", {"lexical_rank": 1, "bm25": 2.0}], [0.1, -2, "m2", {"dense_rank": 1}]]
+    x = features(memory, "adopt pet", np.array([1.0, 0.0]), rows, rerank.TABLES.get(memory), 5)
+    assert x.shape == (2, len(FEATURES))
+    col = {name: i for i, name in enumerate(FEATURES)}
+    assert x[0, col["bm25_share"]] == 1.0 and x[1, col["bm25_share"]] == 0.0
+    assert x[0, col["cosine"]] == pytest.approx(1.0) and x[1, col["neighbour_cosine"]] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="re-fit"):
+        RankerModel(("other",), (0.0,), (1.0,), (1.0,), 0.0)
+
+
+def test_the_default_ranker_skips_chinese_queries_and_chinese_queries_weigh_dense_less():
+    from projections.queries.retrieval import DEFAULT_FUSION
+
+    envs = stream(("z1", message("我喜欢在周末去爬山", "c1", speaker="小红", turn_id="D1:1")),
+                  ("z2", message("周末我在家看书", "c2", speaker="小红", turn_id="D1:2")),
+                  ("e1", message("I like hiking on weekends", "c3", speaker="Maya", turn_id="D1:3")))
+    user = fold(ShardState(), envs).user("acme", "alice")
+    zh = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=5, config=DEFAULT_FUSION)
+    en = fuse(user, "hiking weekends", [("e1", 0.9)], k=5, config=DEFAULT_FUSION)
+    assert DEFAULT_FUSION.ranker is not None
+    assert not any("ranker_probability" in h.breakdown for h in zh)
+    assert all("ranker_probability" in h.breakdown for h in en if len(en) > 1)
+    dense_only = dataclasses.replace(DEFAULT_FUSION, lexical_weight=0.0, episode_weight=0.0, note_weight=0.0,
+                                     graph_weight=0.0, retention_weight=0.0, neighbour_weight=0.0, clause_weight=0.0)
+    [z2, _] = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=2, config=dense_only)
+    [e1] = fuse(user, "hiking weekends", [("e1", 0.9)], k=1, config=dataclasses.replace(dense_only, ranker=None))
+    assert z2.score == pytest.approx(DEFAULT_FUSION.cjk_dense_weight / (DEFAULT_FUSION.rrf_k + 1))
+    assert e1.score == pytest.approx(DEFAULT_FUSION.dense_weight / (DEFAULT_FUSION.rrf_k + 1))
+
+
+def test_store_settings_round_trip_a_fusion_config_with_its_ranker():
+    from palimpsest.settings import StoreSettings
+    from projections.queries.retrieval import DEFAULT_FUSION
+
+    settings = StoreSettings(fusion=dataclasses.replace(DEFAULT_FUSION, neighbour_weight=0.4))
+    again = StoreSettings.from_json(settings.to_json())
+    assert again.fusion == settings.fusion and isinstance(again.fusion.ranker, RankerModel)

@@ -22,13 +22,12 @@ import json
 import pickle
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks import dataset as ds
-from benchmarks.baselines import baseline_systems, build_corpora, index_text
+from benchmarks.baselines import baseline_systems, build_corpora
 from benchmarks.leaveout import leave_out
 from benchmarks.metrics import aggregate, metric_keys, score
 from benchmarks.systems import BudgetContext, Retrieval, provenance_turns

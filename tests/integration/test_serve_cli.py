@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 import ray
 
 from palimpsest import Memory
+from tests.serve_helpers import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,12 +39,6 @@ def _env() -> dict:
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "palimpsest.cli", *args], capture_output=True, text=True,
                           env=_env(), cwd=ROOT, timeout=300)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(tmp_path):
@@ -67,7 +61,7 @@ def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(tmp_path):
     key = made.stdout.strip().splitlines()[-1]
     assert key.startswith("plm_") and " " not in key
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "palimpsest.cli", "--store", str(store), "serve", "--port",
                              str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(),
                             cwd=ROOT)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 from contextlib import asynccontextmanager
 
@@ -27,6 +26,7 @@ from actors.ray_init import NAMESPACE
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.run import start
 from palimpsest.server.settings import ServeSettings
+from tests.serve_helpers import free_port
 
 pytestmark = pytest.mark.integration
 TOOLS = {"add_memory", "retrieve_memory", "get_user_profile", "create_memory", "link_memories", "search_memories",
@@ -34,17 +34,11 @@ TOOLS = {"add_memory", "retrieve_memory", "get_user_profile", "create_memory", "
 REF = "2024-05-03T20:00:00+00:00"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
     store = tmp_path_factory.mktemp("mcp") / "store"
-    running = start(ServeSettings(store=str(store), port=_free_port(), rate_per_s=0), embedder="hash", num_shards=2)
+    running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=2)
     ring = KeyRing(store)
     yield {"url": running.url, "keys": {t: ring.create(t)[0] for t in ("acme", "beta")}, "running": running}
     running.stop()

@@ -10,8 +10,6 @@ the cap 413; a rejected batch writes nothing.
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 import pytest
 import ray
@@ -20,6 +18,7 @@ from actors.ray_init import NAMESPACE
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.run import start
 from palimpsest.server.settings import ServeSettings
+from tests.serve_helpers import free_port
 
 pytestmark = pytest.mark.integration
 WHEN = "2024-05-0{}T09:00:00+00:00"
@@ -32,17 +31,11 @@ DATA = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
     store = tmp_path_factory.mktemp("served") / "store"
-    settings = ServeSettings(store=str(store), port=_free_port(), rate_per_s=5, burst=150, max_body_bytes=64 * 1024)
+    settings = ServeSettings(store=str(store), port=free_port(), rate_per_s=5, burst=150, max_body_bytes=64 * 1024)
     running = start(settings, embedder="hash", num_shards=2)
     ring = KeyRing(store)
     keys = {t: ring.create(t)[0] for t in DATA} | {"admin": ring.create("ops", admin=True)[0]}

@@ -46,7 +46,7 @@ from actors.llm import LlmClient
 from actors.residency import ResidentUsers
 from actors.spec import ReplayReport, ShardSpec
 from actors.user_store import UserStore
-from events.duckdb_log import DuckDBEventLog
+from events.duckdb_log import LOG_ERRORS, DuckDBEventLog, open_error
 from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError, StoreError
 from events.log import CommandRecord, EventLog
@@ -116,11 +116,15 @@ class ShardCore:
         self._touches: list[PendingEvent] = []
         self._touches_since = 0.0
         started = time.perf_counter()
-        self._check_model_id()
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
         self.dense = DenseIndex(self.vectors)
         self.users = UserStore(spec, self.log, self.vectors)
-        self.state, report = self.users.start()
+        try:  # damage inside the file shows when its events are first read
+            self._check_model_id()
+            self.state, report = self.users.start()
+        except LOG_ERRORS as exc:
+            self.log.close()
+            raise open_error(spec.log_path, exc) from None
         # Evictions a crash may have left unwritten (pending in the tier fold): write them now. Nothing else is
         # decided on start-up: opening a store does not write to it.
         self._react({s: t for s, m in self.state.users.resident.items()

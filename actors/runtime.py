@@ -19,6 +19,14 @@ from events.errors import StoreError
 __all__ = ["NAMESPACE", "ShardCluster", "ensure_ray"]
 
 
+def _cause(exc: Exception) -> str:
+    """The last line of a failed actor start (its own error's message), without Ray's wrapping."""
+    last = str(exc).strip().splitlines()[-1]
+    for prefix in ("events.errors.StoreError: ", "StoreError: "):
+        last = last.split(prefix, 1)[-1]
+    return last
+
+
 def _running(name: str) -> bool:
     try:
         ray.get_actor(name, namespace=NAMESPACE)
@@ -39,6 +47,7 @@ class ShardCluster:
     def __init__(self, store_id: str, specs: list[ShardSpec], routing_table: Path) -> None:
         self.names = [f"{store_id}/shard-{s.index:03d}" for s in specs]
         self.owner = not _running(self.names[0])
+        self.down: dict[int, str] = {}  # shards that could not start → why (their log's error, with the fix)
         self.shards = [
             ShardActor.options(name=name, namespace=NAMESPACE, get_if_exists=True, scheduling_strategy="SPREAD").remote(
                 spec
@@ -48,17 +57,23 @@ class ShardCluster:
         self.directory = DirectoryActor.options(
             name=f"{store_id}/directory", namespace=NAMESPACE, get_if_exists=True
         ).remote(routing_table, self.names, NAMESPACE)
-        try:
-            # A probe without retries: a shard that cannot recover says why now, once, not at first use.
-            ray.get([s.pid.options(max_task_retries=0).remote() for s in self.shards])
-        except ray.exceptions.RayActorError as exc:
+        # A probe without retries: a shard that cannot recover says why now, once, not at first use. A damaged
+        # shard is down alone (its users get its error); the others serve.
+        for i, probe in enumerate([s.pid.options(max_task_retries=0).remote() for s in self.shards]):
+            try:
+                ray.get(probe)
+            except ray.exceptions.RayActorError as exc:
+                self.down[i] = _cause(exc)
+        if len(self.down) == len(self.shards) or (self.down and not routing_table.exists()):
             self.close()
-            cause = str(exc).strip().splitlines()[-1]
-            raise StoreError(f"a shard of the store could not start: {cause}") from None
+            why = "" if len(self.down) == len(self.shards) else (
+                f" (and {routing_table.name} is missing: routes cannot be rebuilt without every shard's log)")
+            raise StoreError(f"the store cannot open{why}: " + "; ".join(self.down.values()))
         # The logs know their users: routes a lost or stale directory.jsonl lacks are rebuilt from them.
-        held = ray.get([s.query.remote([Streams()]) for s in self.shards])
+        up = [i for i in range(len(self.shards)) if i not in self.down]
+        held = dict(zip(up, ray.get([self.shards[i].query.remote([Streams()]) for i in up])))
         try:
-            ray.get(self.directory.adopt.remote([streams for [streams] in held]))
+            ray.get(self.directory.adopt.remote([held[i][0] if i in held else [] for i in range(len(self.shards))]))
         except ray.exceptions.RayTaskError as exc:
             self.close()
             if isinstance(exc.cause, StoreError):
@@ -77,7 +92,8 @@ class ShardCluster:
         if not self.owner:
             return  # re-attached to another process's actors: they stay up for it
         try:
-            ray.get([s.close.remote() for s in self.shards], timeout=30)
+            down = getattr(self, "down", {})
+            ray.get([s.close.remote() for i, s in enumerate(self.shards) if i not in down], timeout=30)
         except ray.exceptions.RayError:
             pass  # a dead shard has nothing to flush: its log is durable at every acknowledgement
         finally:

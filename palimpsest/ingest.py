@@ -54,7 +54,7 @@ def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessag
                 messages=tuple(commands[chunk[p]] for p in positions), vectors=vectors[positions],
                 model_id=embedder.model_id, graph=tuple(graph[p] for p in positions) if graph else None,
             )
-            in_flight.append((shards.actors[shard].handle.remote([command]), [chunk[p] for p in positions]))
+            in_flight.append((shards.actor(shard).handle.remote([command]), [chunk[p] for p in positions]))
         # Keep the encoder busy while shards append: wait only for work older than one chunk.
         while len(in_flight) > 2 * max(1, len(by_shard)):
             ref, idx = in_flight.pop(0)

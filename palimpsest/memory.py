@@ -312,7 +312,7 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         parts = _get([
             s.query.remote([c.Counterfactual(policy=policy, now=now, k=k, tenant=tenant,
                                              queries=tuple(q for q, r in zip(queries, routes) if r == i))])
-            for i, s in enumerate(self.cluster.shards)
+            for i, s in enumerate(self.shards.all())
         ])
         parts = [part for [part] in parts]
         return sorted((u for part in parts for u in part), key=lambda u: (u["tenant"], u["user_id"]))

@@ -5,6 +5,7 @@ Ray itself is started (or joined, with ``RAY_ADDRESS``) by :func:`actors.ray_ini
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import ray
@@ -17,6 +18,7 @@ from actors.spec import ShardSpec
 from events.errors import StoreError
 
 __all__ = ["NAMESPACE", "ShardCluster", "ensure_ray"]
+ATTACH_S = 60.0  # how long an open waits for the actors of a crashed driver to be removed and started anew
 
 
 def _cause(exc: Exception) -> str:
@@ -48,22 +50,35 @@ class ShardCluster:
         self.names = [f"{store_id}/shard-{s.index:03d}" for s in specs]
         self.owner = not _running(self.names[0])
         self.down: dict[int, str] = {}  # shards that could not start → why (their log's error, with the fix)
-        self.shards = [
-            ShardActor.options(name=name, namespace=NAMESPACE, get_if_exists=True, scheduling_strategy="SPREAD").remote(
-                spec
-            )
-            for name, spec in zip(self.names, specs)
-        ]
-        self.directory = DirectoryActor.options(
-            name=f"{store_id}/directory", namespace=NAMESPACE, get_if_exists=True
-        ).remote(routing_table, self.names, NAMESPACE)
-        # A probe without retries: a shard that cannot recover says why now, once, not at first use. A damaged
-        # shard is down alone (its users get its error); the others serve.
-        for i, probe in enumerate([s.pid.options(max_task_retries=0).remote() for s in self.shards]):
-            try:
-                ray.get(probe)
-            except ray.exceptions.RayActorError as exc:
-                self.down[i] = _cause(exc)
+        self.shards: list = [None] * len(specs)
+        pending, deadline = list(range(len(specs))), time.monotonic() + ATTACH_S
+        while True:
+            for i in pending:
+                self.shards[i] = ShardActor.options(name=self.names[i], namespace=NAMESPACE, get_if_exists=True,
+                                                    scheduling_strategy="SPREAD").remote(specs[i])
+            self.directory = DirectoryActor.options(
+                name=f"{store_id}/directory", namespace=NAMESPACE, get_if_exists=True
+            ).remote(routing_table, self.names, NAMESPACE)
+            # A probe without retries: a shard that cannot recover says why now, once, not at first use. A
+            # damaged shard is down alone (its users get its error); the others serve.
+            probes = [self.shards[i].pid.options(max_task_retries=0).remote() for i in pending]
+            dying = []
+            for i, probe in zip([*pending, -1], [*probes, self.directory.pid.options(max_task_retries=0).remote()]):
+                try:
+                    ray.get(probe)
+                except ray.exceptions.RayActorError as exc:
+                    if exc.actor_init_failed or time.monotonic() > deadline:
+                        self.down[i] = _cause(exc)
+                    else:  # an incarnation whose owner (a crashed driver) is gone: Ray is removing it
+                        dying.append(i)
+            if not dying:
+                break
+            self.owner = True  # what this process creates now is its own
+            pending = [i for i in dying if i >= 0]
+            time.sleep(0.5)
+        if -1 in self.down:
+            self.close()
+            raise StoreError(f"the store's directory actor could not start: {self.down[-1]}")
         if len(self.down) == len(self.shards) or (self.down and not routing_table.exists()):
             self.close()
             why = "" if len(self.down) == len(self.shards) else (

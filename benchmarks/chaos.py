@@ -6,7 +6,7 @@
 The harness starts its own Ray cluster (``ray.cluster_utils.Cluster``: a head, and with ``--nodes N``
 N-1 more nodes of one CPU each) and runs the drivers (:mod:`benchmarks.chaos_driver`) as subprocesses
 that join it. Each cycle: a driver opens the store (through the public API), checks it against the
-histories every earlier driver fsynced, and runs its writers; after a random 1-3 s the fault of the
+histories every earlier driver fsynced, and runs its writers; after a random 1-3 s (``warmup``) the fault of the
 cycle hits (round robin over ``--kinds``):
 
 - ``shard``: SIGKILL of a shard actor's process (Ray restarts it; the calls in flight are retried),
@@ -17,7 +17,11 @@ cycle hits (round robin over ``--kinds``):
   the shard restarts on a survivor, and a fresh node joins.
 
 Recovery time is from the kill until every writer had a batch acknowledged again (for a driver kill,
-without the new driver's own check of the store). Then the driver stops; the next cycle's driver checks.
+without the new driver's own check of the store). Then the store is checked against the histories: by
+default the running driver checks it while its writers go on (every shard killed was reopened by Ray
+from its log), and a driver kill means a new driver opens the store and checks it before writing; with
+``--reopen-every-cycle`` every cycle ends with the driver stopped and the next one opening and checking.
+A last driver opens the store and checks it once more at the end.
 Only processes this harness started are killed: descendants of its own process (its Ray cluster's
 workers, found in ``/proc``) and the pids its drivers report.
 """
@@ -95,11 +99,11 @@ class Chaos:
     """The drivers, the faults and the per-cycle records of one run."""
 
     def __init__(self, work: Path, address: str, *, cluster=None, seed: int = 7, num_shards: int = 2,
-                 pause: float = 0.1, log=None) -> None:
+                 pause: float = 0.1, warmup: tuple[float, float] = (1.0, 3.0), log=None) -> None:
         self.work, self.address, self.cluster = work, address, cluster
         self.store = work / "store"
         self.rng = random.Random(seed)
-        self.num_shards, self.pause = num_shards, pause
+        self.num_shards, self.pause, self.warmup = num_shards, pause, warmup
         self.log = log or (lambda msg: None)
         self.root = os.getpid()
         self.cycles: list[dict] = []
@@ -138,6 +142,22 @@ class Chaos:
             proc.wait()
         done = self.work / f"driver-{proc.pid}.done.json"
         return json.loads(done.read_text()) if done.exists() else {}
+
+    def check(self, proc: subprocess.Popen, n: int) -> float:
+        """The running driver checks the store (while its writers go on); returns how long that took."""
+        started = time.monotonic()
+        request = self.work / f"check-{n}.req"
+        request.touch()
+        answer = request.with_suffix(".json")
+        while not answer.exists():
+            if proc.poll() is not None or time.monotonic() - started > STATUS_TIMEOUT_S:
+                raise RuntimeError(f"driver {proc.pid} did not answer check {n}; see {self.work / 'drivers.log'}")
+            time.sleep(0.05)
+        result = json.loads(answer.read_text())
+        self.checks.append(result)
+        if not result["ok"]:
+            self.log(f"CHECK FAILED after cycle {n}: {json.dumps(result)[:500]}")
+        return round(time.monotonic() - started, 3)
 
     # -- faults --------------------------------------------------------------
     def first_acks_after(self, t: float) -> dict[int, float]:
@@ -195,15 +215,25 @@ class Chaos:
         return {"node": node.unique_id[:12], "shards_on_it": shards}
 
     # -- the run -------------------------------------------------------------
-    def run(self, cycles: int, kinds: list[str], progress: bool = False) -> dict:
+    def status_of(self, proc: subprocess.Popen) -> dict:
+        """The driver's latest view of its actors (it rewrites the file as they restart)."""
+        return json.loads((self.work / f"driver-{proc.pid}.json").read_text())
+
+    def run(self, cycles: int, kinds: list[str], *, reopen_every_cycle: bool = False, final_check: bool = True,
+            progress: bool = False) -> dict:
+        """``cycles`` faults, the store checked after each; with ``reopen_every_cycle`` each cycle ends with
+        the driver stopped and the next one opening and checking the store; without, the running driver
+        checks after each fault and takes the next one, until a driver kill replaces it."""
         started = time.time()
         bar = tqdm(total=cycles, unit="cycle", desc="chaos", disable=not progress)
+        proc = None
         for n in range(cycles):
             kind = kinds[n % len(kinds)]
-            proc, status = self.start_driver()
-            time.sleep(self.rng.uniform(1.0, 3.0))
+            if proc is None:
+                proc, _ = self.start_driver()
+            time.sleep(self.rng.uniform(*self.warmup))
             t_fault = time.time()
-            hit, proc, status = self.inject(kind, proc, status)
+            hit, proc, status = self.inject(kind, proc, self.status_of(proc))
             check_s = 0.0
             if kind == "driver":
                 proc, status = self.start_driver()
@@ -212,15 +242,21 @@ class Chaos:
             record = {"cycle": n, "kind": kind, "hit": hit, "check_after_s": round(check_s, 3),
                       "recovery_s": None if recovery is None else round(recovery - check_s, 3)}
             if kind == "driver":
-                record["reopen_s"] = round(status["opened"] - t_fault, 3)
+                record["reopen_s"] = round(status["opened"] - t_fault, 3)  # process start, Ray join, actors up
+                record["ray_join_s"] = round(status["connected"] - status["started"], 3)
             time.sleep(0.5)
-            record["driver"] = self.stop_driver(proc)
+            if not reopen_every_cycle and kind != "driver":
+                record["check_s"] = self.check(proc, n)
+            if reopen_every_cycle or n == cycles - 1:
+                record["driver"] = self.stop_driver(proc)
+                proc = None
             self.cycles.append(record)
             bar.update(1)
             bar.set_postfix(kind=kind, recovery=record["recovery_s"])
         bar.close()
-        proc, status = self.start_driver(verify_only=True)
-        proc.wait(120)
+        if final_check:
+            proc, status = self.start_driver(verify_only=True)
+            proc.wait(120)
         return self.report(time.time() - started)
 
     def report(self, seconds: float) -> dict:
@@ -252,9 +288,9 @@ class Chaos:
             "lancedb_rows_equal_every_check": all(c["lancedb_rows_equal"] for c in self.checks),
             "recovery_s": percentiles([c["recovery_s"] for c in self.cycles if c["recovery_s"] is not None]),
             "by_kind": by_kind,
-            "writer_errors": sum(len(c["driver"].get("writer_errors", [])) for c in self.cycles),
-            "searches": sum(c["driver"].get("searches", 0) for c in self.cycles),
-            "search_errors": sum(c["driver"].get("search_errors", 0) for c in self.cycles),
+            "writer_errors": sum(len(c.get("driver", {}).get("writer_errors", [])) for c in self.cycles),
+            "searches": sum(c.get("driver", {}).get("searches", 0) for c in self.cycles),
+            "search_errors": sum(c.get("driver", {}).get("search_errors", 0) for c in self.cycles),
             "cycle_records": self.cycles,
         }
 
@@ -269,6 +305,9 @@ def start_cluster(nodes: int):
     """A Ray cluster of this process's own: a head (2 CPUs alone, 1 with more nodes) and nodes-1 more."""
     from ray.cluster_utils import Cluster
 
+    # Ray writes a cluster's address to <temp>/ray/ray_current_cluster, where a plain ray.init() of anyone on
+    # this machine would find it and join: a temp dir of our own keeps other users' Ray sessions apart.
+    os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="plm-ray-", dir="/tmp")
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2 if nodes == 1 else 1,
                                                             "include_dashboard": False})
     for _ in range(nodes - 1):
@@ -285,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shards", type=int, default=2)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--pause", type=float, default=0.1, help="seconds each writer waits between batches")
+    p.add_argument("--reopen-every-cycle", action="store_true",
+                   help="stop the driver after every cycle; the next one opens and checks the store (slower)")
     p.add_argument("--work", help="keep the store and histories here (default: a temporary directory)")
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -293,13 +334,14 @@ def main(argv: list[str] | None = None) -> int:
     chaos = Chaos(work, cluster.address, cluster=cluster, seed=args.seed, num_shards=args.shards,
                   pause=args.pause, log=lambda m: print(m, file=sys.stderr))
     try:
-        report = chaos.run(args.cycles, args.kinds.split(","), progress=True)
+        report = chaos.run(args.cycles, args.kinds.split(","), reopen_every_cycle=args.reopen_every_cycle,
+                           progress=True)
     finally:
         chaos.close()
         cluster.shutdown()
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
-    report = {"nodes": args.nodes, "shards": args.shards, "kinds": args.kinds.split(","), "seed": args.seed,
+    report = {"nodes": args.nodes, "reopen_every_cycle": args.reopen_every_cycle, "shards": args.shards, "kinds": args.kinds.split(","), "seed": args.seed,
               "writers": len(WRITERS), **report}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -66,17 +66,21 @@ def batch_messages(w: int, b: int) -> list[dict]:
 def verify(mem, work: Path) -> dict:
     """What the histories say against what the store holds: lost, duplicated, half batches, digests."""
     out = {"acknowledged": 0, "lost": [], "duplicated": [], "half_batches": [], "wrong_memory_id": []}
+    # The histories are read before the log: what was acknowledged by then was committed by then, so the check
+    # is exact while the writers go on (a batch committed later is absent whole, which is allowed).
+    acks = [read_rows(work / f"ack-{w}.jsonl") for w in range(len(WRITERS))]
+    intents = [read_rows(work / f"intent-{w}.jsonl") for w in range(len(WRITERS))]
     for w, (tenant, user) in enumerate(WRITERS):
         stored = mem.events(tenant, user, kinds=["message_recorded"])
         count = Counter(e.event.client_message_id for e in stored)
         event_of = {e.event.client_message_id: e.event_id for e in stored}
         out["duplicated"] += [cid for cid, n in count.items() if n > 1]
-        for row in read_rows(work / f"ack-{w}.jsonl"):
+        for row in acks[w]:
             out["acknowledged"] += len(row["ids"])
             out["lost"] += [cid for cid in row["ids"] if count[cid] == 0]
             out["wrong_memory_id"] += [cid for cid, mid in zip(row["ids"], row["mids"])
                                        if count[cid] and event_of[cid] != mid]
-        for row in read_rows(work / f"intent-{w}.jsonl"):
+        for row in intents[w]:
             present = sum(1 for cid in row["ids"] if count[cid])
             if 0 < present < len(row["ids"]):
                 out["half_batches"].append(f"w{w}-b{row['b']}")
@@ -92,6 +96,16 @@ def verify(mem, work: Path) -> dict:
     out["ok"] = (not out["lost"] and not out["duplicated"] and not out["half_batches"]
                  and not out["wrong_memory_id"] and out["replay_equal"] and out["lancedb_rows_equal"])
     return out
+
+
+def write_json(path: Path, obj: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj, ensure_ascii=False))
+    os.replace(tmp, path)
+
+
+def write_status(work: Path, status: dict) -> None:
+    write_json(work / f"driver-{os.getpid()}.json", status)
 
 
 class Writer(threading.Thread):
@@ -147,17 +161,19 @@ def main(argv: list[str] | None = None) -> int:
 
     from palimpsest import Memory
 
+    from actors.ray_init import ensure_ray
+
     started = time.time()
+    ensure_ray(args.address)
+    connected = time.time()
     mem = Memory.open(args.store, num_shards=args.num_shards, embedder="hash", address=args.address)
     opened = time.time()
     check = verify(mem, work)
-    status = {"pid": os.getpid(), "started": started, "opened": opened, "verified": time.time(), "verify": check,
+    status = {"pid": os.getpid(), "started": started, "connected": connected, "opened": opened, "verified": time.time(), "verify": check,
               "shards": ray.get([s.where.remote() for s in mem.cluster.shards]),
               "directory": ray.get(mem.cluster.directory.pid.remote()),
               "routes": mem.cluster.lookup(list(WRITERS))}
-    tmp = work / f"driver-{os.getpid()}.json.tmp"
-    tmp.write_text(json.dumps(status, ensure_ascii=False))
-    os.replace(tmp, work / f"driver-{os.getpid()}.json")
+    write_status(work, status)
     if args.verify_only:
         mem.close()
         return 0 if check["ok"] else 1
@@ -167,13 +183,23 @@ def main(argv: list[str] | None = None) -> int:
         writer.start()
     searches = search_errors = 0
     while not (work / "stop").exists():
+        try:  # the actors' pids change as they restart: the killer reads them here
+            status["shards"] = ray.get([s.where.remote() for s in mem.cluster.shards], timeout=5)
+            status["directory"] = ray.get(mem.cluster.directory.pid.remote(), timeout=5)
+            write_status(work, status)
+        except Exception:  # noqa: BLE001 - an actor restarting: the next round reads it
+            pass
         tenant, user = WRITERS[searches % len(WRITERS)]
+        for request in sorted(work.glob("check-*.req")):  # the harness asks for a check after a fault
+            write_json(request.with_suffix(".json"), verify(mem, work))
+            request.unlink()
         try:  # reads during the faults: answered (Ray retries them), their touches group-committed
             mem.search(tenant, user, "how many steps to the harbour?", k=3)
         except Exception:  # noqa: BLE001 - counted in the driver's final file
             search_errors += 1
         searches += 1
-        time.sleep(0.5)
+        time.sleep(0.25)
+        time.sleep(0.25)
     stop.set()
     for writer in writers:
         writer.join(120)

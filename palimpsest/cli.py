@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from events.audit import AuditReader
+from events.commands import validate_messages
 from events.errors import InvalidInputError, PalimpsestError
 from events.log import ScanFilter
 from palimpsest import config as store_config
@@ -23,6 +24,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise PalimpsestError(f"no such file: {path}; give a LoCoMo JSON or a JSONL message file")
     fmt = formats.detect_format(path) if args.format == "auto" else args.format
     messages = formats.read_locomo(path, args.tenant or "locomo") if fmt == "locomo" else formats.read_jsonl(path)
+    # Validated before the store is opened: a refused file creates no store and starts no Ray.
+    defaults = {k: v for k, v in (("tenant", args.tenant), ("user_id", args.user)) if v is not None}
+    messages = validate_messages([{**defaults, **m} for m in messages])
     with open_store(args, num_shards=args.num_shards, embedder=args.embedder) as mem:
         report = mem.add_messages(messages, tenant=args.tenant, user_id=args.user, progress=not args.quiet)
     print(

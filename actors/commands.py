@@ -275,6 +275,14 @@ class Stats(Query):
     flushes_first: ClassVar[bool] = True
 
 
+class Backup(Query):
+    """Copy this shard's log, checkpointed, into ``target`` (a directory): consistent, since the shard is its
+    only writer and answers one call at a time. Writes no event."""
+
+    flushes_first: ClassVar[bool] = True
+    target: str
+
+
 class Replay(Query):
     """Rebuild every projection from event 0 and compare digests with the live ones (writes no event)."""
 

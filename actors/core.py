@@ -27,6 +27,7 @@ import json
 import time
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -91,6 +92,8 @@ READERS: dict[type, Callable] = {
     c.Digest: lambda core, q: Answer(core.digest()),
     c.Stats: lambda core, q: Answer(core.stats()),
     c.Replay: lambda core, q: Answer(core.replay()),
+    c.Backup: lambda core, q: Answer({"shard": core.spec.index,
+                                      **core.log.copy_to(Path(q.target) / core.spec.log_path.name)}),
 }
 
 

@@ -8,6 +8,8 @@ batch back.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,6 +182,23 @@ class DuckDBEventLog(EventLog):
             [command_id],
         ).fetchone()
         return None if row is None else CommandRecord(*row[:5], tuple(row[5]))
+
+    def copy_to(self, target: Path) -> dict:
+        """A consistent copy of this log at ``target``: checkpointed (the WAL folded into the file), copied,
+        synced and renamed into place; returns its size, sha256 and each stream's head seq."""
+        self._con.execute("CHECKPOINT")
+        tmp = target.with_name(target.name + ".partial")
+        digest = hashlib.sha256()
+        with self.path.open("rb") as src, tmp.open("wb") as dst:
+            while chunk := src.read(1 << 20):
+                digest.update(chunk)
+                dst.write(chunk)
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, target)
+        heads = self._con.cursor().execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
+        return {"file": target.name, "bytes": target.stat().st_size, "sha256": digest.hexdigest(),
+                "events": self.count(), "heads": sorted([t, u, int(s)] for t, u, s in heads)}
 
     def close(self) -> None:
         self._con.close()

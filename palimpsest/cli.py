@@ -12,7 +12,7 @@ from events.commands import validate_messages
 from events.errors import InvalidInputError, PalimpsestError
 from events.log import ScanFilter
 from palimpsest import config as store_config
-from palimpsest import cli_archive, cli_feedback, cli_graph, cli_mcp, cli_notes, cli_serve, formats
+from palimpsest import cli_archive, cli_backup, cli_feedback, cli_graph, cli_mcp, cli_notes, cli_serve, formats
 from palimpsest.cli_common import DEFAULT_STORE, open_store, print_json, parse_when, stream_args
 from palimpsest.logs import configure
 from projections.folds.archive import SCOPES
@@ -278,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_graph.register(sub)
     cli_serve.register(sub)
     cli_mcp.register(sub)
+    cli_backup.register(sub)
 
     sp = sub.add_parser("events", help="audit the log (read-only, no actors)")
     stream_args(sp, required=False)

@@ -360,6 +360,13 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         """Rebuild every projection of every shard from the log (in parallel) and compare digests."""
         return self.shards.ask_each(c.Replay())
 
+    def backup(self, target: str | Path) -> dict:
+        """Copy what cannot be derived (store.json, every shard log at a consistent point, routes, keys) into
+        the new directory ``target``, also while the store is served; restore with ``palimpsest restore``."""
+        from palimpsest.backup import backup
+
+        return backup(self, target)
+
     def digest(self) -> list[dict]:
         return self.shards.ask_each(c.Digest())
 

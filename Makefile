@@ -8,7 +8,7 @@ export TOKENIZERS_PARALLELISM := false
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-graph bench-scale serve install clean
+.PHONY: demo test test-unit bench bench-all bench-graph bench-scale bench-chaos bench-fuzz bench-multinode serve install clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -52,6 +52,17 @@ bench-graph: $(STAMP)
 
 bench-scale: $(STAMP)
 	$(BIN)/python -m benchmarks.scale --out bench/scale.json
+
+# kill -9 cycles (shards, directory, Ray workers, the driver) during ingest; 0 lost, 0 duplicated (see README)
+bench-chaos: $(STAMP)
+	$(BIN)/python -m benchmarks.chaos --out bench/chaos.json
+
+bench-fuzz: $(STAMP)
+	$(BIN)/python -m benchmarks.fuzz --examples 500 --out bench/fuzz.json
+
+# ingest throughput on local Ray clusters of 1, 2 and 3 one-CPU nodes
+bench-multinode: $(STAMP)
+	$(BIN)/python -m benchmarks.multinode --out bench/multinode.json
 
 clean:
 	rm -rf $(VENV) demo-store bench .pytest_cache

@@ -44,36 +44,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from benchmarks.chaos_driver import WRITERS, read_rows
+from benchmarks.ray_local import cmdline, descendants, start_cluster
 
 KINDS = ("shard", "directory", "worker", "driver")
 STATUS_TIMEOUT_S = 240.0
 RECOVERY_TIMEOUT_S = 120.0
-
-
-def descendants(root: int) -> list[int]:
-    """Every process below ``root`` (read from /proc): what this harness started, and nothing else."""
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    out, frontier = [], [root]
-    while frontier:
-        pid = frontier.pop()
-        kids = [p for p, pp in parent.items() if pp == pid]
-        out += kids
-        frontier += kids
-    return out
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 AGENTS = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")
@@ -207,12 +182,12 @@ class Chaos:
             raise ValueError("the node fault needs a multi-node cluster: run with --nodes 2 or more")
         holding = {s["node_id"] for s in status["shards"]}
         nodes = list(self.cluster.worker_nodes)
-        targets = [n for n in nodes if n.unique_id in holding] or nodes
+        targets = [n for n in nodes if n.node_id in holding] or nodes
         node = self.rng.choice(targets)
-        shards = [i for i, s in enumerate(status["shards"]) if s["node_id"] == node.unique_id]
+        shards = [i for i, s in enumerate(status["shards"]) if s["node_id"] == node.node_id]
         self.cluster.remove_node(node, allow_graceful=False)
         self.cluster.add_node(num_cpus=1)  # capacity back; the shards have restarted on the survivors by then
-        return {"node": node.unique_id[:12], "shards_on_it": shards}
+        return {"node": node.node_id[:12], "shards_on_it": shards}
 
     # -- the run -------------------------------------------------------------
     def status_of(self, proc: subprocess.Popen) -> dict:
@@ -301,20 +276,6 @@ class Chaos:
                 proc.wait()
 
 
-def start_cluster(nodes: int):
-    """A Ray cluster of this process's own: a head (2 CPUs alone, 1 with more nodes) and nodes-1 more."""
-    from ray.cluster_utils import Cluster
-
-    # Ray writes a cluster's address to <temp>/ray/ray_current_cluster, where a plain ray.init() of anyone on
-    # this machine would find it and join: a temp dir of our own keeps other users' Ray sessions apart.
-    os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="plm-ray-", dir="/tmp")
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2 if nodes == 1 else 1,
-                                                            "include_dashboard": False})
-    for _ in range(nodes - 1):
-        cluster.add_node(num_cpus=1)
-    return cluster
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="kill -9 cycles during ingest; every acknowledged message must survive")
     p.add_argument("--out", default="bench/chaos.json")
@@ -330,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="palimpsest-chaos-"))
-    cluster = start_cluster(args.nodes)
+    cluster = start_cluster(args.nodes, connect=False, head_cpus=2 if args.nodes == 1 else 1)
     chaos = Chaos(work, cluster.address, cluster=cluster, seed=args.seed, num_shards=args.shards,
                   pause=args.pause, log=lambda m: print(m, file=sys.stderr))
     try:

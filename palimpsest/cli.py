@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from events.audit import AuditReader
-from events.commands import validate_messages
+from events.commands import ID_RULE, id_problem, validate_messages
 from events.errors import InvalidInputError, PalimpsestError
 from events.log import ScanFilter
 from palimpsest import config as store_config
@@ -157,6 +157,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace, tenant: str | None = None) -> AuditReader:
+    """The read-only reader, once the ids and kinds given are ids and kinds (a name with bytes that are not
+    UTF-8 arrives as a lone surrogate and is refused here, not by DuckDB)."""
+    problems = [(f"--{flag}", f"{id_problem(value)} (got {value!r:.60}); give an id of {ID_RULE}")
+                for flag in ("tenant", "user") if (value := getattr(args, flag, None)) is not None
+                and id_problem(value)]
+    problems += [("--kind", f"{kind!r:.60} is no event kind; e.g. message_recorded")
+                 for kind in getattr(args, "kind", None) or () if not kind.isascii() or not kind.isidentifier()]
+    problems += [(f"--{flag.replace('_', '-')}", f"{value}; give a non-negative integer")
+                 for flag in ("from_seq", "to_seq", "limit") if (value := getattr(args, flag, None)) is not None
+                 and value < 0]
+    if problems:
+        raise InvalidInputError(problems, what=args.command)
     return AuditReader(store_config.log_files(Path(args.store)), tenant=tenant)
 
 

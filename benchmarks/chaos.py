@@ -47,8 +47,8 @@ from benchmarks.chaos_driver import WRITERS, read_rows
 from benchmarks.ray_local import cmdline, descendants, start_cluster
 
 KINDS = ("shard", "directory", "worker", "driver")
-STATUS_TIMEOUT_S = 240.0
-RECOVERY_TIMEOUT_S = 120.0
+STATUS_TIMEOUT_S = 900.0  # an open or a check (a replay of the whole log) on a loaded machine
+RECOVERY_TIMEOUT_S = 600.0
 
 
 AGENTS = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")
@@ -82,6 +82,7 @@ class Chaos:
         self.log = log or (lambda msg: None)
         self.root = os.getpid()
         self.cycles: list[dict] = []
+        self.partial = None  # called with the report after every cycle
         self.checks: list[dict] = []
         self.drivers: list[subprocess.Popen] = []
         work.mkdir(parents=True, exist_ok=True)
@@ -118,15 +119,16 @@ class Chaos:
         done = self.work / f"driver-{proc.pid}.done.json"
         return json.loads(done.read_text()) if done.exists() else {}
 
-    def check(self, proc: subprocess.Popen, n: int) -> float:
-        """The running driver checks the store (while its writers go on); returns how long that took."""
+    def check(self, proc: subprocess.Popen, n: int) -> float | None:
+        """The running driver checks the store (while its writers go on); returns how long that took, or
+        ``None`` if it did not answer in time."""
         started = time.monotonic()
         request = self.work / f"check-{n}.req"
         request.touch()
         answer = request.with_suffix(".json")
         while not answer.exists():
             if proc.poll() is not None or time.monotonic() - started > STATUS_TIMEOUT_S:
-                raise RuntimeError(f"driver {proc.pid} did not answer check {n}; see {self.work / 'drivers.log'}")
+                return None  # the caller replaces the driver: the new one opens the store and checks it
             time.sleep(0.05)
         result = json.loads(answer.read_text())
         self.checks.append(result)
@@ -222,10 +224,17 @@ class Chaos:
             time.sleep(0.5)
             if not reopen_every_cycle and kind != "driver":
                 record["check_s"] = self.check(proc, n)
+                if record["check_s"] is None:  # no answer: kill it; the next driver opens and checks
+                    self.log(f"driver {proc.pid} did not answer check {n}; replaced")
+                    proc.kill()
+                    proc.wait()
+                    proc, _ = self.start_driver()
             if reopen_every_cycle or n == cycles - 1:
                 record["driver"] = self.stop_driver(proc)
                 proc = None
             self.cycles.append(record)
+            if self.partial is not None:  # the report so far, in case the run is cut short
+                self.partial(self.report(time.time() - started))
             bar.update(1)
             bar.set_postfix(kind=kind, recovery=record["recovery_s"])
         bar.close()
@@ -284,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nodes", type=int, default=1, help="Ray nodes on this machine (the node fault needs 2+)")
     p.add_argument("--shards", type=int, default=2)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--pause", type=float, default=0.1, help="seconds each writer waits between batches")
+    p.add_argument("--pause", type=float, default=0.3, help="seconds each writer waits between batches")
     p.add_argument("--reopen-every-cycle", action="store_true",
                    help="stop the driver after every cycle; the next one opens and checks the store (slower)")
     p.add_argument("--work", help="keep the store and histories here (default: a temporary directory)")
@@ -294,6 +303,14 @@ def main(argv: list[str] | None = None) -> int:
     cluster = start_cluster(args.nodes, connect=False, head_cpus=2 if args.nodes == 1 else 1)
     chaos = Chaos(work, cluster.address, cluster=cluster, seed=args.seed, num_shards=args.shards,
                   pause=args.pause, log=lambda m: print(m, file=sys.stderr))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    load = lambda: [round(x, 1) for x in os.getloadavg()]  # noqa: E731 - this machine is shared
+    head = {"nodes": args.nodes, "reopen_every_cycle": args.reopen_every_cycle, "kinds": args.kinds.split(","),
+            "seed": args.seed, "shards": args.shards, "writers": len(WRITERS), "pause": args.pause,
+            "load_average": load()}
+    chaos.partial = lambda r: out.write_text(json.dumps({**head, "complete": False, **r}, indent=2,
+                                                        ensure_ascii=False) + "\n")
     try:
         report = chaos.run(args.cycles, args.kinds.split(","), reopen_every_cycle=args.reopen_every_cycle,
                            progress=True)
@@ -302,10 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster.shutdown()
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
-    report = {"nodes": args.nodes, "reopen_every_cycle": args.reopen_every_cycle, "shards": args.shards, "kinds": args.kinds.split(","), "seed": args.seed,
-              "writers": len(WRITERS), **report}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    report = {**head, "complete": True, "load_average": {"start": head["load_average"], "end": load()}, **report}
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     keys = ("cycles", "acknowledged_messages", "events_in_log", "lost", "duplicated", "half_batches",
             "replay_equal_every_check", "lancedb_rows_equal_every_check", "recovery_s", "writer_errors")

@@ -50,8 +50,14 @@ def start_cluster(nodes: int, *, pin: bool = False, connect: bool = True, head_c
     from ray.cluster_utils import Cluster
 
     os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="plm-ray-", dir="/tmp")
-    cluster = Cluster(initialize_head=True, connect=connect, head_node_args={
-        "num_cpus": head_cpus, "include_dashboard": False, "_system_config": FAST_NODE_DEATH})
+    for attempt in range(3):  # Ray gives a raylet 30 s to register: a loaded machine may need another go
+        try:
+            cluster = Cluster(initialize_head=True, connect=connect, head_node_args={
+                "num_cpus": head_cpus, "include_dashboard": False, "_system_config": FAST_NODE_DEATH})
+            break
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this timeout
+            if "timed out during startup" not in str(exc) or attempt == 2:
+                raise
     for _ in range(nodes - 1):
         cluster.add_node(num_cpus=1)
     if pin:

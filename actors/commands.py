@@ -196,6 +196,15 @@ class Archived(UserQuery):
     pass
 
 
+class MemoryRetention(UserQuery):
+    """One memory (a recorded message) with its retention at ``now`` and its forgetting curve up to ``until``."""
+
+    memory_id: str
+    now: AwareDatetime
+    until: AwareDatetime | None = None
+    points: int = Field(default=80, ge=2, le=2000)
+
+
 class Feedback(UserQuery):
     """The user's feedback signals, oldest first; with ``memory_id`` only those naming that memory or note."""
 
@@ -231,6 +240,7 @@ class GraphMerges(UserQuery):
 
 class GraphExport(UserQuery):
     title: str
+    data_only: bool = False  # the graph view's data (the inspector draws it) instead of HTML and GraphML
 
 
 class GraphJobs(Query):

@@ -33,7 +33,7 @@ import numpy as np
 import structlog
 
 from actors import commands as c
-from actors import feedback, reads, reads_graph, reads_notes
+from actors import feedback, reads, reads_graph, reads_inspect, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
 from actors.decide_graph import decide_consolidation, decide_link, decide_stage, decide_unmerge
@@ -82,6 +82,7 @@ READERS: dict[type, Callable] = {
     c.Profile: reads_notes.profile,
     c.Tiers: reads_notes.tiers,
     c.Archived: reads_notes.archived,
+    c.MemoryRetention: reads_inspect.memory_retention,
     c.SearchMemories: reads_graph.search_memories,
     c.GraphMerges: reads_graph.graph_merges,
     c.GraphExport: reads_graph.export,

@@ -26,7 +26,6 @@ from __future__ import annotations
 import html
 import json
 import xml.etree.ElementTree as ET
-from functools import cache
 from importlib import resources
 
 from projections.folds.graph import GraphState
@@ -121,7 +120,6 @@ def view_data(state: GraphState) -> dict:
             "nodeColours": NODE_COLOURS, "edgeColours": EDGE_COLOURS}
 
 
-@cache
 def view_assets() -> tuple[str, str]:
     """The graph view's script and stylesheet (package files beside this module), as text."""
     here = resources.files("projections.queries")

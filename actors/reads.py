@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict
+from datetime import datetime
 
 from actors.commands import BuildContext, Counterfactual, Episodes, Retention, Search
 from actors.decision import Answer, new_event_id
@@ -62,21 +63,23 @@ def context(core, q: BuildContext) -> Answer:
     """Prompt-ready memory text within ``token_budget`` tokens: notes first, then turns, provenance per line."""
     hits = fused_hits(core, q, q.fusion.candidates)
     memory = core.state.user(q.tenant, q.user_id)
-    notes = note_entries(memory, hits, q.fusion) if memory is not None and q.fusion.note_tokens else []
+    notes = note_entries(memory, hits, q.fusion, q.now) if memory is not None and q.fusion.note_tokens else []
     ctx = assemble(q.query, hits, q.token_budget, core.count_tokens, notes, q.fusion.note_tokens)
     used = {i.memory_id for i in ctx.items}
     return Answer(ctx, touches(q.tenant, q.user_id, q.query, [h for h in hits if h.memory_id in used], "context"))
 
 
-def note_entries(memory, hits: list[Hit], fusion: FusionConfig) -> list[NoteEntry]:
+def note_entries(memory, hits: list[Hit], fusion: FusionConfig, at: datetime | None = None) -> list[NoteEntry]:
     """Active notes for a context: the notes stated by the best hits (in hit order), then core notes.
+
+    ``at``: the notes valid then (time travel), else those active now.
 
     A note enters because the turn it was read from is among the top
     ``2 · note_candidates`` hits for the query (notes matching the query
     lift their turns there through the note term of the fusion), so the
     notes section is the compact, current form of the most relevant turns.
     """
-    active = memory.notes.active()
+    active = memory.notes.active(at)
     by_source: dict[str, list] = {}
     for note in active:
         for source in note.source_message_ids:

@@ -7,6 +7,7 @@ provenance.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -169,15 +170,18 @@ def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], 
     scored.sort(key=lambda s: (-s[0], s[1]))
 
 
-def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: FusionConfig, scope: str) -> None:
-    """The stages of :mod:`projections.queries.rerank` whose weight is set, in a fixed order; re-sorts ``scored``."""
+def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: FusionConfig,
+                   allowed: Callable[[str], bool]) -> None:
+    """The stages of :mod:`projections.queries.rerank` whose weight is set, in a fixed order; re-sorts ``scored``.
+
+    ``allowed`` says which memories a stage may add (in the search's scope, recorded by its ``now``)."""
     if not (config.speaker_weight or config.time_weight or config.session_weight or config.neighbour_weight
             or config.clause_weight):
         return
     tables = rerank.TABLES.get(memory)
     if config.clause_weight > 0:
         rerank.clause_term(memory, query, scored, config.clause_weight, config.rrf_k, config.candidates,
-                           config.bm25, lambda mid: in_scope(memory.archive, mid, scope))
+                           config.bm25, allowed)
     if config.speaker_weight > 0:
         rerank.speaker(memory, query, scored, tables, config.speaker_weight, config.rrf_k)
     if config.time_weight > 0:
@@ -187,7 +191,7 @@ def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: F
     scored.sort(key=lambda s: (-s[0], s[1]))
     if config.neighbour_weight > 0:
         rerank.neighbours(memory, scored, tables, config.neighbour_weight, config.neighbour_top,
-                          lambda mid: in_scope(memory.archive, mid, scope))
+                          allowed)
         scored.sort(key=lambda s: (-s[0], s[1]))
 
 
@@ -206,8 +210,10 @@ def fuse(
     """Top-``k`` hits from dense neighbours plus a BM25 search (and episodes), fused with weighted RRF.
 
     ``scope`` picks the memories searched: ``active`` (not archived, the
-    default), ``archive`` (archived only) or ``all``. With ``now`` and
-    ``policy`` the retention term joins the score (see :class:`FusionConfig`).
+    default), ``archive`` (archived only) or ``all``. ``now`` is when the
+    question is asked: memories recorded after it are left out (time
+    travel), and with ``policy`` the retention term at ``now`` joins the
+    score (see :class:`FusionConfig`). The archive is read as it stands.
     """
     lexical = memory.lexical.search(query, config.candidates, config.bm25)
     parts: dict[str, dict] = {}
@@ -224,11 +230,15 @@ def fuse(
         for rank, (note_id, bm25) in enumerate(memory.notes.search(query, config.note_candidates, config.bm25), 1):
             for memory_id in memory.notes.notes[note_id].source_message_ids:
                 parts.setdefault(memory_id, {}).setdefault("note", (rank, bm25, note_id))
-    parts = {
-        mid: p for mid, p in parts.items()
-        # an index row the projections do not know yet is never surfaced; archived ones only when asked for
-        if mid in memory.messages.by_id and in_scope(memory.archive, mid, scope)
-    }
+    by_id = memory.messages.by_id
+
+    def allowed(mid: str) -> bool:
+        # an index row the projections do not know yet is never surfaced; archived ones only when asked for;
+        # with ``now`` (time travel), nothing recorded after it
+        return (mid in by_id and in_scope(memory.archive, mid, scope)
+                and (now is None or by_id[mid].occurred_at <= now))
+
+    parts = {mid: p for mid, p in parts.items() if allowed(mid)}
     recall = {}
     if config.retention_weight > 0 and now is not None and policy is not None:
         recall = retention_scores(memory.retention, now, policy, parts)
@@ -263,7 +273,7 @@ def fuse(
         seq = memory.messages.by_id[memory_id].seq
         scored.append([score, -seq, memory_id, breakdown])
     scored.sort(key=lambda s: (-s[0], s[1]))
-    _rerank_stages(memory, query, scored, config, scope)
+    _rerank_stages(memory, query, scored, config, allowed)
     if config.graph_weight > 0 and memory.graph.memories:
         _graph_term(memory, query, dense, scored, config)
     for row in scored:

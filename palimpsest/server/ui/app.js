@@ -59,6 +59,7 @@ async function route() {
   }
   const view = $("view");
   view.replaceChildren();
+  delete view.dataset.ready;
   if (!session.user) return;
   status("loading…");
   try {
@@ -68,6 +69,7 @@ async function route() {
     if (err.status === 401) return signedOut("The key was refused (unknown or revoked); sign in again.");
     status(err.message, "error");
   }
+  view.dataset.ready = name;  // rendered (or failed and said why): what a test waits for
 }
 
 $("login-form").addEventListener("submit", async ev => {
@@ -86,6 +88,12 @@ $("login-form").addEventListener("submit", async ev => {
 $("signout").addEventListener("click", () => signedOut("Signed out; the key was removed from this tab."));
 $("user").addEventListener("change", ev => { session.user = ev.target.value; shared.hits.clear(); route(); });
 window.addEventListener("hashchange", route);
+// A failed request from a form or button of a view: say what and why in the status line.
+window.addEventListener("unhandledrejection", ev => {
+  ev.preventDefault();
+  if (ev.reason && ev.reason.status === 401) return signedOut("The key was refused (unknown or revoked); sign in again.");
+  status(ev.reason && ev.reason.message || String(ev.reason), "error");
+});
 
 (async () => {
   if (!session.key) return signedOut();

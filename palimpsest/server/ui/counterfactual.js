@@ -23,8 +23,9 @@ export async function renderCounterfactual(view, shared) {
     describe();
   });
   editor.addEventListener("input", () => { picker.value = ""; describe(); });
-  const queries = el("textarea", {id: "cf-queries", rows: 3, "aria-label": "queries, one per line"},
-                     shared.query || "What does Maya drink in the morning?\nWhat database does Atlas use?");
+  const queries = el("textarea", {id: "cf-queries", rows: 3, "aria-label": "queries, one per line",
+                                  placeholder: "one query per line (the last search's query is filled in)"},
+                     shared.query || "");
   const when = el("input", {type: "datetime-local", id: "cf-now", value: shared.now});
   const out = el("div", {id: "cf-out"});
   const form = el("form", {class: "card"},
@@ -44,6 +45,7 @@ export async function renderCounterfactual(view, shared) {
         out.replaceChildren(el("p", {class: "status error"}, `The policy is not valid JSON: ${err.message}`)); return;
       }
     }
+    document.getElementById("status").textContent = "";
     const report = await api("POST", userPath("/counterfactual"), body);
     out.replaceChildren(...result(report));
   });

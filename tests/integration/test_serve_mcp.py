@@ -36,7 +36,7 @@ REF = "2024-05-03T20:00:00+00:00"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
     store = tmp_path_factory.mktemp("mcp") / "store"
     running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=2)
     ring = KeyRing(store)

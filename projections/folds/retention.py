@@ -29,7 +29,7 @@ import bisect
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from events.envelope import Envelope
@@ -131,7 +131,7 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
         state.items[env.event_id] = MemoryItem(
             memory_id=env.event_id,
             seq=env.seq,
-            created_at=event.occurred_at,
+            created_at=event.occurred_at.astimezone(UTC),  # the UTC singleton: compared per candidate
             stability=_stability(policy, "unknown", 0),
             category=category if isinstance(category, str) else policy.role_categories.get(event.role),
             exempt=any(meta.get(key) is True for key in EXEMPT_METADATA_KEYS),
@@ -167,14 +167,15 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
             )
     elif isinstance(event, MemoryRestored):
         # Bringing a memory back from the archive is a deliberate recall: it counts as an access.
+        at = event.at.astimezone(UTC)
         for memory_id in dict.fromkeys(event.memory_ids):
             item = state.items.get(memory_id)
             if item is not None:
                 n = item.access_count + 1
-                last = event.at if item.last_access is None else max(item.last_access, event.at)
+                last = at if item.last_access is None else max(item.last_access, at)
                 state.items[memory_id] = replace(
                     item, access_count=n, last_access=last, stability=_stability(policy, item.memory_type, n),
-                    accesses=_with_access(item.accesses, event.at),
+                    accesses=_with_access(item.accesses, at),
                 )
     return state
 
@@ -330,6 +331,7 @@ def retention_scores(
         return {item.memory_id: retention(item, now, policy) for item in _items_at(state, now, policy)}
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
+    now = now.astimezone(UTC)  # the items' times are UTC: same tzinfo, no utcoffset call per comparison
     out = {}
     items = state.items
     kinds: dict[tuple, tuple[bool, CategoryRule | None]] = {}  # (exempt, type, category) → exempt?, category rule

@@ -66,7 +66,7 @@ def register(sub) -> None:
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=DEFAULT_PORT)
     sp.add_argument("--replicas", type=int, default=1, help="HTTP replicas (default 1)")
-    sp.add_argument("--rate-limit", type=float, default=100.0, help="requests/s per key and replica (0: no limit)")
+    sp.add_argument("--rate-limit", type=float, default=100.0, help="requests/s per key, shared by every replica (0: no limit)")
     sp.add_argument("--burst", type=int, default=200, help="requests a key may send at once before the rate applies")
     sp.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024, help="request size cap (413 above)")
     sp.add_argument("--num-shards", type=int, help="shards of a new store (default: CPU count)")

@@ -15,7 +15,9 @@ import time
 import structlog
 from ray import serve
 
+from actors.limiter import start_limiter
 from actors.ray_init import ensure_ray
+from palimpsest.config import store_id
 from palimpsest.server.app import deployment
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.settings import ServeSettings
@@ -47,6 +49,7 @@ def start(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int 
     ensure_ray()
     memory = Memory.open(settings.store, num_shards=num_shards, embedder=embedder)
     try:
+        start_limiter(store_id(memory.path), settings.rate_per_s, settings.burst)  # before any replica asks for it
         serve.start(http_options={"host": settings.host, "port": settings.port})
         serve.run(deployment(settings), name=APP_NAME, route_prefix="/")
     except BaseException:

@@ -285,3 +285,35 @@ def test_keys_through_the_server_need_an_admin_key(served):
     assert code == 0 and "revoked" in out
     assert httpx.get(f"{served['url']}/v1/whoami", headers={"Authorization": f"Bearer {token}"},
                      timeout=60).status_code == 401
+
+
+def test_the_load_benchmark_harness_on_a_small_dialogue(served, tmp_path):
+    """``benchmarks.serve`` steps 2–5 against this module's server: two tenants, a 24-turn dialogue each."""
+    from argparse import Namespace
+    from pathlib import Path
+
+    from benchmarks import dataset as ds
+    from benchmarks.serve import measure
+
+    turns = [json.loads(line) for line in (Path(__file__).resolve().parents[2] / "palimpsest" / "data" /
+                                           "sample_dialogue.jsonl").read_text().splitlines() if line.strip()]
+    session = [{"speaker": t.get("speaker") or t["role"], "dia_id": f"D1:{i + 1}", "text": t["text"]}
+               for i, t in enumerate(turns)]
+    qa = [{"question": "Which database did Maya choose?", "answer": "PostgreSQL", "evidence": ["D1:5"], "category": 4},
+          {"question": "What is the side project called?", "answer": "Atlas", "evidence": ["D1:1"], "category": 4},
+          {"question": "周末去爬山吗？", "answer": "yes", "evidence": ["D1:8"], "category": 4}]
+    samples = [{"sample_id": f"bench-{n}", "qa": qa, "conversation": {
+        "speaker_a": "Maya", "speaker_b": "Assistant", "session_1_date_time": "9:17 am on 4 March, 2024",
+        "session_1": session}} for n in ("a", "b")]
+    path = tmp_path / "locomo_small.json"
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    args = Namespace(questions=None, levels=[(1, 5.0), (4, 10.0)], seconds=1.0)
+    keys = {t: served["keys"][t] for t in ("acme", "beta")}
+    report = measure(served["url"], served["running"].memory, keys, ds.load(path), args)
+    assert report["load"] == {**report["load"], "messages": 48, "errors": 0}
+    assert report["same_hits"]["same_hits"] == report["same_hits"]["questions"] == 6
+    assert report["errors_total"] == 0, json.dumps(report["levels"])[:2000]
+    once = report["exactly_once"]
+    assert once["lost"] == 0 and once["duplicated"] == 0 and once["acknowledged"] >= 48
+    assert all(lv["endpoints"]["search"]["n"] > 0 for lv in report["levels"])
+    assert report["overhead_ratio_at_1_client"] > 0

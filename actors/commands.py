@@ -273,6 +273,13 @@ class ScanEvents(Query):
     limit: int | None = None
 
 
+class AuditRows(Query):
+    """The shard's stored log rows (of one tenant, or all) as an Arrow table, for the served audit."""
+
+    flushes_first: ClassVar[bool] = True
+    tenant: str | None = None
+
+
 class Streams(Query):
     """Every (tenant, user) whose events this shard's log holds (the directory is rebuilt from them)."""
 

@@ -49,7 +49,7 @@ from actors.user_store import UserStore
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError, StoreError
-from events.log import CommandRecord, EventLog
+from events.log import CommandRecord, EventLog, ScanFilter
 from projections.adapters.embedding import embedder_name, make_embedder
 from projections.adapters.lance import LanceVectorTable
 from projections.adapters.tokens import TokenCounter, default_counter
@@ -88,6 +88,7 @@ READERS: dict[type, Callable] = {
     c.GraphExport: reads_graph.export,
     c.GraphJobs: graph_jobs,
     c.ScanEvents: lambda core, q: Answer(core.scan(q.filter, q.limit)),
+    c.AuditRows: lambda core, q: Answer(core.log.rows(ScanFilter(tenant=q.tenant))),
     c.Streams: lambda core, q: Answer(sorted(core.log.streams())),
     c.Digest: lambda core, q: Answer(core.digest()),
     c.Stats: lambda core, q: Answer(core.stats()),

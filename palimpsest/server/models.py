@@ -67,13 +67,3 @@ class ToolCall(Body):
 
     arguments: dict[str, Any] = Field(default_factory=dict)
     reference: AwareDatetime | None = None
-
-
-class CounterfactualBody(Body):
-    """Another retention policy (a preset's name, or the policy's fields as a JSON object) and a few queries."""
-
-    preset: str | None = None
-    policy: dict[str, Any] | None = None
-    queries: list[str] = Field(default_factory=list, max_length=20)
-    now: AwareDatetime | None = None
-    k: int = Field(default=10, ge=1, le=100)

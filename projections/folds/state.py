@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import groupby, islice
 
 from events.envelope import Envelope
 from events.model import Event
@@ -155,9 +156,57 @@ def evolve(state: ShardState, env: Envelope) -> ShardState:
 
 
 def fold(state: ShardState, envelopes: Iterable[Envelope]) -> ShardState:
-    for env in envelopes:
-        state = evolve(state, env)
+    """Apply many envelopes; the same state as :func:`evolve` on each in turn, with less work per event.
+
+    Envelopes are taken a run of one stream at a time (a scan is ordered by
+    stream, then seq), and each projection folds the events of the run it
+    reads in one loop: projections read only events, never each other, so
+    the order across projections does not matter, only the order within one.
+    """
+    for stream, run in groupby(envelopes, key=_stream_of):
+        while chunk := list(islice(run, FOLD_CHUNK)):
+            _fold_run(state, stream, chunk)
     return state
+
+
+FOLD_CHUNK = 8192  # the most envelopes of one stream held at once by fold
+
+
+def _stream_of(env: Envelope) -> Stream:
+    return (env.tenant, env.user_id)
+
+
+@cache
+def _names(event_type: type[Event]) -> tuple[str, ...]:
+    return tuple(name for name in [*PROJECTIONS, *CONFIGURED_PROJECTIONS] if issubclass(event_type, HANDLED[name]))
+
+
+def _fold_run(state: ShardState, stream: Stream, run: list[Envelope]) -> None:
+    """Apply the consecutive envelopes of one stream: each projection over the events it reads, in seq order."""
+    memory = state.users.get(stream)
+    if memory is None:
+        memory = state.users[stream] = UserMemory()
+    expected = memory.head + 1
+    for env in run:
+        if env.seq != expected:
+            raise ProjectionOrderError(f"{stream}: got seq {env.seq} after {expected - 1}")
+        expected += 1
+    _bind(memory, state, run[-1].seq)
+    per_projection: dict[str, list[Envelope]] = {}
+    for env in run:
+        for name in _names(type(env.event)):
+            per_projection.setdefault(name, []).append(env)
+    for name, envs in per_projection.items():
+        if name in PROJECTIONS:
+            step, config = PROJECTIONS[name], ()
+        else:
+            step, attr = CONFIGURED_PROJECTIONS[name]
+            config = (getattr(state, attr),)
+        value = getattr(memory, name)
+        for env in envs:
+            value = step(value, env, *config)
+        setattr(memory, name, value)
+    memory.head = run[-1].seq
 
 
 def digest(state: ShardState) -> dict[str, str]:

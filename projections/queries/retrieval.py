@@ -23,6 +23,7 @@ from projections.queries import graph_search, rerank
 from projections.queries.graph_expand import expand_hits
 from projections.queries.ranker import RankerModel, rerank_rows
 from projections.queries.ranker_model import MODEL as ENGLISH_RANKER
+from projections.queries.results import Hit
 from projections.rules.text import has_cjk
 
 
@@ -104,38 +105,6 @@ class FusionConfig:
 
 
 DEFAULT_FUSION = FusionConfig()
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One retrieved memory with its score breakdown and provenance."""
-
-    memory_id: str
-    rank: int
-    score: float
-    text: str
-    speaker: str | None
-    role: str
-    occurred_at: datetime
-    conversation_id: str
-    turn_id: str | None
-    breakdown: dict
-    provenance: dict
-
-    def to_dict(self) -> dict:
-        return {
-            "memory_id": self.memory_id,
-            "rank": self.rank,
-            "score": self.score,
-            "text": self.text,
-            "speaker": self.speaker,
-            "role": self.role,
-            "occurred_at": self.occurred_at.isoformat(),
-            "conversation_id": self.conversation_id,
-            "turn_id": self.turn_id,
-            "breakdown": self.breakdown,
-            "provenance": self.provenance,
-        }
 
 
 def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> list[tuple[Episode, float]]:

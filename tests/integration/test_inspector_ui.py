@@ -162,7 +162,7 @@ def test_a_note_s_history_shows_its_supersession_chain(world, browser, shots):
 def test_the_graph_fits_the_window_labels_every_node_and_answers_the_keyboard(world, browser, shots):
     page = sign_in(new_page(browser), world, "demo")
     open_view(page, "#/graph")
-    data = world["api"]["demo"].get("/v1/users/maya/graph")["data"]
+    data = world["api"]["demo"].get("/v1/users/maya/graph/view")["data"]
     boxes = graph_boxes(page)
     assert len(boxes["nodes"]) == len(data["nodes"]) > 10
     assert inside(boxes) == []
@@ -231,8 +231,10 @@ def test_the_counterfactual_shows_what_another_policy_would_archive(world, brows
     page.fill("#cf-queries", "What does Maya drink in the morning?")
     page.click("#cf-out >> xpath=preceding-sibling::form//button[@type='submit']")
     page.wait_for_selector("#cf-out .card")
-    report = world["api"]["demo"].post("/v1/users/maya/counterfactual", {
-        "preset": "seed-002", "now": JUNE, "queries": ["What does Maya drink in the morning?"]})["user"]
+    [seed_002] = [p for p in world["api"]["demo"].get("/v1/policies")["presets"] if p["name"] == "seed-002"]
+    [report] = world["api"]["demo"].post("/v1/counterfactual", {
+        "policy": seed_002, "now": JUNE, "queries": [{"user_id": "maya", "query": "What does Maya drink in the morning?"}]}
+    )["users"]
     head = page.inner_text("#cf-out .card h3")
     assert f"{report['archived_current']} under “default”, {report['archived_other']} under “seed-002”" in head
     assert page.locator("table.ranks tbody tr").count() == len(report["queries"][0]["ranks"])

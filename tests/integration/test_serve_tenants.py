@@ -33,7 +33,7 @@ DATA = {
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
     store = tmp_path_factory.mktemp("served") / "store"
     settings = ServeSettings(store=str(store), port=free_port(), rate_per_s=5, burst=150, max_body_bytes=64 * 1024)
     running = start(settings, embedder="hash", num_shards=2)

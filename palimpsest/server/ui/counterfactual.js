@@ -1,5 +1,5 @@
 // Counterfactual: pick a preset or upload/edit a policy; see what this user would lose or keep and how queries re-rank.
-import {api, userPath} from "./api.js";
+import {api, session} from "./api.js";
 import {el, num, said, section, utc} from "./dom.js";
 
 export async function renderCounterfactual(view, shared) {
@@ -38,16 +38,17 @@ export async function renderCounterfactual(view, shared) {
   view.append(form, out);
   form.addEventListener("submit", async ev => {
     ev.preventDefault();
-    let body = {queries: queries.value.split("\n").map(q => q.trim()).filter(Boolean).slice(0, 20), now: utc(when.value)};
-    if (picker.value) body.preset = picker.value;
+    const asked = queries.value.split("\n").map(q => q.trim()).filter(Boolean).slice(0, 20);
+    const body = {queries: asked.map(query => ({user_id: session.user, query})), now: utc(when.value)};
+    if (picker.value) body.policy = presets.find(p => p.name === picker.value);
     else {
-      try { body.policy = JSON.parse(editor.value); } catch (err) {
+      try { body.policy = {name: "uploaded", ...JSON.parse(editor.value)}; } catch (err) {
         out.replaceChildren(el("p", {class: "status error"}, `The policy is not valid JSON: ${err.message}`)); return;
       }
     }
     document.getElementById("status").textContent = "";
-    const report = await api("POST", userPath("/counterfactual"), body);
-    out.replaceChildren(...result(report));
+    const {users} = await api("POST", "/v1/counterfactual", body);  // every user of the tenant: this one is shown
+    out.replaceChildren(...result({policy: body.policy, live: live.name, user: users.find(u => u.user_id === session.user)}));
   });
 }
 

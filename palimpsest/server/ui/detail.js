@@ -11,7 +11,7 @@ export async function renderMemory(view, shared, memoryId) {
   const [card, notes, graph, episodes, feedback] = await Promise.all([
     api("GET", userPath(`/memories/${encodeURIComponent(memoryId)}`) + query({now})),
     api("GET", userPath("/notes?include_inactive=true")),
-    api("GET", userPath("/graph")),
+    api("GET", userPath("/graph/view")),
     api("GET", userPath("/episodes")),
     api("GET", userPath("/feedback") + query({memory_id: memoryId})),
   ]);

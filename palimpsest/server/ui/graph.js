@@ -3,7 +3,7 @@ import {api, userPath} from "./api.js";
 import {el} from "./dom.js";
 
 export async function renderGraph(view) {
-  const {data, memories} = await api("GET", userPath("/graph"));
+  const {data, memories} = await api("GET", userPath("/graph/view"));
   view.append(el("h2", {}, `Memory graph (${memories} graph memories)`));
   if (!data.nodes.length) return view.append(el("p", {}, "No graph memory yet for this user."));
   const host = el("div", {id: "graph", class: "graph-host"});

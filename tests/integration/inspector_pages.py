@@ -38,6 +38,15 @@ def open_view(page, where: str) -> None:
                            arg=[where.split("/")[1]])
 
 
+def tab_to(page, selector: str, limit: int = 60) -> None:
+    """Press Tab until the focused element matches ``selector`` (fails after ``limit`` presses)."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate("([s]) => document.activeElement !== null && document.activeElement.matches(s)", [selector]):
+            return
+    raise AssertionError(f"{selector} was not reached with {limit} Tab presses")
+
+
 def graph_boxes(page) -> dict:
     return page.evaluate(GRAPH_GEOMETRY)
 

@@ -1,8 +1,8 @@
 """The memory inspector at /ui in a real browser (Debian's Chromium driven by Playwright) on a real served store.
 
-One served store (local Ray, Ray Serve, DuckDB logs, LanceDB; the hash
-embedder: no assertion here needs the real model) and one browser for the
-module. Tenant ``demo`` holds the shipped sample dialogue, tenant ``beta`` a
+One served store (local Ray, Ray Serve, a DuckDB log, LanceDB; one shard;
+the hash embedder: no assertion here needs the real model) and one browser
+for the module. Tenant ``demo`` holds the shipped sample dialogue, tenant ``beta`` a
 user with the same id whose turns carry a marker; every page is read with
 one tenant's key and must show nothing of the other. What the page shows is
 checked against what the API answers, never against numbers written here.
@@ -25,7 +25,7 @@ from palimpsest.formats import read_jsonl
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.run import start
 from palimpsest.server.settings import ServeSettings
-from tests.integration.inspector_pages import graph_boxes, inside, new_page, open_view, sign_in
+from tests.integration.inspector_pages import graph_boxes, inside, new_page, open_view, sign_in, tab_to
 from tests.serve_helpers import free_port
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright: `make install`")
@@ -41,7 +41,8 @@ DEMO_MARKS = ["Atlas", "PostgreSQL", "Neovim", "麻婆豆腐"]  # words only the
 def world(tmp_path_factory):
     ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
     store = tmp_path_factory.mktemp("inspector") / "store"
-    running = start(ServeSettings(store=str(store), port=free_port()), embedder="hash", num_shards=2)
+    # One shard: both tenants' users share its log and its LanceDB table, the harder case for isolation.
+    running = start(ServeSettings(store=str(store), port=free_port()), embedder="hash", num_shards=1)
     ring = KeyRing(store)
     keys = {"demo": ring.create("demo")[0], "beta": ring.create("beta")[0]}
     client = httpx.Client(base_url=running.url, timeout=120)
@@ -53,8 +54,7 @@ def world(tmp_path_factory):
     apis["beta"].post("/v1/users/maya/messages", {"messages": beta})
     apis["demo"].post("/v1/users/maya/context", {"query": "What does Maya drink in the morning?", "token_budget": 200,
                                                   "now": "2024-05-10T00:00:00+00:00"})
-    for api in apis.values():
-        api.post("/v1/consolidate", {})
+    apis["demo"].post("/v1/consolidate", {})  # node merges, links, conclusions in the demo tenant's graph
     apis["demo"].post("/v1/archive/sweep", {"user_id": "maya", "now": JUNE})
     yield {"url": running.url, "keys": keys, "api": apis, "memory": running.memory, "demo_ids": demo_ids}
     client.close()
@@ -249,6 +249,26 @@ def test_the_counterfactual_shows_what_another_policy_would_archive(world, brows
     page.click("#cf-out >> xpath=preceding-sibling::form//button[@type='submit']")
     page.wait_for_function("() => document.getElementById('status').textContent.includes('archive_floor')")
     assert page.errors == []
+
+
+def test_every_view_reads_at_phone_width_and_is_reached_by_keyboard(world, browser, shots):
+    page = sign_in(new_page(browser, width=390, height=844), world, "demo")
+    memory_id = world["demo_ids"][2]
+    for view in ("#/notes", "#/timeline", "#/graph", "#/counterfactual", f"#/memory/{memory_id}"):
+        open_view(page, view)
+        assert page.inner_text("#status") == "", view
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth"), view
+    assert page.locator("svg.curve polyline").count() == 1
+    page.screenshot(path=str(shots / "memory-phone.png"), full_page=True)
+    desk = sign_in(new_page(browser), world, "demo")  # keyboard only: the Notes tab, then a note's history
+    tab_to(desk, "#tabs a[data-view=notes]")
+    desk.keyboard.press("Enter")
+    desk.wait_for_function("() => document.getElementById('view').dataset.ready === 'notes'")
+    tab_to(desk, ".history-link")
+    desk.keyboard.press("Enter")
+    desk.wait_for_function("() => document.getElementById('view').dataset.ready === 'note'")
+    assert desk.locator(".version").count() >= 1
+    assert page.errors == [] and desk.errors == []
 
 
 def test_a_wrong_key_sees_nothing(world, browser):

@@ -23,10 +23,12 @@ export function stackedBar(terms, scaleMax) {
   return el("div", {class: "bar-row"}, bar, el("span", {class: "bar-total"}, num(total, 4)));
 }
 
-const W = 900, H = 240, PAD = {l: 40, r: 12, t: 14, b: 34};
+const H = 240, PAD = {l: 40, r: 12, t: 14, b: 34};
 
 // R(t) from the curve endpoint: the line, the floor, "now", each counted access and the archival date.
+// The drawing is as wide as the window allows (at most 900 units), so its text stays readable on a phone.
 export function retentionChart(curve, archived) {
+  const W = Math.max(320, Math.min(900, window.innerWidth - 60)), ticks = W < 600 ? 2 : 4;
   const t = iso => Date.parse(iso);
   const t0 = t(curve.start), t1 = t(curve.end);
   const rMax = Math.max(1.05, ...curve.points.map(p => p[1])) * 1.05;
@@ -38,9 +40,9 @@ export function retentionChart(curve, archived) {
     chart.append(svg("line", {x1: PAD.l, x2: W - PAD.r, y1: y(r), y2: y(r), class: "grid"}),
                  svg("text", {x: PAD.l - 6, y: y(r) + 4, "text-anchor": "end", class: "tick"}, r.toFixed(1)));
   }
-  for (let i = 0; i <= 4; i++) {
-    const ms = t0 + (t1 - t0) * i / 4;
-    chart.append(svg("text", {x: x(ms), y: H - PAD.b + 16, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle",
+  for (let i = 0; i <= ticks; i++) {
+    const ms = t0 + (t1 - t0) * i / ticks;
+    chart.append(svg("text", {x: x(ms), y: H - PAD.b + 16, "text-anchor": i === 0 ? "start" : i === ticks ? "end" : "middle",
                               class: "tick"}, new Date(ms).toISOString().slice(0, 10)));
   }
   chart.append(svg("line", {x1: PAD.l, x2: W - PAD.r, y1: y(curve.floor), y2: y(curve.floor), class: "floor"}),
@@ -50,8 +52,8 @@ export function retentionChart(curve, archived) {
     const mx = x(t(iso));
     if (mx < PAD.l - 1 || mx > W - PAD.r + 1) return;
     chart.append(svg("line", {x1: mx, x2: mx, y1: PAD.t, y2: H - PAD.b, class: cls}),
-                 svg("text", {x: mx > W - 160 ? mx - 3 : mx + 3, y: PAD.t + 10 + 14 * row, class: `tick ${cls}-label`,
-                              "text-anchor": mx > W - 160 ? "end" : "start"}, text));
+                 svg("text", {x: mx > W * 0.6 ? mx - 3 : mx + 3, y: PAD.t + 10 + 14 * row, class: `tick ${cls}-label`,
+                              "text-anchor": mx > W * 0.6 ? "end" : "start"}, text));
   };
   marker(curve.now, "now", `now ${day(curve.now)}`, 0);
   if (archived) marker(archived.at, "archived", `archived ${day(archived.at)}`, 1);

@@ -4,13 +4,15 @@ import {el, day, minute, num, said, section, svg, utc} from "./dom.js";
 
 export async function renderTimeline(view, shared) {
   const now = utc(shared.now);
-  const [{episodes}, {memories}] = await Promise.all([
-    api("GET", userPath("/episodes")), api("GET", userPath("/retention") + query({now}))]);
+  const [{episodes}, {memories}, tiers] = await Promise.all([
+    api("GET", userPath("/episodes")), api("GET", userPath("/retention") + query({now})),
+    api("GET", userPath("/tiers") + query({now}))]);
   const rows = new Map(memories.map(m => [m.memory_id, m]));
   const archived = memories.filter(m => m.archived).length;
   view.append(el("h2", {}, `Timeline: ${episodes.length} episodes, ${memories.length} memories, ${archived} archived`));
   if (!episodes.length) return view.append(el("p", {}, "No episode yet."));
   view.append(section("Episodes over time", axis(episodes, rows)));
+  if (tiers.sessions && tiers.sessions.length) view.append(sessions(tiers));
   let lastDay = "";
   const list = el("div", {class: "episodes"});
   for (const ep of episodes) {
@@ -61,4 +63,14 @@ function axis(episodes, rows) {
                      new Date(ms).toISOString().slice(0, 10)));
   }
   return chart;
+}
+
+// The mid-term tier: sessions (pages merged by similarity) with their heat at "now", hottest first.
+function sessions(tiers) {
+  const hottest = Math.max(...tiers.sessions.map(s => s.heat), 1e-9);
+  return section(`Mid-term sessions (${tiers.sessions.length}; ${tiers.evicted_sessions.length} evicted)`,
+    el("ul", {class: "sessions"}, tiers.sessions.map(s => el("li", {},
+      el("span", {class: "heat", role: "img", "aria-label": `heat ${num(s.heat)}`},
+         el("span", {style: `width:${(100 * s.heat / hottest).toFixed(1)}%`})),
+      ` heat ${num(s.heat)} · ${s.pages} pages · ${s.visits} visits · `, said(s.keywords.slice(0, 6).join(", "))))));
 }

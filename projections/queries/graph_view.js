@@ -80,13 +80,13 @@
   /* Push apart nodes whose label boxes overlap at scale k (a few passes; small graphs only). */
   function untangle(nodes, k) {
     if (nodes.length > 400) return;
-    var hgt = (FONT_PX + 4) / k;
-    for (var pass = 0; pass < 40; pass++) {
+    var hgt = (FONT_PX + 7) / k, passes = nodes.length > 150 ? 20 : 80;
+    for (var pass = 0; pass < passes; pass++) {
       var moved = false;
       for (var i = 0; i < nodes.length; i++) for (var j = i + 1; j < nodes.length; j++) {
-        var a = nodes[i], b = nodes[j];
-        var aw = (a.r * 2 + LABEL_GAP + a.labelWidth) / k, bw = (b.r * 2 + LABEL_GAP + b.labelWidth) / k;
-        var ox = Math.min(a.x + aw, b.x + bw) - Math.max(a.x, b.x), oy = hgt - Math.abs(a.y - b.y);
+        var a = nodes[i], b = nodes[j];  // a node's box: from its circle's left edge to its label's end
+        var aw = (a.r + LABEL_GAP + a.labelWidth) / k, bw = (b.r + LABEL_GAP + b.labelWidth) / k;
+        var ox = Math.min(a.x + aw, b.x + bw) - Math.max(a.x - a.r / k, b.x - b.r / k), oy = hgt - Math.abs(a.y - b.y);
         if (ox <= 0 || oy <= 0) continue;
         var push = oy / 2 + 0.5 / k, dir = a.y < b.y || (a.y === b.y && i < j) ? -1 : 1;
         a.y += dir * push; b.y -= dir * push; moved = true;
@@ -124,7 +124,7 @@
 
     (function settle() {  // fit, untangle labels at that scale, fit again
       var s = size(), w = s.w > 0 ? s.w : 1000, h = s.h > 0 ? s.h : 700;
-      for (var round = 0; round < 3; round++) untangle(nodes, fitTransform(nodes, w, h).k);
+      for (var round = 0; round < 5; round++) untangle(nodes, fitTransform(nodes, w, h).k);
     })();
 
     links.forEach(function (l) {

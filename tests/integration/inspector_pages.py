@@ -65,3 +65,15 @@ def inside(boxes: dict, slack: float = 1.0) -> list[str]:
         if not node["text"].strip() or node["size"] < 11:
             problems.append(f"{node['id']}: label {node['text']!r} at {node['size']} px")
     return problems
+
+
+def overlapping_labels(boxes: dict, slack: float = 1.0) -> list[tuple[str, str]]:
+    """Pairs of nodes whose labels overlap by more than ``slack`` pixels both ways."""
+    nodes, found = boxes["nodes"], []
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1:]:
+            x = min(a["label"][2], b["label"][2]) - max(a["label"][0], b["label"][0])
+            y = min(a["label"][3], b["label"][3]) - max(a["label"][1], b["label"][1])
+            if x > slack and y > slack:
+                found.append((a["text"], b["text"]))
+    return found

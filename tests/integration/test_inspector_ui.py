@@ -25,7 +25,9 @@ from palimpsest.formats import read_jsonl
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.run import start
 from palimpsest.server.settings import ServeSettings
-from tests.integration.inspector_pages import graph_boxes, inside, new_page, open_view, sign_in, tab_to
+from tests.integration.inspector_pages import (
+    graph_boxes, inside, new_page, open_view, overlapping_labels, sign_in, tab_to,
+)
 from tests.serve_helpers import free_port
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright: `make install`")
@@ -165,7 +167,7 @@ def test_the_graph_fits_the_window_labels_every_node_and_answers_the_keyboard(wo
     data = world["api"]["demo"].get("/v1/users/maya/graph/view")["data"]
     boxes = graph_boxes(page)
     assert len(boxes["nodes"]) == len(data["nodes"]) > 10
-    assert inside(boxes) == []
+    assert inside(boxes) == [] and overlapping_labels(boxes) == []
     page.screenshot(path=str(shots / "graph.png"))
     first = page.locator(".pg-node").first
     first.focus()
@@ -188,7 +190,7 @@ def test_the_standalone_graph_html_fits_a_1200_by_800_window(world, browser, sho
     page.goto((shots / "graph.html").as_uri())
     page.wait_for_selector(".pg-node")
     boxes = graph_boxes(page)
-    assert len(boxes["nodes"]) > 10 and inside(boxes) == []
+    assert len(boxes["nodes"]) > 10 and inside(boxes) == [] and overlapping_labels(boxes) == []
     page.screenshot(path=str(shots / "graph-standalone.png"))
     assert page.errors == []
 
@@ -258,6 +260,9 @@ def test_every_view_reads_at_phone_width_and_is_reached_by_keyboard(world, brows
         open_view(page, view)
         assert page.inner_text("#status") == "", view
         assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth"), view
+        if view == "#/graph":
+            boxes = graph_boxes(page)
+            assert inside(boxes) == [] and overlapping_labels(boxes) == []
     assert page.locator("svg.curve polyline").count() == 1
     page.screenshot(path=str(shots / "memory-phone.png"), full_page=True)
     desk = sign_in(new_page(browser), world, "demo")  # keyboard only: the Notes tab, then a note's history

@@ -51,8 +51,8 @@ def graph_boxes(page) -> dict:
     return page.evaluate(GRAPH_GEOMETRY)
 
 
-def inside(boxes: dict, slack: float = 1.0) -> list[str]:
-    """Every node whose circle or label leaves the SVG or the window, or whose label is empty or under 11 px."""
+def inside(boxes: dict, slack: float = 1.0, in_window: bool = True) -> list[str]:
+    """Every node whose circle or label leaves the SVG (or the window), or whose label is empty or under 11 px."""
     def within(box, frame):
         return (box[0] >= frame[0] - slack and box[1] >= frame[1] - slack and box[2] <= frame[2] + slack
                 and box[3] <= frame[3] + slack)
@@ -60,7 +60,7 @@ def inside(boxes: dict, slack: float = 1.0) -> list[str]:
     problems = []
     for node in boxes["nodes"]:
         for part in ("circle", "label"):
-            if not (within(node[part], boxes["svg"]) and within(node[part], boxes["window"])):
+            if not (within(node[part], boxes["svg"]) and (not in_window or within(node[part], boxes["window"]))):
                 problems.append(f"{node['id']}: {part} at {node[part]} outside {boxes['svg']}")
         if not node["text"].strip() or node["size"] < 11:
             problems.append(f"{node['id']}: label {node['text']!r} at {node['size']} px")

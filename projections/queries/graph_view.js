@@ -12,9 +12,9 @@
   var FONT_PX = 12, MAX_LABEL = 28, MARGIN = 12, LABEL_GAP = 4;
   var FONT = '"Noto Sans", "Noto Sans CJK SC", "Noto Sans SC", "PingFang SC", "Microsoft YaHei", system-ui, sans-serif';
 
-  function short(label) {
+  function short(label, max) {
     var chars = Array.from(label || "");
-    return chars.length > MAX_LABEL ? chars.slice(0, MAX_LABEL - 1).join("") + "\u2026" : chars.join("") || "(unnamed)";
+    return chars.length > max ? chars.slice(0, max - 1).join("") + "\u2026" : chars.join("") || "(unnamed)";
   }
 
   function esc(text) {
@@ -111,8 +111,9 @@
       for (var key in attrs) el.setAttribute(key, attrs[key]);
       return el;
     };
+    var narrow = svg.getBoundingClientRect().width < 600;  // a phone: shorter labels (the full one is in details)
     var nodes = data.nodes.map(function (n) {
-      var label = short(n.label);
+      var label = short(n.label, narrow ? MAX_LABEL / 2 : MAX_LABEL);
       return Object.assign({}, n, {short: label, r: radius(n), labelWidth: textWidth(label)});
     });
     var byId = new Map(nodes.map(function (n) { return [n.id, n]; }));
@@ -122,10 +123,11 @@
     var view = {k: 1, tx: 0, ty: 0}, touched = false, selected = null;
     var size = function () { var r = svg.getBoundingClientRect(); return {w: r.width, h: r.height}; };
 
-    (function settle() {  // fit, untangle labels at that scale, fit again
-      var s = size(), w = s.w > 0 ? s.w : 1000, h = s.h > 0 ? s.h : 700;
-      for (var round = 0; round < 5; round++) untangle(nodes, fitTransform(nodes, w, h).k);
-    })();
+    var settledFor = null;
+    function settle(s) {  // untangle the labels at the scale this size fits them to (the size is remembered)
+      for (var round = 0; round < 5; round++) untangle(nodes, fitTransform(nodes, s.w, s.h).k);
+      settledFor = s;
+    }
 
     links.forEach(function (l) {
       l.el = make("line", {stroke: data.edgeColours[l.type] || "#999", "stroke-width": 1.5, "class": "pg-edge"});
@@ -160,6 +162,8 @@
     function fit() {
       var s = size();
       if (s.w <= 0 || s.h <= 0) return;
+      // A first size, or a much smaller one (a hidden tab shown, a phone turned): the labels need more room.
+      if (!settledFor || s.w < settledFor.w * 0.9 || s.h < settledFor.h * 0.9) settle(s);
       view = fitTransform(nodes, s.w, s.h); touched = false; place();
     }
     function zoomBy(factor, cx, cy) {

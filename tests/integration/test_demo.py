@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import pytest
 
 from palimpsest.demo import run_demo
@@ -9,9 +12,17 @@ from palimpsest.demo import run_demo
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
 
-def test_demo_ingests_queries_and_replays_with_matching_digests(ray_cluster, tmp_path, capsys):
-    assert run_demo(tmp_path / "demo-store") == 0
-    out = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def out(ray_cluster, tmp_path_factory) -> str:
+    """The demo's output: it runs once for every test of this module (about a minute of work on the real model)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = run_demo(tmp_path_factory.mktemp("demo") / "demo-store")
+    assert code == 0, printed.getvalue()[-2000:]
+    return printed.getvalue()
+
+
+def test_demo_ingests_queries_and_replays_with_matching_digests(out):
 
     assert "24 messages stored" in out
     assert "0 new, 24 recognised by client id" in out
@@ -23,9 +34,7 @@ def test_demo_ingests_queries_and_replays_with_matching_digests(ray_cluster, tmp
     assert "message_recorded   24" in out and "message_classified 24" in out
 
 
-def test_demo_shows_a_preference_superseded_with_its_chain_and_sources_and_archival(ray_cluster, tmp_path, capsys):
-    assert run_demo(tmp_path / "demo-store") == 0
-    out = capsys.readouterr().out
+def test_demo_shows_a_preference_superseded_with_its_chain_and_sources_and_archival(out):
 
     notes = out.split("=== 7. notes")[1].split("=== 8.")[0]
     assert "[preference] v2 Maya switched to coffee in the morning" in notes

@@ -69,6 +69,7 @@ DECIDERS: dict[type, Callable] = {
     c.RecordReply: decide_reply,
     c.ReviewNotes: decide_review,
     c.JudgeFeedback: feedback.decide_feedback,
+    c.RevertAdjustment: feedback.decide_revert,
 }
 READERS: dict[type, Callable] = {
     c.Search: reads.search,
@@ -78,6 +79,7 @@ READERS: dict[type, Callable] = {
     c.Counterfactual: reads.counterfactual_report,
     c.Notes: reads_notes.notes,
     c.Feedback: feedback.feedback,
+    c.Adjustments: feedback.adjustments,
     c.NoteHistory: reads_notes.note_history,
     c.Profile: reads_notes.profile,
     c.Tiers: reads_notes.tiers,

@@ -60,6 +60,8 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
     [merge] = core.query(c.GraphMerges(**USER))
     core.handle([c.ArchiveMemories(**USER, memory_ids=ids[1:2], now=NOW, reason="setup")])
     core.handle([c.StageGraphMemories(**USER, memories=(staged(topic="book", object="camping trips"),))])
+    [judged] = core.handle([c.JudgeFeedback(**USER, user_input="That's wrong", agent_response="Your sister is a nurse",
+                                            memory_ids=ids[1:2], now=NOW)])
     return {
         "RecordMessages": record_command([command("We repainted the kitchen yellow", 5, user_id="mel"),
                                           command("我喜欢在周末去爬山", 6, user_id="mel")]),
@@ -76,11 +78,14 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
         "ReviewNotes": c.ReviewNotes(now=datetime(2026, 1, 1, tzinfo=UTC)),
         "JudgeFeedback": c.JudgeFeedback(**USER, user_input="不对，我说过她在芝加哥", agent_response="Boston",
                                          memory_ids=ids[1:2]),
+        "RevertAdjustment": c.RevertAdjustment(**USER, adjustment_id=judged["adjustments"][0]["adjustment_id"],
+                                               reason="by hand", now=NOW),
     }
 
 
 KINDS = ["RecordMessages", "StageGraphMemories", "LinkMemories", "ApplyConsolidation", "Unmerge", "SweepArchive",
-         "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback"]
+         "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback",
+         "RevertAdjustment"]
 
 
 def test_every_command_kind_is_covered():

@@ -247,6 +247,7 @@ class PolicyHistory(UserQuery):
 class Explain(UserQuery):
     """Why a memory or note is what it is at ``at`` (events, derivations, touches, feedback, retention, adjustments)."""
 
+    flushes_first: ClassVar[bool] = True
     memory_id: str
     at: AwareDatetime
     query: str | None = None  # with its vector: the memory's score breakdown for that query

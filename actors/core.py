@@ -33,7 +33,7 @@ import numpy as np
 import structlog
 
 from actors import commands as c
-from actors import feedback, reads, reads_graph, reads_notes
+from actors import feedback, reads, reads_graph, reads_learning, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
 from actors.decide_graph import decide_consolidation, decide_link, decide_stage, decide_unmerge
@@ -80,6 +80,8 @@ READERS: dict[type, Callable] = {
     c.Notes: reads_notes.notes,
     c.Feedback: feedback.feedback,
     c.Adjustments: feedback.adjustments,
+    c.Explain: reads_learning.explain_memory,
+    c.PolicyHistory: reads_learning.policy_history,
     c.NoteHistory: reads_notes.note_history,
     c.Profile: reads_notes.profile,
     c.Tiers: reads_notes.tiers,

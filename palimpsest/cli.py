@@ -11,7 +11,7 @@ from events.audit import AuditReader
 from events.errors import InvalidInputError, PalimpsestError
 from events.log import ScanFilter
 from palimpsest import config as store_config
-from palimpsest import cli_archive, cli_feedback, cli_graph, cli_mcp, cli_notes, cli_serve, formats
+from palimpsest import cli_archive, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes, cli_serve, formats
 from palimpsest.cli_common import DEFAULT_STORE, open_store, print_json, parse_when, stream_args
 from palimpsest.logs import configure
 from projections.folds.archive import SCOPES
@@ -271,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_archive.register(sub)
     cli_notes.register(sub)
     cli_feedback.register(sub)
+    cli_learning.register(sub)
     cli_graph.register(sub)
     cli_serve.register(sub)
     cli_mcp.register(sub)

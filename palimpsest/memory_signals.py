@@ -6,11 +6,12 @@ Evolution Dispatcher's adjustments (§5–§6), listed and reverted here.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from actors import commands as c
 from events.errors import InvalidInputError
 from palimpsest.remote import Shards
+from palimpsest.remote import aware
 from projections.queries.context import Context
 
 
@@ -58,7 +59,7 @@ class SignalsApiMixin:
         ids = [i.memory_id for i in retrieved.items] if isinstance(retrieved, Context) else list(retrieved)
         return self.shards.send(tenant, user_id, c.JudgeFeedback(
             tenant=tenant, user_id=user_id, user_input=user_input, agent_response=agent_response,
-            context_window=tuple(context_window), memory_ids=tuple(ids), now=_aware(now, "now")))
+            context_window=tuple(context_window), memory_ids=tuple(ids), now=aware(now, "feedback")))
 
     def feedback(self, tenant: str, user_id: str, *, memory_id: str | None = None) -> list[dict]:
         """The user's feedback signals, oldest first (only those naming ``memory_id`` when given)."""
@@ -75,13 +76,6 @@ class SignalsApiMixin:
                           now: datetime | None = None) -> dict:
         """Undo an adjustment (an ``adjustment_reverted`` event): what it invalidated or penalised comes back."""
         return self.shards.send(tenant, user_id, c.RevertAdjustment(
-            tenant=tenant, user_id=user_id, adjustment_id=adjustment_id, reason=reason, now=_aware(now, "now")))
+            tenant=tenant, user_id=user_id, adjustment_id=adjustment_id, reason=reason, now=aware(now, "feedback")))
 
 
-def _aware(now: datetime | None, name: str) -> datetime:
-    if now is None:
-        return datetime.now(UTC)
-    if not isinstance(now, datetime) or now.tzinfo is None:
-        raise InvalidInputError([(name, f"{now!r} is not a timezone-aware datetime; pass e.g. "
-                                        "datetime(2024, 5, 1, tzinfo=UTC)")], what="call")
-    return now

@@ -15,9 +15,10 @@ from projections.adapters.embedding import HashEmbedder
 from projections.queries.retrieval import DEFAULT_FUSION
 from dataclasses import replace
 from tests.builders import command
-from tests.shard_helpers import context, record, search
+from tests.shard_helpers import EMBED, context, record, search
 
-T0 = datetime(2024, 3, 1, 12, tzinfo=UTC)
+# The user reacts just after the test's contexts were built (their touches carry the wall-clock time).
+T0 = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=5)
 NO_FEEDBACK = replace(DEFAULT_FUSION, feedback=False)
 STALE = "No, I told you I don't eat cilantro any more"
 REPLY = "Since you love cilantro on everything, here is a salsa with lots of cilantro!"
@@ -142,3 +143,39 @@ def test_an_unknown_adjustment_is_refused_with_nothing_written(core):
     with pytest.raises(InvalidInputError, match="adjustment_id"):
         core.handle([c.RevertAdjustment(tenant="acme", user_id="u5", adjustment_id="nope", reason="x", now=T0)])
     assert core.log.count() == before
+
+
+def test_explain_tells_the_chain_of_an_invalidated_note_as_of_a_time(core):
+    from actors.commands import Explain
+    from palimpsest.cli_learning import render_explain
+
+    cilantro, _, _ = fresh_user(core, "u6")
+    ids = [i.memory_id for i in cilantro_context(core, "u6").items]
+    note = next(i for i in ids if i in core.state.user("acme", "u6").notes.notes)
+    search(core, "cilantro", user_id="u6", k=3)  # a touch (search_hit), committed before the next command
+    judge(core, "u6", STALE, REPLY, ids, T0)
+    judge(core, "u6", STALE, REPLY, ids, T0 + timedelta(days=1))
+    vec = EMBED.encode(["cilantro"])[0]
+
+    now = core.query(Explain(tenant="acme", user_id="u6", memory_id=cilantro, at=T0 + timedelta(days=2),
+                             query="cilantro", query_vector=vec))
+    kinds = [e["kind"] for e in now["source_events"]]
+    assert kinds[:3] == ["message_recorded", "message_classified", "message_embedded"] and "note_operation" in kinds
+    assert [f["type"] for f in now["feedback"]] == ["negative", "negative"]
+    assert [(a["layer"], a["action"], a["applies"]) for a in now["adjustments"]][-1] == ("stable", "invalidate", True)
+    assert any(line.startswith("invalidated") for line in now["status"])
+    assert now["score"]["rank"] is None  # out of default retrieval
+    assert any(t["reason"] == "search_hit" and t["query"] == "cilantro" for t in now["touches"])
+    r = now["retention"][cilantro]
+    assert r["curve"][0]["retention"] > r["curve"][-1]["retention"]
+    # the 2024 turn has not been reinforced: its retention fell below the floor long before "now"
+    assert r["archive_now"] and r["archival_due"] and r["expected_archival"] < now["at"]
+
+    before = core.query(Explain(tenant="acme", user_id="u6", memory_id=note, at=T0 + timedelta(hours=1),
+                                query="cilantro", query_vector=vec))
+    assert [a["layer"] for a in before["adjustments"]] == ["working"] and len(before["feedback"]) == 1
+    assert before["score"]["rank"] is not None and before["notes"][0]["note_id"] == note
+    text = "\n".join(render_explain(now))
+    assert "invalidated" in text and "source events:" in text and "archival due since" in text
+    with pytest.raises(InvalidInputError, match="memory_id"):
+        core.query(Explain(tenant="acme", user_id="u6", memory_id="nope", at=T0))

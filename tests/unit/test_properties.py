@@ -223,7 +223,7 @@ feedback_detected = st.sampled_from(["negative", "positive", "neutral", "mixed"]
         targets=st.lists(st.sampled_from(["reasoning", "final_answer", "style", "tool_choice"]), max_size=2).map(tuple),
         action_hints=st.lists(st.sampled_from(["penalty", "invalidate", "prefer"]), max_size=2).map(tuple),
         memory_ids=st.lists(IDS, max_size=3).map(tuple), cues=st.lists(TEXT, max_size=2).map(tuple),
-        judge=st.just("feedback-rules-v1"), llm_call_id=st.none() | IDS,
+        judge=st.just("feedback-rules-v1"), llm_call_id=st.none() | IDS, at=st.none() | WHEN,
     )
 )
 

@@ -160,11 +160,14 @@ class RevertAdjustment(UserCommand):
 class Molt(UserCommand):
     """The Molt controller on one user (seed 003 §10): measure, propose, replay the recorded queries, decide.
 
-    ``queries`` are the user's recorded queries (text, vector, time) the replay ranks; ``dry_run`` writes nothing."""
+    ``queries`` are the user's recorded queries the replay ranks (text, vector, time, the memories a reply
+    used: :class:`MoltInputs`); ``dry_run`` writes nothing."""
 
-    queries: tuple[tuple[str, Vector, AwareDatetime], ...] = ()
+    queries: tuple[tuple[str, Vector, AwareDatetime, tuple[str, ...]], ...] = ()  # text, vector, time, used ids
     now: AwareDatetime
     dry_run: bool = False
+    force: bool = False  # propose even when no figure crossed its threshold
+    fusion: Fusion = DEFAULT_FUSION
 
 
 class RevertPolicy(UserCommand):
@@ -237,7 +240,9 @@ class Adjustments(UserQuery):
 
 
 class MoltInputs(UserQuery):
-    """The recorded queries the Molt replay ranks (text and time of each context or search with a judged outcome)."""
+    """The recorded queries the Molt replay ranks: each query a reply answered, when, and the memories it used."""
+
+    flushes_first: ClassVar[bool] = True
 
 
 class PolicyHistory(UserQuery):

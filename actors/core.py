@@ -37,6 +37,7 @@ from actors import feedback, reads, reads_graph, reads_learning, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
 from actors.decide_graph import decide_consolidation, decide_link, decide_stage, decide_unmerge
+from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
 from actors.decide_notes import decide_reply, decide_review
 from actors.deciders import decide_record_messages
 from actors.decision import Answer, Deps
@@ -70,6 +71,8 @@ DECIDERS: dict[type, Callable] = {
     c.ReviewNotes: decide_review,
     c.JudgeFeedback: feedback.decide_feedback,
     c.RevertAdjustment: feedback.decide_revert,
+    c.Molt: decide_molt,
+    c.RevertPolicy: decide_revert_policy,
 }
 READERS: dict[type, Callable] = {
     c.Search: reads.search,
@@ -82,6 +85,7 @@ READERS: dict[type, Callable] = {
     c.Adjustments: feedback.adjustments,
     c.Explain: reads_learning.explain_memory,
     c.PolicyHistory: reads_learning.policy_history,
+    c.MoltInputs: molt_inputs,
     c.NoteHistory: reads_notes.note_history,
     c.Profile: reads_notes.profile,
     c.Tiers: reads_notes.tiers,

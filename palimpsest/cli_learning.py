@@ -64,6 +64,53 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_molt(o: dict) -> None:
+    f = o["figures"]
+    print(f"{o['tenant']}/{o['user_id']}: usage {f['usage_rate']} · negative {f['negative_rate']} · restores "
+          f"{f['restore_rate']} · conflicts {f['conflict_rate']} · episode density {f['episode_density']} · "
+          f"{o['queries']} judged queries")
+    for t in o["triggers"]:
+        print(f"   trigger: {t}")
+    for finding in o["findings"]:
+        print(f"   finding: {finding}")
+    if o["proposals"]:
+        print(f"   replayed {len(o['proposals'])} proposals; current policy {o['before']:.4f}; best "
+              + ", ".join(f"{p['parameters']} {p['after']:.4f}" for p in sorted(
+                  o["proposals"], key=lambda p: -p["after"])[:3]))
+    print(f"   decision: {o['decision']}" + (f" (event {o['event_id']})" if o["event_id"] else ""))
+
+
+def cmd_molt(args: argparse.Namespace) -> int:
+    if args.action != "run" and not (args.tenant and args.user):
+        raise SystemExit(f"molt {args.action}: give --tenant and --user (the policy is per user)")
+    with open_store(args) as mem:
+        if args.action == "history":
+            out = mem.policy_history(args.tenant, args.user)
+        elif args.action == "revert":
+            if not args.change_id:
+                raise SystemExit("molt revert: give the CHANGE_ID (see `palimpsest molt history`)")
+            out = mem.revert_policy(args.tenant, args.user, args.change_id, reason=args.reason)
+        else:
+            out = mem.molt(args.tenant, args.user, dry_run=args.dry_run, force=args.force, progress=not args.json)
+    if args.json:
+        print_json(out)
+    elif args.action == "history":
+        print(f"policy in force: {out['parameters'] or 'the store settings (no change)'}")
+        for r in out["history"]:
+            state = " (reverted)" if r["reverted"] else ""
+            print(f"{r['at'][:16]} {r['status']:<8}{state} {r['parameters']} was {r['previous']} · {r['metric']} "
+                  f"{r['before']:.4f} → {r['after']:.4f} over {r['queries']} queries · {r['change_id']}")
+            print(f"   {r['reason']}")
+    elif args.action == "revert":
+        print(f"reverted {args.change_id}" if out["reverted"] else f"{args.change_id} was already reverted")
+    else:
+        for o in out:
+            _print_molt(o)
+        if args.dry_run:
+            print("-- dry run: nothing written")
+    return 0
+
+
 def register(sub) -> None:
     sp = sub.add_parser("explain", help="why a memory or note is what it is: sources, derivations, touches, "
                                         "feedback, retention curve, archival, adjustments")
@@ -73,3 +120,14 @@ def register(sub) -> None:
     sp.add_argument("--query", help="also the score breakdown of this memory for this query")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_explain)
+
+    sp = sub.add_parser("molt", help="the Molt controller (seed 003): measure effectiveness, replay proposals, "
+                                     "apply or reject; `molt history`, `molt revert CHANGE_ID`")
+    sp.add_argument("action", nargs="?", choices=("run", "history", "revert"), default="run")
+    sp.add_argument("change_id", nargs="?", help="for revert: the policy change to undo")
+    stream_args(sp, required=False)
+    sp.add_argument("--dry-run", action="store_true", help="measure and replay, write nothing")
+    sp.add_argument("--force", action="store_true", help="replay proposals even when no figure crossed its threshold")
+    sp.add_argument("--reason", default="reverted by hand")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_molt)

@@ -192,7 +192,7 @@ def graph_memory_staged(draw):
     labels = [topic] + ([obj] if obj else [])
     return GraphMemoryStaged(
         subject=draw(TEXT), memory_type=draw(st.sampled_from(["event", "fact", "relation", "opinion"])), topic=topic,
-        object=obj, attributes=draw(st.dictionaries(IDS, TEXT, max_size=2)), importance=draw(st.floats(0.0, 1.0)),
+        object=obj, attributes=draw(st.dictionaries(IDS.filter(str.strip), TEXT.filter(str.strip), max_size=2)), importance=draw(st.floats(0.0, 1.0)),
         source_message_ids=draw(st.lists(IDS, max_size=2).map(tuple)), occurred_at=draw(WHEN),
         extractor="rules-v1", dim=dim, llm_call_id=draw(st.none() | IDS), reason=draw(st.none() | TEXT),
         vectors={label: draw(st.binary(min_size=4 * dim, max_size=4 * dim)) for label in labels},

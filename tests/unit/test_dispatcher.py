@@ -3,6 +3,7 @@ reverted, replayed. One store per module; each test uses its own user."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,7 +14,6 @@ from actors.spec import ShardSpec
 from events.errors import InvalidInputError
 from projections.adapters.embedding import HashEmbedder
 from projections.queries.retrieval import DEFAULT_FUSION
-from dataclasses import replace
 from tests.builders import command
 from tests.shard_helpers import EMBED, context, record, search
 

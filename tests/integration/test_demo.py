@@ -31,7 +31,14 @@ def test_demo_ingests_queries_and_replays_with_matching_digests(out):
     chinese = out.split("Q: 周末去哪里爬山？")[1]
     assert chinese.split("\n")[1].strip().startswith("1. [2024-03-12] Maya: 这个周末我们俱乐部要去黄山爬山")
     assert "episodes found in the dialogue" in out and "atlas-4:1..atlas-4:3" in out
-    assert "message_recorded   24" in out and "message_classified 24" in out
+    # 24 sample turns plus the 6 of the learning scene (two tiny users)
+    assert "message_recorded   30" in out and "message_classified 30" in out
+    assert "feedback_detected  4" in out and "memory_adjusted    6" in out and "adjustment_reverted 2" in out
+    # The learning loop, English and Chinese: invalidated after the second correction, explained, reverted.
+    learning = out.split("=== 10b.")[1].split("=== 11.")[0]
+    assert learning.count("stable invalidate") == 2 and learning.count("the stale note is gone from the context") == 2
+    assert learning.count("invalidated at") == 2 and learning.count("the note is back in the context") == 2
+    assert "cues stale:我说过" in learning
 
 
 def test_demo_shows_a_preference_superseded_with_its_chain_and_sources_and_archival(out):

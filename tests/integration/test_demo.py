@@ -23,7 +23,6 @@ def out(ray_cluster, tmp_path_factory) -> str:
 
 
 def test_demo_ingests_queries_and_replays_with_matching_digests(out):
-
     assert "24 messages stored" in out
     assert "0 new, 24 recognised by client id" in out
     assert "DIFFER" not in out and out.count("-> match") >= 1
@@ -42,7 +41,6 @@ def test_demo_ingests_queries_and_replays_with_matching_digests(out):
 
 
 def test_demo_shows_a_preference_superseded_with_its_chain_and_sources_and_archival(out):
-
     notes = out.split("=== 7. notes")[1].split("=== 8.")[0]
     assert "[preference] v2 Maya switched to coffee in the morning" in notes
     assert "v1 superseded 2024-03-04 → 2024-05-06  Maya prefers green tea in the morning" in notes

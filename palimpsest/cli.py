@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from events.errors import InvalidInputError, PalimpsestError
-from palimpsest import cli_archive, cli_feedback, cli_graph, cli_mcp, cli_notes, cli_serve
+from palimpsest import cli_archive, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes, cli_serve
 from palimpsest.cli_common import DEFAULT_STORE, SCOPES, open_store, print_json, parse_when, remote, stream_args
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -300,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_archive.register(sub)
     cli_notes.register(sub)
     cli_feedback.register(sub)
+    cli_learning.register(sub)
     cli_graph.register(sub)
     cli_serve.register(sub)
     cli_mcp.register(sub)

@@ -91,6 +91,18 @@ def reply(user_id: str, body: ReplyBody, who: Caller = Authorized) -> dict:
     return {"used": used}
 
 
+@router.get("/explain/{memory_id}", summary="Why a memory or note is what it is at a time: sources, derivations, "
+                                           "touches, feedback, retention curve, archival, adjustments")
+def explain(user_id: str, memory_id: str, who: Caller = Authorized, at: datetime | None = None,
+            query: str | None = None) -> dict:
+    return who.memory.explain(who.tenant, who.user(user_id), memory_id, at=at, query=query)
+
+
+@router.get("/adjustments", summary="The Evolution Dispatcher's adjustments (penalties, invalidations, skills)")
+def adjustments(user_id: str, who: Caller = Authorized, active_only: bool = False) -> dict:
+    return {"adjustments": who.memory.adjustments(who.tenant, who.user(user_id), active_only=active_only)}
+
+
 @router.get("/archive", summary="The user's archived memories with when, why and their retention")
 def archived(user_id: str, who: Caller = Authorized) -> dict:
     return {"archived": who.memory.archived(who.tenant, who.user(user_id))}

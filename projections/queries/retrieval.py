@@ -21,6 +21,7 @@ from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
 from projections.queries import graph_search, rerank
 from projections.queries.graph_expand import expand_hits
+from projections.queries.learned import hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
 from projections.queries.ranker_model import MODEL as ENGLISH_RANKER
 from projections.queries.results import Hit
@@ -101,6 +102,10 @@ class FusionConfig:
     ranker_depth: int = 20  # how many of the best rows it re-orders
     ranker_cjk: bool = False
     candidates: int = 100
+    # The learning loop (projections.queries.learned): the dispatcher's adjustments (invalidated memories and
+    # notes leave default retrieval, penalties scale scores) and the Molt policy. False: the palimpsest_no_feedback
+    # ablation.
+    feedback: bool = True
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
@@ -195,17 +200,22 @@ def fuse(
             for memory_id in episode.member_ids:
                 parts.setdefault(memory_id, {}).setdefault("episode", (rank, sim, episode))
 
+    learn = config.feedback and scope == "active" and bool(memory.adjustments.by_target)
     if config.note_weight > 0:
-        for rank, (note_id, bm25) in enumerate(memory.notes.search(query, config.note_candidates, config.bm25), 1):
+        ranked_notes = memory.notes.search(query, config.note_candidates, config.bm25)
+        if learn:
+            ranked_notes = [(n, b) for n, b in ranked_notes if not hidden(memory, n, now)]
+        for rank, (note_id, bm25) in enumerate(ranked_notes, 1):
             for memory_id in memory.notes.notes[note_id].source_message_ids:
                 parts.setdefault(memory_id, {}).setdefault("note", (rank, bm25, note_id))
     by_id = memory.messages.by_id
 
     def allowed(mid: str) -> bool:
         # an index row the projections do not know yet is never surfaced; archived ones only when asked for;
-        # with ``now`` (time travel), nothing recorded after it
+        # with ``now`` (time travel), nothing recorded after it; memories the learning loop invalidated are out
+        # of default retrieval too
         return (mid in by_id and in_scope(memory.archive, mid, scope)
-                and (now is None or by_id[mid].occurred_at <= now))
+                and (now is None or by_id[mid].occurred_at <= now) and not (learn and hidden(memory, mid, now)))
 
     parts = {mid: p for mid, p in parts.items() if allowed(mid)}
     recall = {}
@@ -249,6 +259,8 @@ def fuse(
         row[3]["rrf"] = round(row[0], 8)
     if config.ranker is not None and (config.ranker_cjk or not has_cjk(query)):
         rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
+    if config.feedback:
+        penalise(memory, scored, now, hide=scope == "active")
 
     hits = []
     for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):

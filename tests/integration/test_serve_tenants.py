@@ -89,6 +89,9 @@ def _calls(other_ids: list[str], other_note: str) -> list[tuple[str, str, dict |
         ("POST", "/v1/users/alice/archive", {"memory_ids": other_ids[:1]}),
         ("POST", "/v1/users/alice/archive/restore", {"memory_ids": other_ids[:1]}),
         ("GET", f"/v1/users/alice/memories/{other_ids[0]}", None),
+        ("GET", f"/v1/users/alice/explain/{other_ids[0]}", None),
+        ("GET", f"/v1/users/alice/explain/{other_note}?query=tea", None),
+        ("GET", "/v1/users/alice/adjustments", None),
     ]
 
 
@@ -104,7 +107,8 @@ def test_no_endpoint_reads_the_other_tenants_data(served, reader, owner):
         leaked = [f for f in forbidden if f in r.text]
         assert not leaked, f"{method} {path} with {reader}'s key returned {owner}'s {leaked[:3]}"
         seen_own += reader.upper() + "MARK" in r.text
-        if "/notes/" in path or "/memories/" in path or path.endswith(("/archive", "/restore")) and method == "POST":
+        if ("/notes/" in path or "/memories/" in path or "/explain/" in path
+                or path.endswith(("/archive", "/restore")) and method == "POST"):
             assert r.status_code == 404 and r.json()["error"] == "not_found", (path, r.text)
     assert seen_own >= 5, "the reader's own data should have been found by most reads"
 

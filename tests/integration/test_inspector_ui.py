@@ -140,6 +140,8 @@ def test_a_hit_s_detail_shows_its_source_turn_and_retention_curve(world, browser
     assert page.locator("svg.curve circle.access").count() == len(card["curve"]["accesses"]) > 0
     assert page.locator("svg.curve .projected, svg.curve .archived").count() >= 1  # the archival date is marked
     assert "Why it ranked #1" in page.inner_text("#view")  # the hit's score terms came along
+    explained = world["api"]["demo"].get(f"/v1/users/maya/explain/{memory_id}")
+    assert f"Source events ({len(explained['source_events'])})" in page.inner_text("#view")  # the log's own account
     page.screenshot(path=str(shots / "memory.png"), full_page=True)
     assert page.errors == []
 

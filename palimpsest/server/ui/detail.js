@@ -4,19 +4,23 @@ import {api, query, userPath} from "./api.js";
 import {retentionChart, stackedBar, termLegend} from "./charts.js";
 import {el, link, minute, num, said, section, utc} from "./dom.js";
 
-export const SECTIONS = [source, scoreCard, retentionCard, notesCard, graphCard, episodeCard, touchesCard, feedbackCard];
+export const SECTIONS = [source, scoreCard, retentionCard, explainCard, notesCard, graphCard, episodeCard, touchesCard,
+                         feedbackCard];
 
 export async function renderMemory(view, shared, memoryId) {
   const now = utc(shared.now);
-  const [card, notes, graph, episodes, feedback] = await Promise.all([
+  const [card, notes, graph, episodes, feedback, explained] = await Promise.all([
     api("GET", userPath(`/memories/${encodeURIComponent(memoryId)}`) + query({now})),
     api("GET", userPath("/notes?include_inactive=true")),
     api("GET", userPath("/graph/view")),
     api("GET", userPath("/episodes")),
     api("GET", userPath("/feedback") + query({memory_id: memoryId})),
+    // The log's own account (GET /explain); a server without it leaves the card out.
+    api("GET", userPath(`/explain/${encodeURIComponent(memoryId)}`) + query({at: now, query: shared.hits.has(memoryId) ? shared.query : ""}))
+      .catch(err => (err.status === 404 && err.body && err.body.error === "http_error" ? null : Promise.reject(err))),
   ]);
   const facts = {memoryId, card, hit: shared.hits.get(memoryId), notes: notes.notes, graph: graph.data,
-                 episodes: episodes.episodes, signals: feedback.signals, shared, view};
+                 episodes: episodes.episodes, signals: feedback.signals, explained, shared, view};
   view.append(el("h2", {}, "Memory ", el("code", {}, memoryId.slice(0, 12))),
               el("div", {class: "detail"}, SECTIONS.map(s => s(facts)).filter(Boolean)));
 }
@@ -51,7 +55,7 @@ function retentionCard({card, view, memoryId}) {
     location.hash = `#/memory/${encodeURIComponent(memoryId)}`;
     window.dispatchEvent(new HashChangeEvent("hashchange"));
   }}, "Restore") : "";
-  return section("Retention over time",
+  return wide(section("Retention over time",
     el("p", {}, r ? `R = ${num(r.retention)} at ${minute(card.curve.now)} (policy ${card.policy}) — ${r.why}`
                   : "The memory did not exist yet at this time."),
     retentionChart(card.curve, arch),
@@ -59,7 +63,12 @@ function retentionCard({card, view, memoryId}) {
        arch ? `archived ${minute(arch.at)} (${arch.reason}, R ${num(arch.retention)}) ` :
          card.curve.archive_projected ? `would be archived ${minute(card.curve.archive_projected)} if never accessed again`
            : "never archived under this policy", card.restored ? ` · restored ${card.restored}×` : ""),
-    restore);
+    restore));
+}
+
+function wide(card) {
+  card.classList.add("wide");
+  return card;
 }
 
 function notesCard({notes, memoryId}) {
@@ -97,4 +106,18 @@ function feedbackCard({signals}) {
   if (!signals.length) return null;
   return section("Feedback naming it", el("ul", {}, signals.map(s => el("li", {},
     `${s.type} (${num(s.confidence, 2)}) `, said(s.user_input || "")))));
+}
+
+function explainCard({explained}) {
+  if (!explained) return null;
+  const rows = (items, cells) => el("table", {class: "events"}, el("tbody", {}, items.map(i => el("tr", {}, cells(i).map(c => el("td", {}, c))))));
+  return wide(section("Explain: what the log records about it",
+    el("ul", {class: "status-lines"}, (explained.status || []).map(line => el("li", {}, said(line)))),
+    el("h4", {}, `Source events (${explained.source_events.length})`),
+    rows(explained.source_events, e => [`#${e.seq}`, e.kind, minute(e.at), said(e.summary)]),
+    explained.touches.length ? [el("h4", {}, `Touches (${explained.touches.length})`),
+      rows(explained.touches, t => [minute(t.at), t.reason, `rank ${t.rank}`, said(t.query || "")])] : "",
+    explained.archive.length ? [el("h4", {}, "Archive"), rows(explained.archive, a => [minute(a.at), a.action, a.reason])] : "",
+    explained.adjustments.length ? [el("h4", {}, "Adjustments by the learning loop"),
+      rows(explained.adjustments, a => [a.kind || a.action || "", a.applies ? "applies" : "not now", JSON.stringify(a)])] : ""));
 }

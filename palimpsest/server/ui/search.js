@@ -54,7 +54,9 @@ function hitList(hits, shared) {
     stackedBar(h.terms, max),
     h.breakdown.ranker_probability !== undefined
       ? el("p", {class: "hint"}, `fused ${num(h.breakdown.rrf, 4)}; the learned ranker re-ordered the top rows (p = ${num(h.breakdown.ranker_probability)})`)
-      : "")));
+      : "",
+    h.breakdown.feedback_factor !== undefined
+      ? el("p", {class: "hint"}, `the learning loop scales its score ×${num(h.breakdown.feedback_factor)}`) : "")));
   return section(`Hits (${hits.length})`, termLegend(names), list);
 }
 

@@ -34,10 +34,11 @@ import numpy as np
 import structlog
 
 from actors import commands as c
-from actors import feedback, reads, reads_graph, reads_notes
+from actors import feedback, reads, reads_graph, reads_inspect, reads_learning, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
 from actors.decide_graph import decide_consolidation, decide_link, decide_stage, decide_unmerge
+from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
 from actors.decide_notes import decide_reply, decide_review
 from actors.deciders import decide_record_messages
 from actors.decision import Answer, Deps
@@ -50,7 +51,7 @@ from actors.user_store import UserStore
 from events.duckdb_log import LOG_ERRORS, DuckDBEventLog, open_error
 from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError, StoreError
-from events.log import CommandRecord, EventLog
+from events.log import CommandRecord, EventLog, ScanFilter
 from projections.adapters.embedding import embedder_name, make_embedder
 from projections.adapters.lance import LanceVectorTable
 from projections.adapters.tokens import TokenCounter, default_counter
@@ -70,6 +71,9 @@ DECIDERS: dict[type, Callable] = {
     c.RecordReply: decide_reply,
     c.ReviewNotes: decide_review,
     c.JudgeFeedback: feedback.decide_feedback,
+    c.RevertAdjustment: feedback.decide_revert,
+    c.Molt: decide_molt,
+    c.RevertPolicy: decide_revert_policy,
 }
 READERS: dict[type, Callable] = {
     c.Search: reads.search,
@@ -79,15 +83,21 @@ READERS: dict[type, Callable] = {
     c.Counterfactual: reads.counterfactual_report,
     c.Notes: reads_notes.notes,
     c.Feedback: feedback.feedback,
+    c.Adjustments: feedback.adjustments,
+    c.Explain: reads_learning.explain_memory,
+    c.PolicyHistory: reads_learning.policy_history,
+    c.MoltInputs: molt_inputs,
     c.NoteHistory: reads_notes.note_history,
     c.Profile: reads_notes.profile,
     c.Tiers: reads_notes.tiers,
     c.Archived: reads_notes.archived,
+    c.MemoryRetention: reads_inspect.memory_retention,
     c.SearchMemories: reads_graph.search_memories,
     c.GraphMerges: reads_graph.graph_merges,
     c.GraphExport: reads_graph.export,
     c.GraphJobs: graph_jobs,
     c.ScanEvents: lambda core, q: Answer(core.scan(q.filter, q.limit)),
+    c.AuditRows: lambda core, q: Answer(core.log.rows(ScanFilter(tenant=q.tenant))),
     c.Streams: lambda core, q: Answer(sorted(core.log.streams())),
     c.Digest: lambda core, q: Answer(core.digest()),
     c.Stats: lambda core, q: Answer(core.stats()),

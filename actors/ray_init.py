@@ -30,7 +30,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     if address:
         ray.init(address=address, **kwargs)
     else:
-        ray.init(num_cpus=num_cpus or os.cpu_count() or 1, **kwargs)
+        # "local": always a Ray of our own, never a cluster some other process started with `ray start`
+        ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, **kwargs)
 
 
 def shutdown_ray() -> None:

@@ -17,6 +17,7 @@ the process: they are access signals, not facts).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -37,6 +38,10 @@ class ShardActor:
         # Logs go to stderr: a driver that forwards worker output keeps its stdout for results.
         structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
         self._core = ShardCore(spec)
+        # The folded projections are long-lived: moved out of the collector's reach, a full collection no
+        # longer walks them in the middle of a query (one took 264 ms on the dev store's shard, under load).
+        gc.collect()
+        gc.freeze()
         self._lock = threading.Lock()
         self._closed = threading.Event()
         threading.Thread(target=self._flusher, name="touch-flusher", daemon=True).start()

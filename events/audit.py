@@ -18,6 +18,10 @@ Read-only means read-only, whatever the query text says:
   detaches the logs before any query runs: the other tenants' rows are not
   reachable from it, whatever the SQL names.
 
+A served store's logs are held open by its shard actors: its server builds the
+reader from the rows the shards hand over (:meth:`AuditReader.of_tables`), with
+the same checks and the same tenant scoping.
+
 Parquet export writes through pyarrow from the reader's own query, not through
 DuckDB's ``COPY``.
 """
@@ -84,7 +88,7 @@ class AuditReader:
             except duckdb.Error as exc:
                 raise StoreError(
                     f"cannot attach {path} read-only: {exc}. A running store holds it; "
-                    "close that store (or use `palimpsest export` from it) and retry"
+                    "close that store, or audit it through its server (`palimpsest --server URL sql ...`)"
                 ) from exc
             selects.append(f"SELECT {i} AS shard, * FROM {alias}.events")
             aliases.append(alias)
@@ -95,6 +99,34 @@ class AuditReader:
             self._con.execute(f"CREATE TABLE events AS SELECT * FROM ({union}) WHERE tenant = ?", [tenant])
             for alias in aliases:
                 self._con.execute(f"DETACH {alias}")
+        self._lock()
+
+    @classmethod
+    def of_tables(cls, tables: list[pa.Table], tenant: str | None = None) -> AuditReader:
+        """A reader over rows the shards handed over (a served store, whose logs their actors hold open).
+
+        ``tables[i]`` is shard ``i``'s rows (:data:`ENVELOPE_SCHEMA`); with ``tenant`` only that tenant's rows
+        are copied in, whatever the tables hold.
+        """
+        self = cls.__new__(cls)
+        self._con = duckdb.connect(":memory:")
+        self._con.execute("SET TimeZone = 'UTC'")
+        selects = []
+        for i, table in enumerate(tables):
+            self._con.register(f"shard_{i}", table.select(ENVELOPE_SCHEMA.names).cast(ENVELOPE_SCHEMA))
+            selects.append(f"SELECT {i} AS shard, * FROM shard_{i}")
+        if not selects:
+            self._con.register("shard_none", ENVELOPE_SCHEMA.empty_table())
+            selects.append("SELECT 0 AS shard, * FROM shard_none")
+        where = "WHERE tenant = ?" if tenant is not None else ""
+        self._con.execute(f"CREATE TABLE events AS SELECT * FROM ({' UNION ALL '.join(selects)}) {where}",
+                          [tenant] if tenant is not None else None)
+        for name in [f"shard_{i}" for i in range(len(tables))] or ["shard_none"]:
+            self._con.unregister(name)
+        self._lock()
+        return self
+
+    def _lock(self) -> None:
         self._con.execute("SET enable_external_access = false")
         self._con.execute("SET lock_configuration = true")
 

@@ -138,6 +138,12 @@ class DuckDBEventLog(EventLog):
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]))
 
+    def rows(self, flt: ScanFilter | None = None) -> pa.Table:
+        """The stored rows, exactly as written (payloads not upcast), in scan order."""
+        where, params = where_clause(flt or ScanFilter())
+        sql = f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events WHERE {where} ORDER BY tenant, user_id, seq"
+        return fetch_arrow(self._con.cursor(), sql, params)
+
     def model_id(self) -> str | None:
         row = self._con.cursor().execute(
             "SELECT json_extract_string(payload, '$.model_id') FROM events WHERE kind = 'message_embedded' LIMIT 1"

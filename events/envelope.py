@@ -130,7 +130,9 @@ def _pylist(column: pa.ChunkedArray) -> list:
     if not pa.types.is_timestamp(column.type):
         return column.to_pylist()
     encoded = column.combine_chunks().dictionary_encode()
-    values = encoded.dictionary.to_pylist()
+    # The schema's times are UTC: given as the ``UTC`` singleton (pyarrow gives zoneinfo's), two of them compare
+    # and subtract without a call to ``utcoffset`` (zoneinfo's costs microseconds, the ranking does it per candidate).
+    values = [None if v is None else v.replace(tzinfo=UTC) for v in encoded.dictionary.to_pylist()]
     return [None if i is None else values[i] for i in encoded.indices.to_pylist()]
 
 

@@ -109,6 +109,13 @@ class EventLog:
         """Events in (tenant, user, seq) order, old versions upcast."""
         return self._read(flt or ScanFilter())
 
+    def rows(self, flt: ScanFilter | None = None):
+        """The stored rows a scan selects, as one Arrow table of :data:`~events.envelope.ENVELOPE_SCHEMA`
+        (for the audit of a served store; a backend that keeps rows returns them as stored)."""
+        from events.envelope import to_arrow
+
+        return to_arrow(list(self.scan(flt)))
+
     def scan_tails(self, heads: Mapping[Stream, int]) -> Iterator[Envelope]:
         """Every event after ``heads[stream]`` (after 0 for a stream not in ``heads``), in scan order."""
         return (e for e in self._read(ScanFilter()) if e.seq > heads.get(e.stream, 0))

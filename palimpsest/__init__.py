@@ -1,6 +1,5 @@
 """Palimpsest: event-sourced long-term memory for LLM agents."""
 
-from events.commands import RecordMessage
 from events.errors import InvalidInputError, PalimpsestError, StoreError
 
 __all__ = ["IngestReport", "InvalidInputError", "Memory", "PalimpsestError", "RecordMessage", "StoreError"]
@@ -8,10 +7,14 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """``Memory`` and ``IngestReport`` on first use: importing them loads Ray, which a client of a server
-    (``palimpsest --server URL …``, ``palimpsest mcp``) never needs."""
+    """``Memory``, ``IngestReport`` and ``RecordMessage`` on first use: they load Ray, pyarrow and pydantic,
+    which a client of a server (``palimpsest --server URL …``, ``palimpsest mcp``) never needs."""
     if name in ("Memory", "IngestReport"):
         from palimpsest import memory
 
         return getattr(memory, name)
+    if name == "RecordMessage":
+        from events.commands import RecordMessage
+
+        return RecordMessage
     raise AttributeError(f"module 'palimpsest' has no attribute {name!r}")

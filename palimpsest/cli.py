@@ -1,33 +1,39 @@
-"""The ``palimpsest`` command line: a thin layer over :class:`palimpsest.Memory` and the audit reader."""
+"""The ``palimpsest`` command line: a thin layer over :class:`palimpsest.Memory` and the audit reader.
+
+Modules are imported where a command needs them, so that a command sent to a server (``--server URL``)
+loads neither Ray nor the projections: it answers in a fraction of a second from a cold shell.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
-from events.audit import AuditReader
-from events.commands import ID_RULE, id_problem, validate_messages
 from events.errors import InvalidInputError, PalimpsestError
-from events.log import ScanFilter
-from palimpsest import config as store_config
-from palimpsest import cli_archive, cli_backup, cli_feedback, cli_graph, cli_mcp, cli_notes, cli_serve, formats
-from palimpsest.cli_common import DEFAULT_STORE, open_store, print_json, parse_when, stream_args
-from palimpsest.logs import configure
-from projections.folds.archive import SCOPES
-from projections.folds.policy import RetentionPolicy
+from palimpsest import cli_archive, cli_backup, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes, cli_serve
+from palimpsest.cli_common import DEFAULT_STORE, SCOPES, open_store, print_json, parse_when, remote, stream_args
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from palimpsest import formats
+
     path = Path(args.file)
     if not path.exists():
         raise PalimpsestError(f"no such file: {path}; give a LoCoMo JSON or a JSONL message file")
     fmt = formats.detect_format(path) if args.format == "auto" else args.format
-    messages = formats.read_locomo(path, args.tenant or "locomo") if fmt == "locomo" else formats.read_jsonl(path)
-    # Validated before the store is opened: a refused file creates no store and starts no Ray.
-    defaults = {k: v for k, v in (("tenant", args.tenant), ("user_id", args.user)) if v is not None}
-    messages = validate_messages([{**defaults, **m} for m in messages])
-    with open_store(args, num_shards=args.num_shards, embedder=args.embedder) as mem:
+    client = remote(args)
+    if client is None:  # validated before the store is opened: a refused file creates no store, starts no Ray
+        from events.commands import validate_messages
+
+        messages = formats.read_locomo(path, args.tenant or "locomo") if fmt == "locomo" else formats.read_jsonl(path)
+        defaults = {k: v for k, v in (("tenant", args.tenant), ("user_id", args.user)) if v is not None}
+        messages = validate_messages([{**defaults, **m} for m in messages])
+    with client or open_store(args, num_shards=args.num_shards, embedder=args.embedder) as mem:
+        if client:
+            default_tenant = args.tenant or mem.tenant  # through a server: the key's
+            messages = formats.read_locomo(path, default_tenant) if fmt == "locomo" else formats.read_jsonl(path)
         report = mem.add_messages(messages, tenant=args.tenant, user_id=args.user, progress=not args.quiet)
     print(
         f"ingested {report.received} messages ({report.created} new, {report.duplicates} already stored) "
@@ -116,6 +122,8 @@ def read_queries(path: str, tenant: str | None, user: str | None) -> list[tuple[
 
 
 def cmd_counterfactual(args: argparse.Namespace) -> int:
+    from projections.folds.policy import RetentionPolicy
+
     policy = RetentionPolicy.load(args.policy)
     queries = read_queries(args.queries, args.tenant, args.user) if args.queries else []
     with open_store(args) as mem:
@@ -156,9 +164,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _audit(args: argparse.Namespace, tenant: str | None = None) -> AuditReader:
+def _audit(args: argparse.Namespace, tenant: str | None = None):
     """The read-only reader, once the ids and kinds given are ids and kinds (a name with bytes that are not
     UTF-8 arrives as a lone surrogate and is refused here, not by DuckDB)."""
+    from events.audit import AuditReader
+    from events.commands import ID_RULE, id_problem
+    from palimpsest import config as store_config
+
     problems = [(f"--{flag}", f"{id_problem(value)} (got {value!r:.60}); give an id of {ID_RULE}")
                 for flag in ("tenant", "user") if (value := getattr(args, flag, None)) is not None
                 and id_problem(value)]
@@ -172,14 +184,24 @@ def _audit(args: argparse.Namespace, tenant: str | None = None) -> AuditReader:
     return AuditReader(store_config.log_files(Path(args.store)), tenant=tenant)
 
 
+def _iso(value) -> str:
+    return (value if isinstance(value, datetime) else datetime.fromisoformat(value)).isoformat()
+
+
 def cmd_events(args: argparse.Namespace) -> int:
-    if args.user and not args.tenant:
+    from events.log import ScanFilter
+
+    if args.user and not args.tenant and not remote(args):
         raise InvalidInputError([("--tenant", "missing; user ids are per tenant: give --tenant with --user")],
                                 what="events")
     flt = ScanFilter(args.tenant, args.user, args.from_seq, args.to_seq, args.since, args.until,
                      tuple(args.kind) if args.kind else None)
-    table = _audit(args).events(flt, args.limit)
-    rows = table.to_pylist()
+    client = remote(args)
+    if client:
+        with client:
+            rows = client.audit_events(flt, args.limit)
+    else:
+        rows = _audit(args).events(flt, args.limit).to_pylist()
     if args.json:
         print_json(rows)
         return 0
@@ -187,24 +209,35 @@ def cmd_events(args: argparse.Namespace) -> int:
         payload = json.loads(row["payload"])
         summary = payload.get("text") or payload.get("query") or payload.get("model_id") or ""
         print(f"{row['tenant']}/{row['user_id']} #{row['seq']:<5} {row['kind']:<17} v{row['schema_version']} "
-              f"{row['occurred_at'].isoformat()} {row['event_id'][:12]} {str(summary)[:70]}")
+              f"{_iso(row['occurred_at'])} {row['event_id'][:12]} {str(summary)[:70]}")
     print(f"-- {len(rows)} events")
     return 0
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    table = _audit(args, args.tenant).sql(args.query)
-    if args.json:
-        print_json(table.to_pylist())
+    client = remote(args)
+    if client:
+        with client:
+            columns, rows = client.audit_sql(args.query, args.tenant)
     else:
-        print(" | ".join(table.column_names))
-        for row in table.to_pylist():
-            print(" | ".join(str(v) for v in row.values()))
+        table = _audit(args, args.tenant).sql(args.query)
+        columns, rows = table.column_names, [list(r.values()) for r in table.to_pylist()]
+    if args.json:
+        print_json([dict(zip(columns, row)) for row in rows])
+    else:
+        print(" | ".join(columns))
+        for row in rows:
+            print(" | ".join(str(v) for v in row))
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    target = _audit(args, args.tenant).export_parquet(Path(args.out))
+    client = remote(args)
+    if client:
+        with client:
+            target = client.export_parquet(Path(args.out), args.tenant)
+    else:
+        target = _audit(args, args.tenant).export_parquet(Path(args.out))
     print(f"wrote {target}")
     return 0
 
@@ -287,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_archive.register(sub)
     cli_notes.register(sub)
     cli_feedback.register(sub)
+    cli_learning.register(sub)
     cli_graph.register(sub)
     cli_serve.register(sub)
     cli_mcp.register(sub)
@@ -325,7 +359,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure(args.log_level)
+    if args.command in ("serve", "demo") or not remote(args, connect=False):  # a client logs nothing
+        from palimpsest.logs import configure
+
+        configure(args.log_level)
     try:
         return args.func(args)
     except PalimpsestError as exc:

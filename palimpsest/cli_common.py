@@ -9,6 +9,7 @@ from datetime import datetime
 
 
 DEFAULT_STORE = os.environ.get("PALIMPSEST_STORE", ".store")
+SCOPES = ("active", "archive", "all")  # projections.folds.archive.SCOPES, without importing the folds
 
 
 def parse_when(value: str) -> datetime:
@@ -22,13 +23,23 @@ def parse_when(value: str) -> datetime:
     return stamp
 
 
+def remote(args: argparse.Namespace, *, connect: bool = True):
+    """With ``--server``/``PALIMPSEST_URL``: a client of that server (no Ray, no store); else None.
+
+    ``connect=False`` only says whether there is a server to talk to."""
+    url = getattr(args, "server", None) or os.environ.get("PALIMPSEST_URL") or None
+    if not url or not connect:
+        return url
+    from palimpsest.client import RemoteMemory
+
+    return RemoteMemory(url, os.environ.get("PALIMPSEST_API_KEY", "").strip())
+
+
 def open_store(args: argparse.Namespace, **create):
     """The store, or with ``--server``/``PALIMPSEST_URL`` a client of the server serving it (no Ray, no store)."""
-    from palimpsest.client import RemoteMemory, server_url
-
-    url = server_url(args)
-    if url and not create:
-        return RemoteMemory(url, os.environ.get("PALIMPSEST_API_KEY", "").strip())
+    client = remote(args)
+    if client:
+        return client
     from palimpsest.memory import Memory  # imports Ray: only for commands that need the actors
 
     return Memory.open(args.store, create=bool(create), **create)

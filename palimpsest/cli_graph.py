@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 
 from events.errors import PalimpsestError
-from projections.rules.tool_calls import TOOLS, write_tool_schemas
 from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
+
+
+TOOL_NAMES = ("create_memory", "link_memories", "search_memories")  # projections.rules.tool_calls.TOOLS
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
@@ -32,6 +34,8 @@ def cmd_tool(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    from projections.rules.tool_calls import TOOLS, write_tool_schemas
+
     target = write_tool_schemas(Path(args.out))
     print(f"wrote the JSON schemas of {', '.join(TOOLS)} to {target}")
     return 0
@@ -95,7 +99,7 @@ def cmd_unmerge(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     sp = sub.add_parser("tool", help="run a seed-001 tool call: create_memory, link_memories or search_memories")
     stream_args(sp)
-    sp.add_argument("name", choices=list(TOOLS))
+    sp.add_argument("name", choices=TOOL_NAMES)
     sp.add_argument("arguments", help='the call\'s JSON object, e.g. \'{"query": "why was I tired?"}\', or @FILE')
     sp.add_argument("--at", type=parse_when, help="reference time for relative times (ISO with offset; default now)")
     sp.add_argument("--json", action="store_true")

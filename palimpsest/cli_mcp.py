@@ -3,7 +3,7 @@
 Each tool call becomes the server's HTTP request of the same operation
 (:mod:`palimpsest.server.mcp_tools`, the same translation ``/mcp`` uses),
 sent with ``Authorization: Bearer $PALIMPSEST_API_KEY``; the store is never
-opened here and no Ray is started (though `import palimpsest` still loads the ray module).
+opened here and Ray is neither started nor imported.
 stdout carries only MCP messages; diagnostics go to stderr.
 """
 

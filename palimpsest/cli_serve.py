@@ -1,15 +1,16 @@
 """``palimpsest serve`` and ``palimpsest keys ...``: run the HTTP service, manage tenant API keys.
 
-Keys are managed against the store directory (the key log is append-only
-and read by a running server on every request, so a key created or revoked
-while the store is served takes effect at once).
+Keys are managed against the store directory, or with ``--server URL`` and
+an admin key through the running server (either way the key log is
+append-only and read by every replica on every request, so a key created or
+revoked while the store is served takes effect at once).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import print_json
+from palimpsest.cli_common import print_json, remote
 from palimpsest.server.settings import DEFAULT_PORT
 
 
@@ -23,25 +24,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    client = remote(args)
+    if client:  # an admin key of the running server
+        with client:
+            token, key = client.create_key(args.tenant, admin=args.admin, label=args.label or "")
+    else:
+        from pathlib import Path
 
-    from palimpsest.config import StoreConfig
-    from palimpsest.server.keys import KeyRing
+        from palimpsest.config import StoreConfig
+        from palimpsest.server.keys import KeyRing
 
-    StoreConfig.load(Path(args.store))  # a key belongs to an existing store; says how to create one otherwise
-    token, key = KeyRing(args.store).create(args.tenant, admin=args.admin, label=args.label or "")
-    kind = "admin key" if key.admin else "key"
-    print(f"created {kind} {key.key_id} for tenant {key.tenant!r}; it is shown once, store it now:")
+        StoreConfig.load(Path(args.store))  # a key belongs to an existing store; says how to create one otherwise
+        token, made = KeyRing(args.store).create(args.tenant, admin=args.admin, label=args.label or "")
+        key = made.public()
+    kind = "admin key" if key["admin"] else "key"
+    print(f"created {kind} {key['key_id']} for tenant {key['tenant']!r}; it is shown once, store it now:")
     print(token)
     return 0
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
-    from palimpsest.server.keys import KeyRing
+    client = remote(args)
+    if client:
+        with client:
+            rows = client.keys(args.tenant)
+    else:
+        from palimpsest.server.keys import KeyRing
 
-    rows = KeyRing(args.store).listing()
-    if args.tenant:
-        rows = [r for r in rows if r["tenant"] == args.tenant]
+        rows = [r for r in KeyRing(args.store).listing() if not args.tenant or r["tenant"] == args.tenant]
     if args.json:
         print_json(rows)
         return 0
@@ -54,10 +64,15 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
-    from palimpsest.server.keys import KeyRing
+    client = remote(args)
+    if client:
+        with client:
+            key = client.revoke_key(args.key_id, reason=args.reason or "")
+    else:
+        from palimpsest.server.keys import KeyRing
 
-    key = KeyRing(args.store).revoke(args.key_id, reason=args.reason or "")
-    print(f"revoked key {key.key_id} of tenant {key.tenant!r} (at {key.revoked_at.isoformat()})")
+        key = KeyRing(args.store).revoke(args.key_id, reason=args.reason or "").public()
+    print(f"revoked key {key['key_id']} of tenant {key['tenant']!r} (at {key['revoked_at']})")
     return 0
 
 
@@ -66,7 +81,7 @@ def register(sub) -> None:
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=DEFAULT_PORT)
     sp.add_argument("--replicas", type=int, default=1, help="HTTP replicas (default 1)")
-    sp.add_argument("--rate-limit", type=float, default=100.0, help="requests/s per key and replica (0: no limit)")
+    sp.add_argument("--rate-limit", type=float, default=100.0, help="requests/s per key, shared by every replica (0: no limit)")
     sp.add_argument("--burst", type=int, default=200, help="requests a key may send at once before the rate applies")
     sp.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024, help="request size cap (413 above)")
     sp.add_argument("--num-shards", type=int, help="shards of a new store (default: CPU count)")

@@ -1,29 +1,58 @@
-"""The CLI's view of a running server: the :class:`palimpsest.Memory` reads it prints, over ``/v1`` HTTP.
+"""The CLI's view of a running server: the :class:`palimpsest.Memory` calls it makes, over ``/v1`` HTTP.
 
 With ``--server URL`` (or ``PALIMPSEST_URL``) and ``PALIMPSEST_API_KEY``,
 :func:`palimpsest.cli_common.open_store` returns a :class:`RemoteMemory`
 instead of opening the store: the same methods answer the same Python
 objects (hits and contexts rebuilt from their JSON), so every command
-prints exactly what it prints in embedded mode. The tenant is the key's; a
-``--tenant`` naming another is refused rather than silently ignored. No Ray is started
-and no store is opened.
+prints what it prints in embedded mode. The tenant is the key's; a
+``--tenant`` naming another is refused rather than silently ignored (a
+command that spans "every tenant" embedded spans the key's tenant here). No
+Ray is started, no store is opened, and nothing heavier than the standard
+library and the result records is imported: a command answers in a fraction
+of a second from a cold shell.
 """
 
 from __future__ import annotations
 
-import os
+import time
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import quote
 
-import httpx
-
 from events.errors import InvalidInputError, PalimpsestError
-from projections.queries.context import Context, ContextItem
-from projections.queries.retrieval import Hit
+from palimpsest.transport import Http
+from projections.queries.results import Context, ContextItem, Hit
+
+INGEST_BATCH = 256
 
 
-def server_url(args) -> str | None:
-    return getattr(args, "server", None) or os.environ.get("PALIMPSEST_URL") or None
+def _when(name: str, value: datetime | None) -> dict:
+    return {name: value.isoformat()} if value is not None else {}
+
+
+def _flag(value: bool) -> str:
+    return str(bool(value)).lower()
+
+
+@dataclass
+class RemoteIngestReport:
+    received: int = 0
+    created: int = 0
+    duplicates: int = 0
+    memory_ids: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def messages_per_s(self) -> float:
+        return self.received / self.seconds if self.seconds else 0.0
+
+
+class ReplayReport(SimpleNamespace):
+    @property
+    def equal(self) -> bool:
+        return self.live == self.rebuilt
 
 
 class RemoteMemory:
@@ -31,7 +60,7 @@ class RemoteMemory:
         if not key:
             raise InvalidInputError([("PALIMPSEST_API_KEY", "set it to a key from `palimpsest --store DIR keys "
                                                             "create --tenant T` to use --server")], what="server")
-        self.http = httpx.Client(base_url=url.rstrip("/"), headers={"Authorization": f"Bearer {key}"}, timeout=120)
+        self.http = Http(url, key)
         self._tenant: str | None = None
 
     def __enter__(self) -> RemoteMemory:
@@ -43,57 +72,225 @@ class RemoteMemory:
     def close(self) -> None:
         self.http.close()
 
-    def _call(self, method: str, path: str, **kw) -> dict:
-        try:
-            r = self.http.request(method, path, **kw)
-        except httpx.HTTPError as exc:
-            raise PalimpsestError(f"the server at {self.http.base_url} did not answer ({type(exc).__name__}); "
-                                  "check that `palimpsest serve` runs there") from None
-        body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
-        if r.status_code >= 400:
-            problems = [(p["field"], p["fix"]) for p in body.get("problems", ())] or [("server", r.text[:200])]
-            raise InvalidInputError(problems, what=f"{r.status_code} {body.get('message', 'request')}")
-        return body
+    @property
+    def tenant(self) -> str:
+        """The key's tenant (asked once)."""
+        if self._tenant is None:
+            self._tenant = self.http.call("GET", "/v1/whoami")["tenant"]
+        return self._tenant
+
+    def _own(self, tenant: str | None) -> str:
+        if tenant and tenant != self.tenant:
+            raise InvalidInputError([("--tenant", f"your key is tenant {self.tenant!r}; leave --tenant at it or "
+                                                  "use that tenant's key")], what="server request")
+        return self.tenant
 
     def _user(self, tenant: str | None, user_id: str) -> str:
-        if self._tenant is None:
-            self._tenant = self._call("GET", "/v1/whoami")["tenant"]
-        if tenant and tenant != self._tenant:
-            raise InvalidInputError([("--tenant", f"your key is tenant {self._tenant!r}; leave --tenant at it or "
-                                                  "use that tenant's key")], what="server request")
+        self._own(tenant)
         return f"/v1/users/{quote(user_id, safe='')}"
 
-    @staticmethod
-    def _when(now: datetime | None) -> dict:
-        return {"now": now.isoformat()} if now else {}
+    # -- writing -------------------------------------------------------
+    def add_messages(self, messages, *, tenant: str | None = None, user_id: str | None = None,
+                     progress: bool = False, **_) -> RemoteIngestReport:
+        """Validate every message here (a bad one: nothing is sent), then send each user's in batches.
 
+        Batches are idempotent by ``client_message_id``: after an interruption, send the same file again."""
+        from events.commands import validate_messages
+
+        own = self._own(tenant)
+        items = [{"tenant": own, **({"user_id": user_id} if user_id else {}), **m} for m in messages]
+        commands = validate_messages(items)
+        others = sorted({m.tenant for m in commands} - {own})
+        if others:
+            raise InvalidInputError([("tenant", f"messages name tenant(s) {', '.join(others)}; your key is tenant "
+                                                f"{own!r}: use that tenant's key")], what="ingest")
+        report = RemoteIngestReport(received=len(commands))
+        by_user: dict[str, list[tuple[int, dict]]] = {}
+        for i, m in enumerate(commands):
+            by_user.setdefault(m.user_id, []).append(
+                (i, m.model_dump(mode="json", exclude={"tenant", "user_id"}, exclude_none=True)))
+        batches = [(u, ms[i:i + INGEST_BATCH]) for u, ms in by_user.items() for i in range(0, len(ms), INGEST_BATCH)]
+        if progress:
+            from tqdm import tqdm
+
+            batches = tqdm(batches, desc="ingest", unit="batch")
+        started = time.perf_counter()
+        ids: dict[int, str] = {}
+        for user, batch in batches:
+            answer = self.http.call("POST", self._user(own, user) + "/messages",
+                                    body={"messages": [m for _, m in batch]})
+            report.created += answer["created"]
+            report.duplicates += answer["duplicates"]
+            ids.update(zip((i for i, _ in batch), answer["memory_ids"]))
+        report.memory_ids = [ids[i] for i in range(len(commands))]
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # -- reading one user ----------------------------------------------
     def search(self, tenant: str, user_id: str, query: str, k: int = 10, *, now: datetime | None = None,
                scope: str = "active") -> list[Hit]:
-        body = self._call("POST", self._user(tenant, user_id) + "/search",
-                          json={"query": query, "k": k, "scope": scope, **self._when(now)})
+        body = self.http.call("POST", self._user(tenant, user_id) + "/search",
+                              body={"query": query, "k": k, "scope": scope, **_when("now", now)})
         return [Hit(**{**h, "occurred_at": datetime.fromisoformat(h["occurred_at"])}) for h in body["hits"]]
 
     def build_context(self, tenant: str, user_id: str, query: str, token_budget: int = 1000, *,
                       now: datetime | None = None) -> Context:
-        body = self._call("POST", self._user(tenant, user_id) + "/context",
-                          json={"query": query, "token_budget": token_budget, **self._when(now)})
+        body = self.http.call("POST", self._user(tenant, user_id) + "/context",
+                              body={"query": query, "token_budget": token_budget, **_when("now", now)})
         return Context(body["query"], body["budget"], body["tokens"], tuple(ContextItem(**i) for i in body["items"]))
+
+    def _get(self, tenant: str, user_id: str, path: str, **params):
+        return self.http.call("GET", self._user(tenant, user_id) + path, params=params)
 
     def notes(self, tenant: str, user_id: str, *, at: datetime | None = None, include_inactive: bool = False,
               now: datetime | None = None) -> list[dict]:
-        params = {"include_inactive": str(include_inactive).lower(), **({"at": at.isoformat()} if at else {})}
-        return self._call("GET", self._user(tenant, user_id) + "/notes", params=params)["notes"]
+        return self._get(tenant, user_id, "/notes", include_inactive=_flag(include_inactive), **_when("at", at))["notes"]
+
+    def note_history(self, note_id: str, *, tenant: str | None = None, user_id: str | None = None) -> dict:
+        if user_id:
+            return self._get(tenant, user_id, f"/notes/{quote(note_id, safe='')}")
+        self._own(tenant)
+        return self.http.call("GET", f"/v1/notes/{quote(note_id, safe='')}")
 
     def episodes(self, tenant: str, user_id: str, query: str | None = None, *, k: int = 5) -> list[dict]:
-        params = {"k": k, **({"query": query} if query else {})}
-        return self._call("GET", self._user(tenant, user_id) + "/episodes", params=params)["episodes"]
+        return self._get(tenant, user_id, "/episodes", k=k, query=query)["episodes"]
+
+    def retention(self, tenant: str, user_id: str, now: datetime | None = None) -> list[dict]:
+        return self._get(tenant, user_id, "/retention", **_when("now", now))["memories"]
 
     def get_user_profile(self, tenant: str, user_id: str, *, include_knowledge: bool = True,
                          include_assistant_knowledge: bool = False) -> dict:
-        params = {"include_knowledge": str(include_knowledge).lower(),
-                  "include_assistant_knowledge": str(include_assistant_knowledge).lower()}
-        return self._call("GET", self._user(tenant, user_id) + "/profile", params=params)
+        return self._get(tenant, user_id, "/profile", include_knowledge=_flag(include_knowledge),
+                         include_assistant_knowledge=_flag(include_assistant_knowledge))
+
+    def tiers(self, tenant: str, user_id: str, *, conversation_id: str | None = None,
+              now: datetime | None = None) -> dict:
+        return self._get(tenant, user_id, "/tiers", conversation_id=conversation_id, **_when("now", now))
+
+    def archived(self, tenant: str, user_id: str) -> list[dict]:
+        return self._get(tenant, user_id, "/archive")["archived"]
+
+    def feedback(self, tenant: str, user_id: str, *, memory_id: str | None = None) -> list[dict]:
+        return self._get(tenant, user_id, "/feedback", memory_id=memory_id)["signals"]
+
+    def graph_merges(self, tenant: str, user_id: str) -> list[dict]:
+        return self._get(tenant, user_id, "/graph/merges")["merges"]
+
+    def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:
+        return self._get(tenant, user_id, "/graph")
+
+    # -- acting on one user --------------------------------------------
+    def explain(self, tenant: str, user_id: str, memory_id: str, *, at: datetime | None = None,
+                query: str | None = None) -> dict:
+        params = {**_when("at", at), **({"query": query} if query else {})}
+        return self._get(tenant, user_id, f"/explain/{quote(memory_id, safe='')}", **params)
+
+    def adjustments(self, tenant: str, user_id: str, *, active_only: bool = False) -> list[dict]:
+        return self._get(tenant, user_id, "/adjustments", active_only=_flag(active_only))["adjustments"]
+
+    def _post(self, tenant: str, user_id: str, path: str, body: dict):
+        return self.http.call("POST", self._user(tenant, user_id) + path, body=body)
+
+    def archive(self, tenant: str, user_id: str, memory_ids: list[str], *, reason: str = "archived by hand"):
+        return self._post(tenant, user_id, "/archive", {"memory_ids": list(memory_ids), "reason": reason})["archived"]
+
+    def restore(self, tenant: str, user_id: str, memory_ids: list[str], *, reason: str = "restored by hand"):
+        return self._post(tenant, user_id, "/archive/restore",
+                          {"memory_ids": list(memory_ids), "reason": reason})["restored"]
+
+    def record_reply(self, tenant: str, user_id: str, reply: str, retrieved, *, query: str = "") -> list[dict]:
+        ids = [i.memory_id for i in retrieved.items] if isinstance(retrieved, Context) else list(retrieved)
+        return self._post(tenant, user_id, "/reply", {"reply": reply, "memory_ids": ids, "query": query})["used"]
+
+    def judge_feedback(self, tenant: str, user_id: str, user_input: str, agent_response: str, *,
+                       context_window=(), retrieved=()) -> dict:
+        ids = [i.memory_id for i in retrieved.items] if isinstance(retrieved, Context) else list(retrieved)
+        return self._post(tenant, user_id, "/feedback/judge", {
+            "user_input": user_input, "agent_response": agent_response,
+            "context_window": list(context_window), "memory_ids": ids})
+
+    def tool_call(self, tenant: str, user_id: str, name: str, arguments, *, reference: datetime | None = None) -> dict:
+        if isinstance(arguments, str):
+            import json
+
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as exc:
+                raise InvalidInputError([("arguments", f"not JSON ({exc}); give the call's JSON object")],
+                                        what=f"{name} call") from None
+        return self._post(tenant, user_id, f"/tools/{quote(name, safe='')}",
+                          {"arguments": arguments, **_when("reference", reference)})
+
+    def unmerge(self, tenant: str, user_id: str, merge_id: str, *, reason: str = "undone by the user") -> dict:
+        return self._post(tenant, user_id, "/graph/unmerge", {"merge_id": merge_id, "reason": reason})
+
+    # -- the tenant ----------------------------------------------------
+    def sweep(self, now: datetime | None = None, *, tenant: str | None = None, user_id: str | None = None,
+              dry_run: bool = False) -> list[dict]:
+        self._own(tenant)
+        return self.http.call("POST", "/v1/archive/sweep", body={"user_id": user_id, "dry_run": dry_run,
+                                                                 **_when("now", now)})["archived"]
+
+    def review_notes(self, now: datetime | None = None, *, tenant: str | None = None,
+                     user_id: str | None = None) -> list[dict]:
+        self._own(tenant)
+        return self.http.call("POST", "/v1/notes/review", body={"user_id": user_id, **_when("now", now)})["decisions"]
+
+    def consolidate(self, *, tenant: str | None = None, user_id: str | None = None, decay: bool = False,
+                    idle: bool = False, at: datetime | None = None, **_) -> dict:
+        self._own(tenant)
+        return self.http.call("POST", "/v1/consolidate", body={"user_id": user_id, "decay": decay, "idle": idle,
+                                                               **_when("at", at)})
+
+    def counterfactual(self, policy, now: datetime | None = None, *, queries=(), k: int = 10,
+                       tenant: str | None = None) -> list[dict]:
+        self._own(tenant)
+        compared = []
+        for t, u, q in queries:
+            self._own(t)
+            compared.append({"user_id": u, "query": q})
+        return self.http.call("POST", "/v1/counterfactual", body={
+            "policy": policy.model_dump(mode="json"), "queries": compared, "k": k, **_when("now", now)})["users"]
+
+    # -- the store (admin keys) ----------------------------------------
+    def replay(self) -> list[ReplayReport]:
+        return [ReplayReport(**r) for r in self.http.call("POST", "/v1/replay")["shards"]]
+
+    def stats(self) -> dict:
+        return self.http.call("GET", "/v1/stats")
+
+    # -- audit ---------------------------------------------------------
+    def audit_events(self, flt, limit: int | None) -> list[dict]:
+        params = {"tenant": flt.tenant, "user_id": flt.user_id, "from_seq": flt.from_seq, "to_seq": flt.to_seq,
+                  "since": flt.since.isoformat() if flt.since else None,
+                  "until": flt.until.isoformat() if flt.until else None,
+                  "kind": list(flt.kinds) if flt.kinds else None, "limit": limit}
+        answer = self.http.call("GET", "/v1/audit/events", params=params)
+        return [dict(zip(answer["columns"], row)) for row in answer["rows"]]
+
+    def audit_sql(self, query: str, tenant: str | None) -> tuple[list[str], list[list]]:
+        answer = self.http.call("POST", "/v1/audit/sql", body={"query": query, "tenant": tenant})
+        return answer["columns"], answer["rows"]
+
+    def export_parquet(self, out_dir: Path, tenant: str | None) -> Path:
+        data = self.http.raw("GET", "/v1/audit/export", params={"tenant": tenant})
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target, partial = out_dir / "events.parquet", out_dir / "events.parquet.part"
+        partial.write_bytes(data)
+        partial.replace(target)
+        return target
+
+    # -- keys (admin keys) ---------------------------------------------
+    def create_key(self, tenant: str, *, admin: bool = False, label: str = "") -> tuple[str, dict]:
+        answer = self.http.call("POST", "/v1/keys", body={"tenant": tenant, "admin": admin, "label": label})
+        return answer["token"], answer["key"]
+
+    def keys(self, tenant: str | None = None) -> list[dict]:
+        return self.http.call("GET", "/v1/keys", params={"tenant": tenant})["keys"]
+
+    def revoke_key(self, key_id: str, *, reason: str = "") -> dict:
+        return self.http.call("POST", f"/v1/keys/{quote(key_id, safe='')}/revoke", body={"reason": reason})["key"]
 
     def __getattr__(self, name: str):
-        raise PalimpsestError(f"this command ({name}) does not work through --server yet; run it with --store on "
+        raise PalimpsestError(f"this command ({name}) does not work through --server; run it with --store on "
                               "the machine that holds the store, or use the HTTP API (see /docs)")

@@ -29,6 +29,8 @@ from events.envelope import Envelope
 from events.errors import InvalidInputError
 from palimpsest import config as store_config
 from palimpsest.memory_graph import GraphApiMixin
+from palimpsest.memory_inspect import InspectApiMixin
+from palimpsest.memory_learning import LearningApiMixin
 from palimpsest.memory_signals import SignalsApiMixin
 from palimpsest.remote import aware as _aware
 from palimpsest.ingest import IngestReport, send_batches
@@ -47,7 +49,7 @@ log = structlog.get_logger("palimpsest")
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
 
 
-class Memory(GraphApiMixin, SignalsApiMixin):
+class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
     """A Palimpsest store: shard actors on Ray over a directory of DuckDB logs and a LanceDB directory."""
 
     def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:

@@ -2,8 +2,8 @@
 
 A replica holds one :class:`Served` (installed by the Serve deployment's
 constructor, or by a test): the store's :class:`palimpsest.Memory` attached
-to the running shard actors by name, the key ring, the rate limiter and the
-known users. The tenant of a request is the tenant of its key, nothing else.
+to the running shard actors by name, the key ring, its side of the store's
+shared rate limit and the known users. The tenant of a request is the tenant of its key, nothing else.
 """
 
 from __future__ import annotations
@@ -27,8 +27,16 @@ class Served:
         self.settings = settings
         store = Path(settings.store)
         self.keys = KeyRing(store)
-        self.limiter = RateLimiter(settings.rate_per_s, settings.burst)
+        self.limiter = RateLimiter(shared_lease(store), settings.rate_per_s, settings.burst)
         self.streams = KnownStreams(store_config.routing_table(store))
+
+
+def shared_lease(store: Path):
+    """Leases from the store's rate-limiter actor (one for every replica; started by ``palimpsest serve``)."""
+    from actors.limiter import lease, limiter
+
+    actor = limiter(store_config.store_id(store))
+    return lambda key, want: lease(actor, key, want)
 
 
 _served: Served | None = None

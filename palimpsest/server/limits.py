@@ -1,7 +1,8 @@
 """What a server replica checks before it forwards a request: the key's rate and whether a user exists.
 
-Both are per replica and need no Ray: a token bucket per key, and the
-store's routing table (``directory.jsonl``, append-only, fsynced by the
+Neither imports Ray: the rate is leased from the store's shared buckets
+through a function given in (so the limit holds across replicas), and the
+user check reads the store's routing table (``directory.jsonl``, append-only, fsynced by the
 directory actor) read incrementally, so a read of a user the tenant does
 not have is answered 404 without asking (and so creating) a route.
 """
@@ -10,16 +11,26 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 
 class RateLimiter:
-    """A token bucket per key: ``rate`` requests a second on average, bursts up to ``burst``."""
+    """A replica's side of the per-key rate limit: tokens leased from the store's shared buckets, spent here.
 
-    def __init__(self, rate: float, burst: int, clock=time.monotonic) -> None:
-        self.rate, self.burst, self.clock = rate, burst, clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # key → (tokens, when)
+    ``lease(key, want)`` answers ``(granted, wait)`` — the store's
+    :class:`actors.limiter.RateLimiterActor` when served, a local
+    :class:`actors.limiter.TokenBuckets` in a test. A replica asks for
+    ``rate × LEASE_SECONDS`` tokens at a time (at least 1), so the shared
+    limit costs one Ray call per lease, not per request, and no replica holds
+    more than a twentieth of a second's worth of a key's rate unspent.
+    """
+
+    LEASE_SECONDS = 0.05
+
+    def __init__(self, lease, rate: float, burst: int) -> None:
+        self.lease, self.rate = lease, rate
+        self.want = max(1, min(int(burst), int(rate * self.LEASE_SECONDS)))
+        self._local: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def take(self, key: str) -> float | None:
@@ -27,14 +38,15 @@ class RateLimiter:
         if self.rate <= 0:
             return None
         with self._lock:
-            now = self.clock()
-            tokens, then = self._buckets.get(key, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - then) * self.rate)
-            if tokens >= 1.0:
-                self._buckets[key] = (tokens - 1.0, now)
+            if self._local.get(key, 0) > 0:
+                self._local[key] -= 1
                 return None
-            self._buckets[key] = (tokens, now)
-            return (1.0 - tokens) / self.rate
+        granted, wait = self.lease(key, self.want)
+        if granted <= 0:
+            return max(wait, 1.0 / self.rate)
+        with self._lock:
+            self._local[key] = self._local.get(key, 0) + granted - 1
+        return None
 
 
 class KnownStreams:

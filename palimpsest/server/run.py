@@ -15,7 +15,9 @@ import time
 import structlog
 from ray import serve
 
+from actors.limiter import start_limiter
 from actors.ray_init import ensure_ray
+from palimpsest.config import store_id
 from palimpsest.server.app import deployment
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.settings import ServeSettings
@@ -25,9 +27,10 @@ APP_NAME = "palimpsest"
 
 
 class Running:
-    def __init__(self, settings: ServeSettings, memory) -> None:
+    def __init__(self, settings: ServeSettings, memory, limiter) -> None:
         self.settings = settings
         self.memory = memory
+        self.limiter = limiter  # the store's rate-limiter actor: lives while this handle does
         self.url = settings.url
         self.docs_url = settings.url + "/docs"
 
@@ -47,12 +50,14 @@ def start(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int 
     ensure_ray()
     memory = Memory.open(settings.store, num_shards=num_shards, embedder=embedder)
     try:
+        # before any replica asks for it; the handle is kept: a named actor without one is collected
+        limiter = start_limiter(store_id(memory.path), settings.rate_per_s, settings.burst)
         serve.start(http_options={"host": settings.host, "port": settings.port})
         serve.run(deployment(settings), name=APP_NAME, route_prefix="/")
     except BaseException:
         memory.close()
         raise
-    return Running(settings, memory)
+    return Running(settings, memory, limiter)
 
 
 def serve_forever(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int | None = None) -> int:
@@ -65,6 +70,7 @@ def serve_forever(settings: ServeSettings, *, embedder: str = "minilm", num_shar
     keys = [k for k in KeyRing(settings.store).listing() if not k["revoked_at"]]
     print(f"palimpsest serving {settings.store} at {running.url}  (API docs: {running.docs_url}, "
           f"OpenAPI: {running.url}/openapi.json) — ready in {time.perf_counter() - started:.1f}s", flush=True)
+    print(f"memory inspector: {running.url}/ui (sign in with a tenant key)", flush=True)
     if not keys:
         print(f"no API keys yet: create one with `palimpsest --store {settings.store} keys create --tenant T`",
               flush=True)

@@ -13,7 +13,7 @@ class ServeSettings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     replicas: int = 1
-    rate_per_s: float = 100.0  # per key and replica, on average; 0 turns the limit off
+    rate_per_s: float = 100.0  # per key across every replica, on average; 0 turns the limit off
     burst: int = 200
     max_body_bytes: int = 4 * 1024 * 1024
 

@@ -25,7 +25,7 @@ from datetime import datetime
 
 from events.model import NoteReviewed
 from projections.folds.notes import DEFAULT_NOTE_POLICY, Note, NotePolicy, NoteState, importance
-from projections.rules.contradiction import STATES
+from projections.rules.contradiction import state_words
 from projections.rules.note_rules import TIME
 from projections.rules.text import has_cjk, tokenize
 
@@ -39,7 +39,7 @@ DECAYING = ("fact", "episode")
 def transient(note: Note) -> str | None:
     """The state or time word that makes ``note`` transient ("tired", "紧张", "today"), else None."""
     for token in (*tokenize(note.text), *note.key_terms):
-        for state in STATES:
+        for state in state_words():
             if token == state or (has_cjk(state) and len(state) > 1 and state in token):
                 return state
     match = TIME.search(note.text)

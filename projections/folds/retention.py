@@ -29,13 +29,13 @@ import bisect
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from events.envelope import Envelope
 from events.errors import PalimpsestError
 from events.model import MemoryRestored, MemoryTouched, MessageClassified, MessageRecorded
-from projections.folds.policy import RetentionPolicy
+from projections.folds.policy import CategoryRule, RetentionPolicy
 
 SECONDS_PER_DAY = 86_400.0
 EXEMPT_METADATA_KEYS = ("exempt", "compression_exempt")  # the latter is seed 000's column name
@@ -131,7 +131,7 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
         state.items[env.event_id] = MemoryItem(
             memory_id=env.event_id,
             seq=env.seq,
-            created_at=event.occurred_at,
+            created_at=event.occurred_at.astimezone(UTC),  # the UTC singleton: compared per candidate
             stability=_stability(policy, "unknown", 0),
             category=category if isinstance(category, str) else policy.role_categories.get(event.role),
             exempt=any(meta.get(key) is True for key in EXEMPT_METADATA_KEYS),
@@ -167,14 +167,15 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
             )
     elif isinstance(event, MemoryRestored):
         # Bringing a memory back from the archive is a deliberate recall: it counts as an access.
+        at = event.at.astimezone(UTC)
         for memory_id in dict.fromkeys(event.memory_ids):
             item = state.items.get(memory_id)
             if item is not None:
                 n = item.access_count + 1
-                last = event.at if item.last_access is None else max(item.last_access, event.at)
+                last = at if item.last_access is None else max(item.last_access, at)
                 state.items[memory_id] = replace(
                     item, access_count=n, last_access=last, stability=_stability(policy, item.memory_type, n),
-                    accesses=_with_access(item.accesses, event.at),
+                    accesses=_with_access(item.accesses, at),
                 )
     return state
 
@@ -328,35 +329,35 @@ def retention_scores(
     _check_policy(state, policy)
     if memory_ids is None:
         return {item.memory_id: retention(item, now, policy) for item in _items_at(state, now, policy)}
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
+    now = now.astimezone(UTC)  # the items' times are UTC: same tzinfo, no utcoffset call per comparison
     out = {}
     items = state.items
+    kinds: dict[tuple, tuple[bool, CategoryRule | None]] = {}  # (exempt, type, category) → exempt?, category rule
+    base, bonus_weight = policy.base_retention, policy.access_bonus_weight
     for mid in memory_ids:
         item = items.get(mid)
         if item is None or item.created_at > now:
             continue
-        if item.last_access is None or item.last_access <= now:
-            out[mid] = _value(item, now, policy, item.access_count, item.stability, item.last_access)
+        kind = (item.exempt, item.memory_type, item.category)
+        if (known := kinds.get(kind)) is None:
+            known = kinds[kind] = (_exempt_reason(item, policy) is not None, policy.rule_for(item.category))
+        exempt, rule = known
+        if exempt:
+            out[mid] = base
             continue
-        n = bisect.bisect_right(item.accesses, now)  # time travel: accesses after ``now`` not yet counted
-        out[mid] = _value(item, now, policy, n, _stability(policy, item.memory_type, n),
-                          item.accesses[n - 1] if n else None)
+        # retention(as_of(item, now), now) without building the past item (a ranking asks it per candidate):
+        # the same operations in the same order as :func:`_terms`, so the same float.
+        n, stability, last = item.access_count, item.stability, item.last_access
+        if last is not None and last > now:  # time travel: accesses after ``now`` not yet counted
+            n = bisect.bisect_right(item.accesses, now)
+            stability, last = _stability(policy, item.memory_type, n), (item.accesses[n - 1] if n else None)
+        reference = item.created_at if last is None else max(last, item.created_at)
+        delta = max(0.0, (now - reference).total_seconds() / SECONDS_PER_DAY)
+        factor = rule.step_multiplier(delta) if rule is not None else 1.0
+        out[mid] = base * math.exp(-delta / stability) * (1.0 + bonus_weight * math.log1p(n)) * factor
     return out
-
-
-def _value(item: MemoryItem, now: datetime, policy: RetentionPolicy, access_count: int, stability: float,
-           last_access: datetime | None) -> float:
-    """``retention(as_of(item, now), now)`` without building the past item: the ranking asks it per candidate.
-
-    The same operations in the same order as :func:`_terms`, so the same float.
-    """
-    reference = item.created_at if last_access is None else max(last_access, item.created_at)
-    delta = _days(now, reference)
-    if _exempt_reason(item, policy) is not None:
-        return policy.base_retention
-    bonus = 1.0 + policy.access_bonus_weight * math.log1p(access_count)
-    rule = policy.rule_for(item.category)
-    factor = rule.step_multiplier(delta) if rule is not None else 1.0
-    return policy.base_retention * math.exp(-delta / stability) * bonus * factor
 
 
 def archival_candidates(state: RetentionState, now: datetime, policy: RetentionPolicy) -> list[RetentionRow]:

@@ -14,12 +14,13 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import groupby, islice
 
 from events.envelope import Envelope
 from events.model import Event
 from projections.folds import (
-    archive, episode_titles, episodes, feedback, graph, lexical, messages, notes, profile, retention, tiers, touches,
-    vectors, working,
+    adjustments, archive, episode_titles, episodes, feedback, graph, lexical, messages, molt, notes, profile, retention,
+    tiers, touches, vectors, working,
 )
 from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
@@ -45,6 +46,8 @@ class UserMemory:
     graph: graph.GraphState = field(default_factory=graph.GraphState)
     titles: episode_titles.TitleState = field(default_factory=episode_titles.TitleState)
     feedback: feedback.FeedbackLog = field(default_factory=feedback.FeedbackLog)
+    adjustments: adjustments.AdjustmentState = field(default_factory=adjustments.AdjustmentState)
+    molt: molt.PolicyHistory = field(default_factory=molt.PolicyHistory)
     head: int = 0
 
 
@@ -59,6 +62,8 @@ PROJECTIONS: dict[str, Callable] = {
     "graph": graph.evolve,
     "titles": episode_titles.evolve,
     "feedback": feedback.evolve,
+    "adjustments": adjustments.evolve,
+    "molt": molt.evolve,
 }
 # Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
 # same log with another policy or segmentation is a fold with another ShardState.
@@ -81,6 +86,8 @@ HANDLED: dict[str, tuple[type[Event], ...]] = {
     "graph": graph.HANDLES,
     "titles": episode_titles.HANDLES,
     "feedback": feedback.HANDLES,
+    "adjustments": adjustments.HANDLES,
+    "molt": molt.HANDLES,
     "retention": retention.HANDLES,
     "episodes": episodes.HANDLES,
     "tiers": tiers.HANDLES,
@@ -155,9 +162,57 @@ def evolve(state: ShardState, env: Envelope) -> ShardState:
 
 
 def fold(state: ShardState, envelopes: Iterable[Envelope]) -> ShardState:
-    for env in envelopes:
-        state = evolve(state, env)
+    """Apply many envelopes; the same state as :func:`evolve` on each in turn, with less work per event.
+
+    Envelopes are taken a run of one stream at a time (a scan is ordered by
+    stream, then seq), and each projection folds the events of the run it
+    reads in one loop: projections read only events, never each other, so
+    the order across projections does not matter, only the order within one.
+    """
+    for stream, run in groupby(envelopes, key=_stream_of):
+        while chunk := list(islice(run, FOLD_CHUNK)):
+            _fold_run(state, stream, chunk)
     return state
+
+
+FOLD_CHUNK = 8192  # the most envelopes of one stream held at once by fold
+
+
+def _stream_of(env: Envelope) -> Stream:
+    return (env.tenant, env.user_id)
+
+
+@cache
+def _names(event_type: type[Event]) -> tuple[str, ...]:
+    return tuple(name for name in [*PROJECTIONS, *CONFIGURED_PROJECTIONS] if issubclass(event_type, HANDLED[name]))
+
+
+def _fold_run(state: ShardState, stream: Stream, run: list[Envelope]) -> None:
+    """Apply the consecutive envelopes of one stream: each projection over the events it reads, in seq order."""
+    memory = state.users.get(stream)
+    if memory is None:
+        memory = state.users[stream] = UserMemory()
+    expected = memory.head + 1
+    for env in run:
+        if env.seq != expected:
+            raise ProjectionOrderError(f"{stream}: got seq {env.seq} after {expected - 1}")
+        expected += 1
+    _bind(memory, state, run[-1].seq)
+    per_projection: dict[str, list[Envelope]] = {}
+    for env in run:
+        for name in _names(type(env.event)):
+            per_projection.setdefault(name, []).append(env)
+    for name, envs in per_projection.items():
+        if name in PROJECTIONS:
+            step, config = PROJECTIONS[name], ()
+        else:
+            step, attr = CONFIGURED_PROJECTIONS[name]
+            config = (getattr(state, attr),)
+        value = getattr(memory, name)
+        for env in envs:
+            value = step(value, env, *config)
+        setattr(memory, name, value)
+    memory.head = run[-1].seq
 
 
 def digest(state: ShardState) -> dict[str, str]:

@@ -12,50 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from projections.queries.retrieval import Hit
-
-
-@dataclass(frozen=True, slots=True)
-class ContextItem:
-    memory_id: str
-    turn_id: str | None
-    conversation_id: str
-    line: str
-    tokens: int
-    score: float
-    provenance: dict
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    query: str
-    budget: int
-    tokens: int
-    items: tuple[ContextItem, ...]
-
-    @property
-    def text(self) -> str:
-        return "\n".join(item.line for item in self.items)
-
-    def to_dict(self) -> dict:
-        return {
-            "query": self.query,
-            "budget": self.budget,
-            "tokens": self.tokens,
-            "text": self.text,
-            "items": [
-                {
-                    "memory_id": i.memory_id,
-                    "turn_id": i.turn_id,
-                    "conversation_id": i.conversation_id,
-                    "line": i.line,
-                    "tokens": i.tokens,
-                    "score": i.score,
-                    "provenance": i.provenance,
-                }
-                for i in self.items
-            ],
-        }
+from projections.queries.results import Context, ContextItem, Hit
 
 
 CATEGORY_ORDER: tuple[str, ...] = ("constraint", "decision", "preference", "fact")

@@ -118,8 +118,19 @@ def _kind_table(table: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
     return kinds, frozenset(nouns)
 
 
-KINDS, KIND_NOUNS = _kind_table(KIND_TABLE)
-STATES = frozenset(tokenize(STATE_WORDS))
+@lru_cache(maxsize=1)
+def _tables() -> tuple[dict[str, frozenset[str]], frozenset[str], frozenset[str]]:
+    """Kinds by token, the tokens that name a kind, and the state words: built on first use (tokenizing Chinese
+    loads jieba's dictionary, which importing this module should not)."""
+    kinds, nouns = _kind_table(KIND_TABLE)
+    return kinds, nouns, frozenset(tokenize(STATE_WORDS))
+
+
+def state_words() -> frozenset[str]:
+    """The tokens of STATE_WORDS ("busy", "tired", "忙", ...)."""
+    return _tables()[2]
+
+
 _DEGREE = re.compile(r"^(?:很|太|好|真|超|挺|特别|非常|有点|有些|比较)")
 @lru_cache(maxsize=262_144)
 def _cjk(term: str) -> bool:
@@ -157,7 +168,7 @@ def _jaccard(a: Sequence[str], b: Sequence[str]) -> float:
 
 @lru_cache(maxsize=65_536)
 def _term_kinds(term: str) -> frozenset[str]:
-    return frozenset(k for word, kinds in KINDS.items() if _hit(word, term) for k in kinds)
+    return frozenset(k for word, kinds in _tables()[0].items() if _hit(word, term) for k in kinds)
 
 
 def _kinds(terms: Sequence[str]) -> frozenset[str]:
@@ -168,7 +179,7 @@ def _kinds(terms: Sequence[str]) -> frozenset[str]:
 def _state_words(word: str) -> frozenset[str]:
     # One-character states count only as whole words (after 很/太…): 很累 is a state, 积累 is not.
     word = _DEGREE.sub("", word) or word
-    return frozenset(s for s in STATES if word == s or (len(s) > 1 and has_cjk(s) and s in word))
+    return frozenset(s for s in _tables()[2] if word == s or (len(s) > 1 and has_cjk(s) and s in word))
 
 
 def _switch(clause: str) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
@@ -248,7 +259,7 @@ def _switch_rule(new: _Statement, old: _Statement) -> Verdict | None:
     shared = new.switch_kinds & _kinds(old.terms)
     # What is switched to, of the shared kind: "coffee" of "switched to coffee in the morning" ("morning" is context),
     # "MySQL" of "改用 MySQL 作为数据库" (the kind noun itself is not a target).
-    targets = [t for t in new.switch_to if t not in KIND_NOUNS and _kinds([t]) & shared]
+    targets = [t for t in new.switch_to if t not in _tables()[1] and _kinds([t]) & shared]
     if targets and not _matches(targets, old.terms):
         named = [t for t in old.terms if _kinds([t]) & shared]
         return _verdict(Relation.SUPERSEDES, "switch", f"switches to {', '.join(targets)} in place of "

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 from projections.rules.note_rules import (
@@ -65,7 +66,12 @@ class CandidateNote:
     extractor: str = EXTRACTOR_ID
 
 
-GENERIC_TERMS = frozenset(t for word in GENERIC_WORDS.split() for t in tokenize(word))
+@cache
+def generic_terms() -> frozenset[str]:
+    """The tokens of GENERIC_WORDS (on first use: tokenizing loads jieba's dictionary, which importing should not)."""
+    return frozenset(t for word in GENERIC_WORDS.split() for t in tokenize(word))
+
+
 _GO_LANGUAGE = re.compile(r"(?<![\w.])Go\b(?!\s+(?:with|to|for|ahead|back|on)\b)")  # the language, not the verb
 _TIME_TERM = re.compile(r"^(?:\d+|[一二两三四五六七八九十几]+)(?:天|周|个月|年|小时|分钟|星期)(?:前|后)?$")
 _SENTENCE = re.compile(r"(?:[^.!?。！？；;\n]|\.(?!\s|$))+[.!?。！？；;]*")  # "Node.js 18.2" is one sentence
@@ -89,8 +95,9 @@ def key_terms(text: str) -> tuple[str, ...]:
     words ("now", "十天") are left out; "Go" the language becomes "golang".
     """
     seen: dict[str, None] = {}
+    generic = generic_terms()
     for token in tokenize(_GO_LANGUAGE.sub("golang", text)):
-        if token not in GENERIC_TERMS and not _TIME_TERM.match(token):
+        if token not in generic and not _TIME_TERM.match(token):
             seen.setdefault(token, None)
     return tuple(seen)
 

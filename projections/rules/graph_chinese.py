@@ -21,7 +21,6 @@ import logging
 import re
 
 import jieba
-import jieba.posseg as posseg
 
 from projections.rules.graph_english import Reading
 from projections.rules.graph_rules import (
@@ -39,13 +38,20 @@ _GOING = ("去", "来", "回")
 _WHERE_VERBS = ("工作", "上班", "住")  # 去看了电影: the going carries the seeing
 
 
+def _tags(text: str) -> list:
+    """jieba's part-of-speech words of ``text``; the tagger loads its model on first use, not on import."""
+    import jieba.posseg as posseg  # noqa: PLC0415 - about a second to import: only when a Chinese text needs it
+
+    return posseg.lcut(text)
+
+
 def relation(speaker: str, kin: str, name: str | None) -> Reading:
     return Reading(speaker, "relation", kin, name or f"{speaker}的{kin}", {})
 
 
 def _name(text: str) -> str | None:
     """A person's name opening ``text`` ("小明喜欢…"), as jieba tags it."""
-    first = next(iter(posseg.lcut(text)), None)
+    first = next(iter(_tags(text)), None)
     if first and first.flag in ("nr", "nrfg", "nrt") and first.word not in ZH_PRONOUN_SUBJECTS:
         return first.word
     return None
@@ -54,7 +60,7 @@ def _name(text: str) -> str | None:
 def _verb(text: str) -> str | None:
     if match := _VERB.match(text):
         return match.group()
-    first = next(iter(posseg.lcut(text)), None)
+    first = next(iter(_tags(text)), None)
     return first.word if first and first.flag.startswith("v") else None
 
 

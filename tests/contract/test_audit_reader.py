@@ -1,4 +1,5 @@
-"""AuditReader: read-only SQL over the DuckDB files of several shards."""
+"""AuditReader: read-only SQL over the DuckDB files of several shards, or over the rows the shards of a
+served store hand over (``AuditReader.of_tables``): every test runs against both."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from events.log import ScanFilter
 from tests.builders import T0, embedding, message, pending
 
 
-@pytest.fixture
-def shard_files(tmp_path):
-    """Two shard logs, written and closed the way a stopped store leaves them."""
+@pytest.fixture(scope="module")
+def shard_files(tmp_path_factory):
+    """Two shard logs, written and closed the way a stopped store leaves them (once: no test writes them)."""
+    tmp_path = tmp_path_factory.mktemp("audit")
     paths = [tmp_path / "log" / "shard-000.duckdb", tmp_path / "log" / "shard-001.duckdb"]
     first = DuckDBEventLog(paths[0])
     first.append([
@@ -34,9 +36,21 @@ def shard_files(tmp_path):
     return paths
 
 
-@pytest.fixture
-def audit(shard_files):
-    reader = AuditReader(shard_files)
+def shard_rows(paths, tenant=None):
+    """Each shard's rows as its log hands them to a served audit (``EventLog.rows``)."""
+    tables = []
+    for path in paths:
+        log = DuckDBEventLog(path)
+        try:
+            tables.append(log.rows(ScanFilter(tenant=tenant)))
+        finally:
+            log.close()
+    return tables
+
+
+@pytest.fixture(params=["files", "tables"])
+def audit(request, shard_files):
+    reader = AuditReader(shard_files) if request.param == "files" else AuditReader.of_tables(shard_rows(shard_files))
     yield reader
     reader.close()
 
@@ -164,3 +178,26 @@ def test_export_writes_parquet_without_copy_and_leaves_no_partial_file(shard_fil
     table = pq.read_table(target)
     assert set(table.column("tenant").to_pylist()) == {"acme"} and table.num_rows == 3
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["events.parquet"]
+
+
+def test_a_served_reader_scoped_to_a_tenant_drops_other_rows_it_was_handed(shard_files):
+    reader = AuditReader.of_tables(shard_rows(shard_files), tenant="acme")  # handed every tenant's rows
+    try:
+        assert reader.sql("SELECT DISTINCT tenant FROM events").to_pylist() == [{"tenant": "acme"}]
+        assert reader.sql("SELECT count(*) AS n FROM events WHERE payload LIKE '%爬山%'").to_pylist() == [{"n": 0}]
+        with pytest.raises(StoreError):
+            reader.sql("SELECT * FROM shard_1")  # the handed-over tables are gone once the copy is made
+    finally:
+        reader.close()
+
+
+def test_the_rows_a_log_hands_over_equal_what_an_in_memory_log_encodes(shard_files):
+    from events.log import InMemoryEventLog
+
+    memory_log = InMemoryEventLog()
+    for env in DuckDBEventLog(shard_files[1]).scan():
+        memory_log.append([pending(env.event_id, env.event, env.tenant, env.user_id)])
+    stored, rebuilt = shard_rows(shard_files[1:])[0], memory_log.rows()
+    keep = ["tenant", "user_id", "seq", "event_id", "kind", "schema_version", "payload"]
+    assert stored.select(keep).to_pylist() == rebuilt.select(keep).to_pylist()
+    assert AuditReader.of_tables([]).sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 0}]

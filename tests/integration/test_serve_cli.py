@@ -46,7 +46,7 @@ def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(tmp_path):
 
     store = tmp_path / "store"
     messages = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
     try:
         with Memory.open(store, num_shards=2) as mem:
             mem.add_messages(messages)

@@ -1,9 +1,12 @@
-"""The MCP tools, driven by the real ``mcp`` client over streamable HTTP (``/mcp``) and stdio (``palimpsest mcp``).
+"""The clients of one served store: the real ``mcp`` client over streamable HTTP (``/mcp``) and stdio
+(``palimpsest mcp``), and the CLI in client mode (``palimpsest --server URL ...``).
 
 One served store (local Ray, Ray Serve, hash embedder) with two tenants:
-the client lists the tools, calls every one, gets a tool error naming the
+the MCP client lists the tools, calls every one, gets a tool error naming the
 field and its fix, is refused without a key, and tenant B's key reads none
-of tenant A's data through any tool.
+of tenant A's data through any tool. The CLI prints through the server what
+it prints in embedded mode, and its audit (sql, events, export) sees only the
+key's tenant unless the key is an admin's.
 """
 
 from __future__ import annotations
@@ -36,11 +39,12 @@ REF = "2024-05-03T20:00:00+00:00"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
     store = tmp_path_factory.mktemp("mcp") / "store"
     running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=2)
     ring = KeyRing(store)
-    yield {"url": running.url, "keys": {t: ring.create(t)[0] for t in ("acme", "beta")}, "running": running}
+    keys = {t: ring.create(t)[0] for t in ("acme", "beta")} | {"admin": ring.create("ops", admin=True)[0]}
+    yield {"url": running.url, "keys": keys, "running": running}
     running.stop()
     ray.shutdown()
 
@@ -150,37 +154,166 @@ def test_mcp_without_a_valid_key_is_refused(served):
         assert r.status_code == 401 and r.json()["problems"][0]["field"] == "authorization", r.text
 
 
-def test_cli_through_the_server_prints_what_the_embedded_cli_prints(served, monkeypatch, capsys):
+AT = "2024-06-01T00:00:00+00:00"
+USER = ["--tenant", "acme", "--user", "cli"]
+COMPARED = [  # each command's embedded output must be printed through the server too
+    ["search", *USER, "what does she drink", "-k", "3", "--at", AT],
+    ["context", *USER, "where does the sister live", "--budget", "200", "--at", AT],
+    ["episodes", *USER],
+    ["episodes", *USER, "database", "-k", "2", "--json"],
+    ["retention", *USER, "--at", AT],
+    ["notes", "list", *USER, "--all"],
+    ["profile", *USER, "--json"],
+    ["tiers", *USER, "--at", AT],
+    ["archive", "list", *USER],
+    ["merges", *USER],
+    ["feedback", "list", *USER],
+]
+
+
+@pytest.fixture(scope="module")
+def cli_user(served):
+    texts = ["I prefer green tea", "My sister lives in Oslo", "We decided to use PostgreSQL at work",
+             "我喜欢周末去爬山"]
+    r = httpx.post(f"{served['url']}/v1/users/cli/messages", headers={"Authorization": f"Bearer {served['keys']['acme']}"},
+                   json={"messages": [{"text": t, "occurred_at": f"2024-05-0{i + 1}T09:00:00+00:00",
+                                       "turn_id": f"D1:{i}", "client_message_id": f"cli-{i}"}
+                                      for i, t in enumerate(texts)]}, timeout=60)
+    assert r.status_code == 200, r.text
+    return "cli"
+
+
+def _embedded(monkeypatch, served):
+    """Make every command module open the served store's own Memory (this process), not a new one."""
     import contextlib
+
+    from palimpsest import cli, cli_archive, cli_feedback, cli_graph, cli_notes
+
+    for module in (cli, cli_archive, cli_feedback, cli_graph, cli_notes):
+        monkeypatch.setattr(module, "open_store", lambda args, **_: contextlib.nullcontext(served["running"].memory))
+
+
+def _lines(text: str, argv: list[str]) -> list[str]:
+    # Ray forwards the replicas' log lines to this process's stdout; np.float32 breakdown values print with
+    # fewer digits in-process than after their JSON round trip, so the search score lines are left out.
+    return [line for line in text.splitlines() if " pid=" not in line
+            and not (argv[0] == "search" and line.strip().startswith("score "))]
+
+
+def test_cli_through_the_server_prints_what_the_embedded_cli_prints(served, cli_user, monkeypatch, capsys):
+    from palimpsest import cli
+
+    outputs = {}
+    for argv in COMPARED:  # in pairs: a search between the two would rehearse working memory (tiers differ)
+        with monkeypatch.context() as m:
+            _embedded(m, served)
+            assert cli.main(argv) == 0, argv
+        outputs[" ".join(argv)] = embedded = capsys.readouterr().out
+        with monkeypatch.context() as m:
+            m.setenv("PALIMPSEST_API_KEY", served["keys"]["acme"])
+            assert cli.main(["--server", served["url"], *argv]) == 0, argv
+        assert _lines(capsys.readouterr().out, argv) == _lines(embedded, argv), argv
+    assert "green tea" in outputs[" ".join(COMPARED[0])] and "爬山" in outputs[" ".join(COMPARED[5])] + \
+        outputs[" ".join(COMPARED[4])]
+    monkeypatch.setenv("PALIMPSEST_API_KEY", served["keys"]["acme"])
+    assert cli.main(["--server", served["url"], "search", "--tenant", "beta", "--user", "cli", "tea"]) == 2
+    assert "--tenant" in capsys.readouterr().err
+
+
+def test_a_search_from_a_cold_shell(served, cli_user, capsys):
     import subprocess
     import time
 
-    from palimpsest import cli
-
-    key = served["keys"]["acme"]
-    httpx.post(f"{served['url']}/v1/users/cli/messages", headers={"Authorization": f"Bearer {key}"}, timeout=60,
-               json={"messages": [{"text": t, "occurred_at": f"2024-05-0{i + 1}T09:00:00+00:00", "turn_id": f"D1:{i}"}
-                                  for i, t in enumerate(["I prefer green tea", "My sister lives in Oslo",
-                                                         "We use PostgreSQL at work"])]})
-    monkeypatch.setattr(cli, "open_store", lambda args: contextlib.nullcontext(served["running"].memory))
-    env = {**os.environ, "PALIMPSEST_API_KEY": key}
-    for argv in (["search", "--tenant", "acme", "--user", "cli", "what does she drink", "-k", "3",
-                  "--at", "2024-06-01T00:00:00+00:00"],
-                 ["context", "--tenant", "acme", "--user", "cli", "where does the sister live", "--budget", "200",
-                  "--at", "2024-06-01T00:00:00+00:00"]):
-        assert cli.main(argv) == 0
-        embedded = capsys.readouterr().out
+    env = {**os.environ, "PALIMPSEST_API_KEY": served["keys"]["acme"], "PALIMPSEST_URL": served["url"]}
+    timings = []
+    for _ in range(3):
         started = time.perf_counter()
-        remote = subprocess.run([sys.executable, "-m", "palimpsest.cli", "--server", served["url"], *argv], env=env,
-                                capture_output=True, text=True, timeout=120)
-        seconds = time.perf_counter() - started
-        assert remote.returncode == 0, remote.stderr
-        keep = [line for line in embedded.splitlines()  # Ray forwards the replicas' log lines to this stdout
-                if not line.strip().startswith("score ") and " pid=" not in line]
-        assert keep == [line for line in remote.stdout.splitlines() if not line.strip().startswith("score ")]
-        assert "green tea" in embedded or "Oslo" in embedded
-        with capsys.disabled():
-            print(f"\n{argv[0]} through the server from a cold process: {seconds:.2f}s")
-    wrong = subprocess.run([sys.executable, "-m", "palimpsest.cli", "--server", served["url"], "search", "--tenant",
-                            "beta", "--user", "cli", "tea"], env=env, capture_output=True, text=True, timeout=120)
-    assert wrong.returncode == 2 and "--tenant" in wrong.stderr
+        out = subprocess.run([sys.executable, "-m", "palimpsest.cli", "search", *USER, "tea", "-k", "3"], env=env,
+                             capture_output=True, text=True, timeout=120)
+        timings.append(time.perf_counter() - started)
+        assert out.returncode == 0 and "green tea" in out.stdout, out.stderr
+    with capsys.disabled():
+        print(f"\nsearch through the server from a cold process: {', '.join(f'{t:.2f}' for t in timings)} s")
+    assert min(timings) < 5  # the figure is reported above; the bound only catches a return of the heavy imports
+
+
+def _cli(served, key: str, *argv: str) -> tuple[int, str, str]:
+    import subprocess
+
+    env = {**os.environ, "PALIMPSEST_API_KEY": served["keys"].get(key, key)}
+    out = subprocess.run([sys.executable, "-m", "palimpsest.cli", "--server", served["url"], *argv], env=env,
+                         capture_output=True, text=True, timeout=120)
+    return out.returncode, out.stdout, out.stderr
+
+
+def test_the_served_audit_sees_only_the_keys_tenant_unless_admin(served, cli_user, tmp_path):
+    import pyarrow.parquet as pq
+
+    httpx.post(f"{served['url']}/v1/users/cli/messages", headers={"Authorization": f"Bearer {served['keys']['beta']}"},
+               json={"messages": [{"text": "BETASECRET pin 4711", "occurred_at": AT}]}, timeout=60)
+    tenants = "SELECT DISTINCT tenant FROM events ORDER BY tenant"
+    code, out, _ = _cli(served, "acme", "sql", tenants, "--json")
+    assert code == 0 and json.loads(out) == [{"tenant": "acme"}]
+    code, out, _ = _cli(served, "acme", "sql", "SELECT count(*) AS n FROM events WHERE payload LIKE '%BETASECRET%'")
+    assert code == 0 and out.splitlines() == ["n", "0"]
+    code, _, err = _cli(served, "acme", "sql", "SELECT 1", "--tenant", "beta")
+    assert code == 2 and "403" in err and "tenant" in err
+    code, _, err = _cli(served, "acme", "sql", "DELETE FROM events")
+    assert code == 2 and "read-only" in err
+    code, out, _ = _cli(served, "admin", "sql", tenants, "--json")
+    assert {"acme", "beta"} <= {r["tenant"] for r in json.loads(out)}
+    code, out, _ = _cli(served, "acme", "events", "--user", "cli", "--kind", "message_recorded", "--json")
+    assert code == 0 and [json.loads(r["payload"])["text"][:6] for r in json.loads(out)][:1] == ["I pref"]
+    code, out, _ = _cli(served, "acme", "export", "--out", str(tmp_path / "acme"))
+    table = pq.read_table(tmp_path / "acme" / "events.parquet")
+    assert code == 0 and set(table.column("tenant").to_pylist()) == {"acme"} and "BETASECRET" not in str(
+        table.column("payload").to_pylist())
+
+
+def test_keys_through_the_server_need_an_admin_key(served):
+    code, out, _ = _cli(served, "admin", "keys", "create", "--tenant", "gamma", "--label", "through the server")
+    token = out.strip().splitlines()[-1]
+    assert code == 0 and token.startswith("plm_")
+    who = httpx.get(f"{served['url']}/v1/whoami", headers={"Authorization": f"Bearer {token}"}, timeout=60).json()
+    assert who["tenant"] == "gamma" and not who["admin"]
+    code, _, err = _cli(served, "acme", "keys", "create", "--tenant", "acme", "--admin")
+    assert code == 2 and "403" in err and "admin" in err
+    code, _, err = _cli(served, "acme", "keys", "list")
+    assert code == 2 and "403" in err
+    key_id = token.split("_")[1]
+    code, out, _ = _cli(served, "admin", "keys", "revoke", key_id)
+    assert code == 0 and "revoked" in out
+    assert httpx.get(f"{served['url']}/v1/whoami", headers={"Authorization": f"Bearer {token}"},
+                     timeout=60).status_code == 401
+
+
+def test_the_load_benchmark_harness_on_a_small_dialogue(served, tmp_path):
+    """``benchmarks.serve`` steps 2–5 against this module's server: two tenants, a 24-turn dialogue each."""
+    from argparse import Namespace
+    from pathlib import Path
+
+    from benchmarks import dataset as ds
+    from benchmarks.serve import measure
+
+    turns = [json.loads(line) for line in (Path(__file__).resolve().parents[2] / "palimpsest" / "data" /
+                                           "sample_dialogue.jsonl").read_text().splitlines() if line.strip()]
+    session = [{"speaker": t.get("speaker") or t["role"], "dia_id": f"D1:{i + 1}", "text": t["text"]}
+               for i, t in enumerate(turns)]
+    qa = [{"question": "Which database did Maya choose?", "answer": "PostgreSQL", "evidence": ["D1:5"], "category": 4},
+          {"question": "What is the side project called?", "answer": "Atlas", "evidence": ["D1:1"], "category": 4},
+          {"question": "周末去爬山吗？", "answer": "yes", "evidence": ["D1:8"], "category": 4}]
+    samples = [{"sample_id": f"bench-{n}", "qa": qa, "conversation": {
+        "speaker_a": "Maya", "speaker_b": "Assistant", "session_1_date_time": "9:17 am on 4 March, 2024",
+        "session_1": session}} for n in ("a", "b")]
+    path = tmp_path / "locomo_small.json"
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    args = Namespace(questions=None, levels=[(1, 5.0), (4, 10.0)], seconds=1.0)
+    keys = {t: served["keys"][t] for t in ("acme", "beta")}
+    report = measure(served["url"], served["running"].memory, keys, ds.load(path), args)
+    assert report["load"] == {**report["load"], "messages": 48, "errors": 0}
+    assert report["same_hits"]["same_hits"] == report["same_hits"]["questions"] == 6
+    assert report["errors_total"] == 0, json.dumps(report["levels"])[:2000]
+    once = report["exactly_once"]
+    assert once["lost"] == 0 and once["duplicated"] == 0 and once["acknowledged"] >= 48
+    assert all(lv["endpoints"]["search"]["n"] > 0 for lv in report["levels"])
+    assert report["overhead_ratio_at_1_client"] > 0

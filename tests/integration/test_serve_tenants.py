@@ -33,7 +33,7 @@ DATA = {
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
     store = tmp_path_factory.mktemp("served") / "store"
     settings = ServeSettings(store=str(store), port=free_port(), rate_per_s=5, burst=150, max_body_bytes=64 * 1024)
     running = start(settings, embedder="hash", num_shards=2)
@@ -82,10 +82,16 @@ def _calls(other_ids: list[str], other_note: str) -> list[tuple[str, str, dict |
         ("GET", "/v1/users", None),
         ("POST", "/v1/archive/sweep", {"dry_run": True, "now": "2030-01-01T00:00:00+00:00"}),
         ("POST", "/v1/users/alice/tools/search_memories", {"arguments": {"query": "tea coffee database"}}),
+        ("GET", "/v1/users/alice/graph/view", None),
+        ("GET", "/v1/policies", None),
     ] + [
         ("GET", f"/v1/users/alice/notes/{other_note}", None),
         ("POST", "/v1/users/alice/archive", {"memory_ids": other_ids[:1]}),
         ("POST", "/v1/users/alice/archive/restore", {"memory_ids": other_ids[:1]}),
+        ("GET", f"/v1/users/alice/memories/{other_ids[0]}", None),
+        ("GET", f"/v1/users/alice/explain/{other_ids[0]}", None),
+        ("GET", f"/v1/users/alice/explain/{other_note}?query=tea", None),
+        ("GET", "/v1/users/alice/adjustments", None),
     ]
 
 
@@ -101,7 +107,8 @@ def test_no_endpoint_reads_the_other_tenants_data(served, reader, owner):
         leaked = [f for f in forbidden if f in r.text]
         assert not leaked, f"{method} {path} with {reader}'s key returned {owner}'s {leaked[:3]}"
         seen_own += reader.upper() + "MARK" in r.text
-        if "/notes/" in path or path.endswith(("/archive", "/restore")) and method == "POST":
+        if ("/notes/" in path or "/memories/" in path or "/explain/" in path
+                or path.endswith(("/archive", "/restore")) and method == "POST"):
             assert r.status_code == 404 and r.json()["error"] == "not_found", (path, r.text)
     assert seen_own >= 5, "the reader's own data should have been found by most reads"
 

@@ -10,7 +10,7 @@ import pytest
 from projections.adapters.embedding import HASH_ID
 from projections.folds.lexical import BM25Params, LexicalIndex
 from projections.folds.messages import MessageStore, StoredMessage
-from projections.folds.state import ProjectionOrderError, ShardState, digest, fold
+from projections.folds.state import ProjectionOrderError, ShardState, digest, evolve, fold
 from projections.folds.touches import AccessStats, TouchLog
 from tests.builders import RECORDED_AT, T0, embedding, message, stream, touch
 
@@ -192,6 +192,7 @@ def test_digest_changes_only_in_the_projections_an_event_change_reaches():
     other_touch = digest(fold(ShardState(), _base_events(reason="context")))
 
     assert set(base) == {"messages", "lexical", "vectors", "touches", "archive", "notes", "profile", "retention", "graph", "titles", "feedback",
+                         "adjustments", "molt",
                          "episodes", "tiers", "working", "combined"}
     # The text reaches the pages' keywords in the tiers too ("puppy" → "kitten"); no note is stated in either.
     assert {k for k in base if base[k] != other_text[k]} == {"messages", "lexical", "tiers", "combined"}
@@ -205,3 +206,27 @@ def test_digest_distinguishes_streams():
     )
     base = digest(fold(ShardState(), _base_events()))
     assert base["combined"] != digest(fold(ShardState(), same_events_other_user))["combined"]
+
+
+def test_fold_of_interleaved_streams_equals_evolving_one_envelope_at_a_time():
+    alice = stream(("m1", message("I adopted a puppy", "c1")), ("v1", embedding("m1", [0.6, 0.8])),
+                   ("m2", message("我喜欢在周末去爬山", "c2")), ("v2", embedding("m2", [0.8, 0.6])), ("t1", touch("m1", "m2")))
+    bob = stream(("n1", message("We chose PostgreSQL", "d1")), ("w1", embedding("n1", [1.0, 0.0])), ("u1", touch("n1")),
+                 tenant="acme", user_id="bob")
+    interleaved = [alice[0], alice[1], bob[0], alice[2], bob[1], bob[2], alice[3], alice[4]]
+    one_by_one = ShardState()
+    for env in interleaved:
+        evolve(one_by_one, env)
+
+    batched = fold(ShardState(), interleaved)
+
+    assert digest(batched) == digest(one_by_one)
+    assert {s: m.head for s, m in batched.users.items()} == {("acme", "alice"): 5, ("acme", "bob"): 3}
+
+
+def test_fold_rejects_a_gap_before_applying_any_envelope_of_the_run():
+    envs = stream(("m1", message("one", "c1"))) + stream(("m3", message("three", "c3")), first_seq=3)
+    state = ShardState()
+    with pytest.raises(ProjectionOrderError, match="got seq 3 after 1"):
+        fold(state, envs)
+    assert state.users[("acme", "alice")].head == 0

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from events.model import MemoryRestored
-from projections.folds.policy import DEFAULT_POLICY, SEED_000_STABILITY_DAYS, RetentionPolicy
+from projections.folds.policy import DEFAULT_POLICY, SEED_000_STABILITY_DAYS, CategoryRule, RetentionPolicy
 from projections.folds.retention import (
     PolicyMismatchError,
     RetentionState,
@@ -273,11 +273,16 @@ def test_retention_at_a_time_before_creation_omits_the_memory():
     assert set(retention_scores(state, day(3), DEFAULT_POLICY, ["m1", "m2", "nope"])) == {"m1"}
 
 
-@pytest.mark.parametrize("policy", [DEFAULT_POLICY, NO_BONUS], ids=["default", "no-bonus"])
+RULED = DEFAULT_POLICY.replace(name="ruled", exempt_types=("preference",), categories={
+    "episode": CategoryRule(multiplier=0.5, after_days=5.0, every_days=7.0), "core": CategoryRule(decays=False)})
+
+
+@pytest.mark.parametrize("policy", [DEFAULT_POLICY, NO_BONUS, RULED], ids=["default", "no-bonus", "ruled"])
 def test_the_rankings_retention_scores_equal_retention_of_the_item_as_it_was(policy):
     from projections.folds.retention import as_of
 
-    entries = [*typed("decision"), *typed("chitchat", at=2, mid="m2"), *typed("preference", at=4, mid="m3")]
+    entries = [*typed("decision"), *typed("chitchat", at=2, mid="m2", category="episode"),
+               *typed("preference", at=4, mid="m3"), *typed("fact", at=5, mid="m4", category="core")]
     entries += [(d, f"t{d}", touch("m1" if d % 2 else "m2", reason="context")) for d in (6, 9, 13, 20, 31)]
     entries += [(25, "t25", touch("m3", reason="search_hit"))]
     state = project(*entries, policy=policy)

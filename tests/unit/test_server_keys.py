@@ -8,6 +8,7 @@ import pytest
 
 from events.errors import InvalidInputError
 from palimpsest.server.keys import ApiKeyCreated, ApiKeyRevoked, KeyLog, KeyRing, fold
+from actors.limiter import TokenBuckets
 from palimpsest.server.limits import KnownStreams, RateLimiter
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
@@ -63,13 +64,29 @@ def test_a_torn_last_line_is_ignored_and_the_next_append_starts_fresh(tmp_path):
 
 def test_rate_limiter_allows_a_burst_then_asks_to_wait():
     now = [0.0]
-    limiter = RateLimiter(rate=2, burst=3, clock=lambda: now[0])
+    buckets = TokenBuckets(rate=2, burst=3, clock=lambda: now[0])
+    limiter = RateLimiter(buckets.lease, rate=2, burst=3)
     assert [limiter.take("k") for _ in range(3)] == [None, None, None]
     wait = limiter.take("k")
     assert wait == pytest.approx(0.5)
     assert limiter.take("other") is None
     now[0] += 0.5
     assert limiter.take("k") is None
+
+
+def test_replicas_leasing_from_one_set_of_buckets_share_the_limit():
+    """Three replicas, one key: together they pass the burst plus what the rate refills, never three times it."""
+    now = [0.0]
+    buckets = TokenBuckets(rate=100, burst=20, clock=lambda: now[0])
+    replicas = [RateLimiter(buckets.lease, rate=100, burst=20) for _ in range(3)]
+    assert replicas[0].want == 5  # a twentieth of a second's worth per lease
+    passed = 0
+    for step in range(100):  # one second, 10 ms apart, each replica asked 3 times per step
+        now[0] = step / 100
+        passed += sum(r.take("k") is None for r in replicas for _ in range(3))
+    assert 100 <= passed <= 20 + 100 + 1, passed
+    limited = [r.take("k") for r in replicas]
+    assert all(w is None or 0 < w <= 1 for w in limited)
 
 
 def test_known_streams_read_only_complete_lines(tmp_path):

@@ -1,0 +1,30 @@
+"""``/v1/users/{user_id}/feedback``: the Feedback Judge on a user's reaction, and the recorded signals."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from palimpsest.server.access import Authorized, Caller
+
+router = APIRouter(prefix="/v1/users/{user_id}/feedback", tags=["users"])
+
+
+class JudgeBody(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_input: str = Field(min_length=1)
+    agent_response: str = Field(min_length=1)
+    context_window: list[str] = Field(default_factory=list, max_length=1000)
+    memory_ids: list[str] = Field(default_factory=list, max_length=10_000)
+
+
+@router.post("/judge", summary="Judge the user's turn that answers an agent reply; records the signal")
+def judge(user_id: str, body: JudgeBody, who: Caller = Authorized) -> dict:
+    return who.memory.judge_feedback(who.tenant, who.user(user_id), body.user_input, body.agent_response,
+                                     context_window=body.context_window, retrieved=body.memory_ids)
+
+
+@router.get("", summary="The user's feedback signals, oldest first (only those naming memory_id, if given)")
+def signals(user_id: str, who: Caller = Authorized, memory_id: str | None = None) -> dict:
+    return {"signals": who.memory.feedback(who.tenant, who.user(user_id), memory_id=memory_id)}

@@ -1,0 +1,52 @@
+"""Tenant-wide reads and reviews: a note found by id alone, the note review of every user, the counterfactual."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from palimpsest.server.access import Authorized, Caller
+
+router = APIRouter(prefix="/v1", tags=["store"])
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ReviewBody(Body):
+    user_id: str | None = None
+    now: AwareDatetime | None = None
+
+
+class ComparedQuery(Body):
+    user_id: str = Field(min_length=1)
+    query: str = Field(min_length=1)
+
+
+class CounterfactualBody(Body):
+    policy: dict = Field(description="Retention policy fields (as in a policy file); left out: the defaults")
+    now: AwareDatetime | None = None
+    queries: list[ComparedQuery] = Field(default_factory=list, max_length=1000)
+    k: int = Field(default=10, ge=1, le=1000)
+
+
+@router.get("/notes/{note_id}", summary="A note of your tenant by id: its version chain and whose it is")
+def note_history(note_id: str, who: Caller = Authorized) -> dict:
+    return who.memory.note_history(note_id, tenant=who.tenant)
+
+
+@router.post("/notes/review", summary="Run the note reviewer for your tenant (or one user of it)")
+def review(body: ReviewBody, who: Caller = Authorized) -> dict:
+    user = who.user(body.user_id) if body.user_id else None
+    return {"decisions": who.memory.review_notes(body.now, tenant=who.tenant, user_id=user)}
+
+
+@router.post("/counterfactual", summary="What your users would keep and lose under another retention policy "
+                                        "(read only)")
+def counterfactual(body: CounterfactualBody, who: Caller = Authorized) -> dict:
+    from projections.folds.policy import DEFAULT_POLICY
+
+    policy = DEFAULT_POLICY.replace(**body.policy)
+    queries = [(who.tenant, who.user(q.user_id), q.query) for q in body.queries]
+    return {"users": who.memory.counterfactual(policy, body.now, queries=queries, k=body.k, tenant=who.tenant)}

@@ -15,6 +15,7 @@ from actors.directory import DirectoryActor
 from actors.ray_init import NAMESPACE, ensure_ray
 from actors.shard import ShardActor
 from actors.spec import ShardSpec
+from events.duckdb_log import DAMAGED
 from events.errors import StoreError
 
 __all__ = ["NAMESPACE", "ShardCluster", "ensure_ray"]
@@ -79,6 +80,10 @@ class ShardCluster:
         if -1 in self.down:
             self.close()
             raise StoreError(f"the store's directory actor could not start: {self.down[-1]}")
+        store_wide = [why for why in self.down.values() if DAMAGED not in why]
+        if store_wide:  # e.g. an edited embedder: the other shards would write another model's vectors
+            self.close()
+            raise StoreError("the store cannot open: " + "; ".join(store_wide))
         if len(self.down) == len(self.shards) or (self.down and not routing_table.exists()):
             self.close()
             why = "" if len(self.down) == len(self.shards) else (

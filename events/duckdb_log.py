@@ -77,6 +77,9 @@ def where_clause(flt: ScanFilter) -> tuple[str, list]:
     return " AND ".join(parts), params
 
 
+DAMAGED = "is damaged and cannot be read"  # in the message of a damaged log: the one fault a shard may be down alone for
+
+
 def open_error(path: Path, exc: Exception) -> StoreError:
     """Why a log file did not open, with the fix: held by another process, or damaged on disk."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -84,7 +87,7 @@ def open_error(path: Path, exc: Exception) -> StoreError:
         return StoreError(f"cannot open event log {path}: another process holds it ({detail}); stop that process "
                           "(only the store's shard actor may open a log) and open the store again")
     return StoreError(
-        f"the event log {path} is damaged and cannot be read ({detail}); the other shards keep working. Fix: "
+        f"the event log {path} {DAMAGED} ({detail}); the other shards keep working. Fix: "
         f"restore the store from a backup (`palimpsest --store DIR restore BACKUP`) or put back a copy of this "
         f"file; do not delete it (its users' memories are in it)")
 

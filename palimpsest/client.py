@@ -26,6 +26,7 @@ from palimpsest.transport import Http
 from projections.queries.results import Context, ContextItem, Hit
 
 INGEST_BATCH = 256
+HIT_FIELDS = tuple(f for f in Hit.__dataclass_fields__ if f != "occurred_at")
 
 
 def _when(name: str, value: datetime | None) -> dict:
@@ -131,7 +132,9 @@ class RemoteMemory:
                scope: str = "active") -> list[Hit]:
         body = self.http.call("POST", self._user(tenant, user_id) + "/search",
                               body={"query": query, "k": k, "scope": scope, **_when("now", now)})
-        return [Hit(**{**h, "occurred_at": datetime.fromisoformat(h["occurred_at"])}) for h in body["hits"]]
+        # A hit's JSON may carry more than the record (the inspector's score ``terms``): the record's fields only.
+        return [Hit(**{k: h[k] for k in HIT_FIELDS if k in h}, occurred_at=datetime.fromisoformat(h["occurred_at"]))
+                for h in body["hits"]]
 
     def build_context(self, tenant: str, user_id: str, query: str, token_budget: int = 1000, *,
                       now: datetime | None = None) -> Context:

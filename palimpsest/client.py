@@ -15,13 +15,13 @@ of a second from a cold shell.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import quote
 
 from events.errors import InvalidInputError, PalimpsestError
+from palimpsest.reports import IngestReport
 from palimpsest.transport import Http
 from projections.queries.results import Context, ContextItem, Hit
 
@@ -35,19 +35,6 @@ def _when(name: str, value: datetime | None) -> dict:
 
 def _flag(value: bool) -> str:
     return str(bool(value)).lower()
-
-
-@dataclass
-class RemoteIngestReport:
-    received: int = 0
-    created: int = 0
-    duplicates: int = 0
-    memory_ids: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def messages_per_s(self) -> float:
-        return self.received / self.seconds if self.seconds else 0.0
 
 
 class ReplayReport(SimpleNamespace):
@@ -92,7 +79,7 @@ class RemoteMemory:
 
     # -- writing -------------------------------------------------------
     def add_messages(self, messages, *, tenant: str | None = None, user_id: str | None = None,
-                     progress: bool = False, **_) -> RemoteIngestReport:
+                     progress: bool = False, **_) -> IngestReport:
         """Validate every message here (a bad one: nothing is sent), then send each user's in batches.
 
         Batches are idempotent by ``client_message_id``: after an interruption, send the same file again."""
@@ -105,7 +92,7 @@ class RemoteMemory:
         if others:
             raise InvalidInputError([("tenant", f"messages name tenant(s) {', '.join(others)}; your key is tenant "
                                                 f"{own!r}: use that tenant's key")], what="ingest")
-        report = RemoteIngestReport(received=len(commands))
+        report = IngestReport(received=len(commands))
         by_user: dict[str, list[tuple[int, dict]]] = {}
         for i, m in enumerate(commands):
             by_user.setdefault(m.user_id, []).append(

@@ -33,7 +33,8 @@ from palimpsest.memory_inspect import InspectApiMixin
 from palimpsest.memory_learning import LearningApiMixin
 from palimpsest.memory_signals import SignalsApiMixin
 from palimpsest.remote import aware as _aware
-from palimpsest.ingest import IngestReport, send_batches
+from palimpsest.ingest import send_batches
+from palimpsest.reports import IngestReport
 from palimpsest.settings import StoreSettings, record_settings
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get

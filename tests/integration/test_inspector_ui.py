@@ -31,6 +31,9 @@ from tests.integration.inspector_pages import (
 from tests.serve_helpers import free_port
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright: `make install`")
+# Where `make install` can install Chromium itself (root with apt-get, as in CI) a missing browser is a failure, not a
+# skip: a green run there means these tests ran.
+INSTALLABLE = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get") is not None
 pytestmark = pytest.mark.integration
 CHROMIUM = os.environ.get("PALIMPSEST_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 JUNE = "2024-06-01T00:00:00+00:00"
@@ -81,6 +84,9 @@ class _Api:
 
 @pytest.fixture(scope="module")
 def browser():
+    if not CHROMIUM and INSTALLABLE and not os.environ.get("PALIMPSEST_SKIP_BROWSER"):
+        pytest.fail("no Chromium although `make install` runs as root with apt-get here: run `make browser` and read "
+                    "why apt-get could not install chromium (or set PALIMPSEST_SKIP_BROWSER=1 to skip on purpose)")
     if not CHROMIUM:
         pytest.skip("no Chromium found: `apt-get install -y chromium` (make install does it) or set PALIMPSEST_CHROMIUM")
     with sync_api.sync_playwright() as p:

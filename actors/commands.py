@@ -25,6 +25,7 @@ from events.graph_events import EdgeType, GraphMemoryStaged
 from events.log import ScanFilter
 from events.model import Event
 from projections.folds.policy import RetentionPolicy
+from projections.rules.graph_extract import CandidateGraphMemory
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 Vector = Annotated[np.ndarray, SkipValidation]
@@ -73,6 +74,9 @@ class RecordMessages(Command):
     vectors: Vector
     model_id: str
     graph: tuple[tuple[Annotated[GraphMemoryStaged, SkipValidation], ...], ...] | None = None
+    # Per message, the offline graph rules' reading the ``graph`` memories were staged from: the note rules reuse it
+    # for a message's event notes instead of reading the text a second time (derived data, never recorded).
+    readings: tuple[tuple[Annotated[CandidateGraphMemory, SkipValidation], ...], ...] | None = None
 
 
 class StageGraphMemories(UserCommand):

@@ -8,6 +8,8 @@ decider may do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from actors.commands import RecordMessages
@@ -23,6 +25,7 @@ from projections.decisions.graph_staging import STAGED_ROLES
 from projections.decisions.note_ops import decide_note_operations
 from projections.folds.state import ShardState
 from projections.rules.classify import classification_event
+from projections.rules.graph_extract import CandidateGraphMemory
 
 
 def decide_record_messages(state: ShardState, cmd: RecordMessages, deps: Deps) -> Decision:
@@ -34,13 +37,14 @@ def decide_record_messages(state: ShardState, cmd: RecordMessages, deps: Deps) -
         )
     pending, outcomes = decide_record(state, list(cmd.messages), cmd.vectors, cmd.model_id, deps.dim, deps.llm,
                                       [tuple(g) for g in cmd.graph] if cmd.graph is not None else None,
-                                      deps.embed_labels)
+                                      deps.embed_labels, cmd.readings)
     return Decision(pending, outcomes)
 
 
 def decide_record(
     state: ShardState, commands: list[RecordMessage], vectors: np.ndarray, model_id: str, dim: int, llm=None,
     graph: list[tuple[GraphMemoryStaged, ...]] | None = None, embed: Embed | None = None,
+    readings: Sequence[Sequence[CandidateGraphMemory]] | None = None,
 ) -> tuple[list[PendingEvent], list[dict]]:
     """Events for new messages (recorded, classified, embedded); known client ids are acknowledged as duplicates.
 
@@ -50,7 +54,8 @@ def decide_record(
     their source, unless a language model is configured (``llm``): then the
     model proposes each user's memories (see :func:`decide_graph`), and
     ``embed`` (label → vector, the store's encoder) embeds the labels it
-    wrote. Without ``graph`` no graph memory is staged and the model is not asked.
+    wrote. Without ``graph`` no graph memory is staged and the model is not asked. ``readings`` (per
+    command, the offline graph rules' reading ``graph`` came from) spares the note rules a second reading.
     """
     if vectors.shape != (len(commands), dim):
         raise InvalidInputError(
@@ -63,6 +68,7 @@ def decide_record(
     fresh: list[tuple[PendingEvent, tuple[GraphMemoryStaged, ...]]] = []  # per new message: recorded, offline graph
     outcomes: list[dict] = []
     seen_in_batch: dict[tuple[str, str, str], str] = {}
+    reading_of: dict[str, Sequence[CandidateGraphMemory]] = {}  # new message id → its graph rules' reading
     for position, (cmd, vec) in enumerate(zip(commands, vectors)):
         key = cmd.message_key()
         memory = state.user(cmd.tenant, cmd.user_id)
@@ -99,6 +105,8 @@ def decide_record(
             for derived in (classified, embedded)
         ])
         fresh.append((message, tuple(graph[position]) if graph else ()))
+        if readings is not None:
+            reading_of[message_id] = readings[position]
         outcomes.append({"memory_id": message_id, "created": True})
     staged, calls = decide_graph(fresh, llm if graph is not None else None, embed)
     pending: list[PendingEvent] = []
@@ -111,7 +119,7 @@ def decide_record(
                          causation_id=message_id, correlation_id=message_id)
             for m in memories
         ]
-    pending += decide_notes(state, [message for message, _ in fresh], llm)
+    pending += decide_notes(state, [message for message, _ in fresh], llm, reading_of)
     return pending, outcomes
 
 
@@ -147,7 +155,8 @@ def decide_graph(
 LLM_ACTIVE_NOTES = 40  # the active notes shown to the model: the most recent ones (a prompt has a size)
 
 
-def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None) -> list[PendingEvent]:
+def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None,
+                 readings: Mapping[str, Sequence[CandidateGraphMemory]] | None = None) -> list[PendingEvent]:
     """Note operations (add / update / boost / delete / skip) for newly recorded messages, per user.
 
     Decided against the user's active notes, in message order, so a note
@@ -172,7 +181,7 @@ def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None) -> l
                                              previous_text=previous)
             out += [PendingEvent(tenant, user_id, event_id, call) for event_id, call in calls]
         else:
-            ops = decide_note_operations(active, messages, new_event_id, previous_text=previous)
+            ops = decide_note_operations(active, messages, new_event_id, previous_text=previous, readings=readings)
         for event_id, op in ops:
             source = op.source_message_ids[0] if op.source_message_ids else None
             out.append(PendingEvent(tenant, user_id, event_id, op, causation_id=source, correlation_id=source))

@@ -19,7 +19,7 @@ from projections.adapters.embedding import Embedder
 
 
 def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessage],
-                 graph_of: Callable[[list[RecordMessage]], list[tuple]] | None, batch_size: int,
+                 graph_of: Callable[[list[RecordMessage]], tuple[list[tuple], list[tuple]]] | None, batch_size: int,
                  progress: bool) -> tuple[dict[int, dict], dict[int, int]]:
     """Per message (by position): its outcome ``{"memory_id", "created"}``; and the graph memories sent with it."""
     shard_of = shards.route([(m.tenant, m.user_id) for m in commands])
@@ -30,7 +30,7 @@ def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessag
     for start in range(0, len(commands), batch_size):
         chunk = list(range(start, min(start + batch_size, len(commands))))
         vectors = embedder.encode([commands[i].index_text() for i in chunk])
-        graph = graph_of([commands[i] for i in chunk]) if graph_of else None
+        graph, readings = graph_of([commands[i] for i in chunk]) if graph_of else (None, None)
         staging.update(zip(chunk, map(len, graph or ())))
         by_shard: dict[int, list[int]] = {}
         for pos, i in enumerate(chunk):
@@ -39,6 +39,7 @@ def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessag
             command = c.RecordMessages(
                 messages=tuple(commands[chunk[p]] for p in positions), vectors=vectors[positions],
                 model_id=embedder.model_id, graph=tuple(graph[p] for p in positions) if graph else None,
+                readings=tuple(readings[p] for p in positions) if readings else None,
             )
             in_flight.append((shards.actor(shard).handle.remote([command]), [chunk[p] for p in positions]))
         # Keep the encoder busy while shards append: wait only for work older than one chunk.

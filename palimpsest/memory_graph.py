@@ -34,14 +34,16 @@ class GraphApiMixin:
             self._labels.update(zip(missing, self.embedder.encode(missing)))
         return {label: self._labels[label] for label in labels}
 
-    def _graph_memories(self, commands: list[RecordMessage]) -> list[tuple]:
-        """Per command, the graph memories its text states, staged with label vectors (no source ids yet)."""
+    def _graph_memories(self, commands: list[RecordMessage]) -> tuple[list[tuple], list[tuple]]:
+        """Per command, the graph memories its text states, staged with label vectors (no source ids yet); and
+        per command the rules' reading they came from (the shard's note rules reuse it)."""
         candidates = candidates_for(commands)
         vectors = self._label_vectors(labels_of(candidates))
-        return [
+        staged = [
             tuple(staged_event(c, vectors, occurred_at=cmd.occurred_at, extractor=c.extractor) for c in group)
             for cmd, group in zip(commands, candidates)
         ]
+        return staged, candidates
 
     def tool_call(self, tenant: str, user_id: str, name: str, arguments: Mapping[str, Any] | str,
                   *, reference: datetime | None = None) -> dict:

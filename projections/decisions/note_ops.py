@@ -33,7 +33,7 @@ superseded since would be stated anew.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from events.model import MessageRecorded, NoteContent, NoteOperation
@@ -41,6 +41,7 @@ from projections.folds.notes import Note
 from projections.rules.contradiction import ActiveNote, Relation, Verdict, detect
 from projections.rules.event_notes import event_notes
 from projections.rules.extraction import CandidateNote, extract_notes
+from projections.rules.graph_extract import CandidateGraphMemory
 
 DECIDER_ID = "rules-v1"
 SHARED_CATEGORIES = ("decision", "constraint")  # about the project, whoever said them
@@ -147,11 +148,14 @@ def decide_note_operations(
     new_id: Callable[[], str],
     *,
     previous_text: str | None = None,
+    readings: Mapping[str, Sequence[CandidateGraphMemory]] | None = None,
 ) -> list[tuple[str, NoteOperation]]:
     """(event id, operation) pairs for ``messages`` (event id, message) in order, given the active notes.
 
     ``previous_text`` is the message before the first one (for "let's go
-    with that"). Every operation names its source message, is dated at the
+    with that"). ``readings`` (message event id → the offline graph rules'
+    reading of it, when the caller made one) saves reading a message again for
+    its event notes. Every operation names its source message, is dated at the
     message's time and says why it was decided.
     """
     held = {n.note_id: _active(n) for n in active if n.status == "active"}
@@ -160,7 +164,8 @@ def decide_note_operations(
     for message_id, message in messages:
         if message.role == "user":
             candidates = extract_notes(message.text, speaker=message.speaker, previous=previous) or event_notes(
-                message.text, speaker=message.speaker, occurred_at=message.occurred_at)
+                message.text, speaker=message.speaker, occurred_at=message.occurred_at,
+                reading=readings.get(message_id) if readings else None)
             for candidate in candidates:
                 ops += _decide_one(candidate, message_id, message, held, new_id)
         previous = message.text

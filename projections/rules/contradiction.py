@@ -298,13 +298,21 @@ _RULES = (_state_rule, _switch_rule, _slot_rule, _term_rule)
 _RANK = {Relation.SUPERSEDES: 3, Relation.CHANGE_OVER_TIME: 2, Relation.REINFORCES: 1, Relation.CONSISTENT: 0}
 
 
+_UNRELATED = Verdict("", Relation.CONSISTENT, "none", "no rule relates them", (), 0.6)
+_SILENT = Verdict("", Relation.CONSISTENT, "none", "the message asserts nothing", (), 0.6)
+
+
 def _judge(new: _Statement, old: _Statement) -> Verdict:
+    if not (new.switch_from or new.switch_kinds or (new.states and old.states) or (new.slot and new.slot == old.slot)):
+        same, nested = _index(new.terms)
+        if not nested and same.isdisjoint(old.terms):  # no shared term either (without Chinese containment)
+            return _UNRELATED
     shared = _matches(old.terms, new.terms)
     if not (shared or (new.states and old.states) or new.switch_from or new.switch_kinds
             or (new.slot and new.slot == old.slot)):
         # No rule can fire: each needs shared terms (REINFORCE_JACCARD and NEGATION_JACCARD are above 0, and _hit
-        # is symmetric), states on both sides, a switch, or the same slot.
-        return _verdict(Relation.CONSISTENT, "none", "no rule relates them", (), 0.6)
+        # is symmetric), states on both sides, a switch, or the same slot. Most pairs end here.
+        return _UNRELATED
     for rule in _RULES:
         if (found := rule(new, old)) is not None:
             return found
@@ -323,9 +331,11 @@ def detect(new: CandidateNote | str, notes: Sequence[ActiveNote], *, speaker: st
     verdicts = []
     for note in notes:
         old = _from_note(note)
-        judged = [_judge(s, old) for s in statements]
-        best = max(judged, key=lambda v: (_RANK[v.relation], v.confidence), default=None)
-        best = best or _verdict(Relation.CONSISTENT, "none", "the message asserts nothing", (), 0.6)
+        if len(statements) == 1:  # a candidate note: one statement
+            best = _judge(statements[0], old)
+        else:
+            best = max((_judge(s, old) for s in statements), key=lambda v: (_RANK[v.relation], v.confidence),
+                       default=_SILENT)
         verdicts.append(Verdict(note.note_id, best.relation, best.rule, best.reason, best.matched_terms,
                                 best.confidence, best.detector))
     return tuple(verdicts)

@@ -14,10 +14,11 @@ message only when the note rules found nothing in it. Pure and deterministic.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 
 from projections.rules.extraction import CandidateNote, key_terms
-from projections.rules.graph_extract import extract_graph_memories
+from projections.rules.graph_extract import CandidateGraphMemory, extract_graph_memories
 from projections.rules.text import has_cjk
 
 EXTRACTOR_ID = "events-v1"
@@ -37,11 +38,19 @@ def _third_person(clause: str, speaker: str) -> str:
     return clause[0].upper() + clause[1:] if clause else clause
 
 
-def event_notes(text: str, *, speaker: str | None, occurred_at: datetime) -> tuple[CandidateNote, ...]:
-    """Fact notes for the events and facts a message states in the first person (one per clause)."""
+def event_notes(text: str, *, speaker: str | None, occurred_at: datetime,
+                reading: Sequence[CandidateGraphMemory] | None = None) -> tuple[CandidateNote, ...]:
+    """Fact notes for the events and facts a message states in the first person (one per clause).
+
+    ``reading`` is what :func:`extract_graph_memories` read from the same
+    message (same text, speaker and time) when the caller already has it: it
+    is used instead of reading the text again.
+    """
     subject = speaker or "user"
     out: dict[str, CandidateNote] = {}
-    for memory in extract_graph_memories(text, speaker=speaker, occurred_at=occurred_at):
+    if reading is None:
+        reading = extract_graph_memories(text, speaker=speaker, occurred_at=occurred_at)
+    for memory in reading:
         if memory.memory_type not in NOTE_TYPES or not memory.evidence or memory.evidence in out:
             continue
         statement = _third_person(memory.evidence.strip(" ,.!?;:，。！？；："), subject)

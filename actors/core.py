@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -113,6 +115,13 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     raise TypeError(f"an outcome holds a {type(value).__name__}, which is not JSON")
+
+
+@dataclass(frozen=True, slots=True)
+class TakenTouches:
+    pending: list[PendingEvent]
+    expected: dict[tuple[str, str], int]  # stream → the head the append goes after
+    pins: ExitStack  # keeps the streams resident until the fold
 
 
 class ShardCore:
@@ -235,6 +244,35 @@ class ShardCore:
         pending, self._touches = self._touches, []
         self.commit(pending)
         return len(pending)
+
+    # The same flush in three steps, so that queries go on during the durable append (ShardActor's flusher):
+    # ``take_touches`` and ``fold_touches`` need the state to themselves, ``append_touches`` only the log.
+    # The streams stay pinned resident in between: no cold load can read (and fold) the events being appended.
+    def take_touches(self) -> TakenTouches | None:
+        if not self._touches:
+            return None
+        pending, self._touches = self._touches, []
+        streams = list(dict.fromkeys((p.tenant, p.user_id) for p in pending))
+        pins = ExitStack()
+        pins.enter_context(self.state.users.pinned(streams))
+        users = self.state.users
+        expected = {s: users[s].head if s in users else 0 for s in streams}
+        return TakenTouches(pending, expected, pins)
+
+    def append_touches(self, taken: TakenTouches) -> list[Envelope]:
+        return self.log.append(taken.pending, expected=taken.expected)
+
+    def fold_touches(self, taken: TakenTouches, envelopes: list[Envelope] | None) -> None:
+        """Fold what ``append_touches`` wrote (``None``: it failed, nothing was written), then the follow-ups."""
+        with taken.pins:
+            if not envelopes:
+                return
+            shard_state.fold(self.state, envelopes)
+            self.users.checkpoint(self.state.users, list(taken.expected))
+        latest: dict[tuple[str, str], datetime] = {}
+        for e in envelopes:
+            latest[e.stream] = max(latest.get(e.stream, e.occurred_at), e.occurred_at)
+        self._react(latest)
 
     def touches_due(self) -> bool:
         return bool(self._touches) and time.monotonic() - self._touches_since >= self.spec.touch_flush_s

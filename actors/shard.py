@@ -4,7 +4,10 @@ Owns one shard's DuckDB log file (its only writer), the projections of the
 users routed to it, and its LanceDB table. Two entry points: ``handle``
 (commands, each idempotent by its ``command_id``) and ``query`` (reads).
 A daemon thread group-commits the queries' touch events once they are older
-than ``spec.touch_flush_s``; a lock keeps it and the calls one at a time.
+than ``spec.touch_flush_s``. Two locks: one writer of the log at a time
+(commands, flushes, queries that read the log), and one user of the
+projections at a time; the flush appends holding only the first, so queries
+are answered during its durable write and wait only for its fold.
 
 Recovery: Ray restarts a dead actor (``max_restarts=-1``); ``__init__``
 folds the log again and reconciles LanceDB, so nothing acknowledged is lost.
@@ -42,7 +45,8 @@ class ShardActor:
         # longer walks them in the middle of a query (one took 264 ms on the dev store's shard, under load).
         gc.collect()
         gc.freeze()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the projections: queries, folds
+        self._writing = threading.Lock()  # the log: one writer at a time; always taken before ``_lock``
         self._closed = threading.Event()
         threading.Thread(target=self._flusher, name="touch-flusher", daemon=True).start()
 
@@ -54,7 +58,7 @@ class ShardActor:
         return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id()}
 
     def handle(self, commands: list[Command]) -> list:
-        with self._lock:
+        with self._writing, self._lock:
             outcomes = self._core.handle(commands)
             marker = self._core.spec.crash_marker
             if marker is not None and marker.exists():
@@ -63,21 +67,32 @@ class ShardActor:
             return outcomes
 
     def query(self, queries: list[Query]) -> list:
+        if any(q.flushes_first for q in queries):  # these write pending touches, then read the log
+            with self._writing, self._lock:
+                return [self._core.query(q) for q in queries]
         with self._lock:
             return [self._core.query(q) for q in queries]
 
     def close(self) -> None:
         self._closed.set()
-        with self._lock:
+        with self._writing, self._lock:
             self._core.close()
 
     def _flusher(self) -> None:
         period = max(0.01, self._core.spec.touch_flush_s / 2)
         while not self._closed.wait(period):
-            with self._lock:
-                if self._closed.is_set() or not self._core.touches_due():
-                    continue
-                try:
-                    self._core.flush_touches()
+            with self._writing:
+                with self._lock:
+                    if self._closed.is_set() or not self._core.touches_due():
+                        continue
+                    taken = self._core.take_touches()
+                envelopes = None
+                try:  # the durable append, without the projections' lock: queries are answered meanwhile
+                    envelopes = self._core.append_touches(taken)
                 except Exception as exc:  # noqa: BLE001 - a failed flush is logged; the touches are dropped
                     logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))
+                with self._lock:
+                    try:
+                        self._core.fold_touches(taken, envelopes)
+                    except Exception as exc:  # noqa: BLE001 - as when the flush ran in one step
+                        logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))

@@ -107,10 +107,13 @@ class DuckDBEventLog(EventLog):
         except duckdb.Error as exc:
             raise open_error(self.path, exc) from None
         self._heads = {(t, u): int(s) for t, u, s in rows}
+        # Appends go through a connection of their own: a writer thread (the shard's touch flush) may append
+        # while another thread reads through cursors of ``_con`` (DuckDB connections are not shared by threads).
+        self._writer = self._con.cursor()
 
     def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
         batch = to_arrow(envelopes)
-        con = self._con
+        con = self._writer
         con.execute("BEGIN TRANSACTION")
         try:
             con.register("_pending_batch", batch)
@@ -210,4 +213,5 @@ class DuckDBEventLog(EventLog):
                 "events": self.count(), "heads": sorted([t, u, int(s)] for t, u, s in heads)}
 
     def close(self) -> None:
+        self._writer.close()
         self._con.close()

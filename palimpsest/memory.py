@@ -47,6 +47,7 @@ from projections.queries.context import Context
 from projections.queries.retrieval import FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
+QUERY_VECTORS = 1024  # recent query texts whose vectors are kept (search, then context, for one question)
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
 
 
@@ -83,6 +84,8 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
         self.llm_config = llm  # the consolidation tasks ask it which linked memories are causal
         self._embedder: Embedder | None = None
         self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
+        self._query_vectors: dict[str, np.ndarray] = {}  # recent query texts → their vectors (the encoder is pure)
+        self._query_lock = threading.Lock()
         self.consolidate_every = CONSOLIDATE_EVERY  # staged graph memories between automatic rounds; 0: on demand
         self._since_consolidation = 0
         self._scheduler: threading.Timer | None = None
@@ -184,7 +187,16 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
     def _query_vector(self, query: str) -> np.ndarray:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError([("query", "empty; give the text to search for")], what="query")
-        return self.embedder.encode([query])[0]
+        with self._query_lock:
+            vec = self._query_vectors.get(query)
+        if vec is None:  # an agent searches and then builds a context for the same question: encoded once
+            vec = self.embedder.encode([query])[0]
+            vec.setflags(write=False)  # shared by the calls that ask the same text
+            with self._query_lock:
+                if len(self._query_vectors) >= QUERY_VECTORS:
+                    self._query_vectors.pop(next(iter(self._query_vectors)))  # the oldest first
+                self._query_vectors[query] = vec
+        return vec
 
     def search(
         self,

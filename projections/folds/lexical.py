@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from weakref import finalize
+
+import numpy as np
 
 from events.envelope import Envelope
 from events.model import MessageRecorded, index_text
@@ -42,23 +45,72 @@ class LexicalIndex:
             self.postings.setdefault(term, {})[doc] = tf
 
     def search(self, query: str, k: int, params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
-        """Top-``k`` (event id, BM25 score) pairs, best first; ties broken by log order."""
+        """Top-``k`` (event id, BM25 score) pairs, best first; ties broken by log order.
+
+        Vectorised per query term over the term's postings (kept as arrays in
+        :data:`_ARRAYS`, rebuilt when a posting grows); each document's score
+        adds the terms' contributions in the same order and with the same
+        arithmetic as the scalar formula, so the figures are the same floats.
+        """
         n = len(self.doc_ids)
         if n == 0:
             return []
         avgdl = self.total_len / n or 1.0
-        scores: dict[int, float] = {}
+        cache = _arrays(self)
+        lengths = cache.lengths(self.doc_len)
+        scores = np.zeros(n)
+        touched = np.zeros(n, dtype=bool)
+        k1, b = params.k1, params.b
         for term in set(tokenize(query)):
             posting = self.postings.get(term)
             if not posting:
                 continue
+            docs, tf = cache.posting(term, posting)
             df = len(posting)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            for doc, tf in posting.items():
-                norm = tf + params.k1 * (1 - params.b + params.b * self.doc_len[doc] / avgdl)
-                scores[doc] = scores.get(doc, 0.0) + idf * tf * (params.k1 + 1) / norm
-        best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
-        return [(self.doc_ids[doc], score) for doc, score in best]
+            norm = tf + k1 * (1 - b + b * lengths[docs] / avgdl)
+            scores[docs] += idf * tf * (k1 + 1) / norm
+            touched[docs] = True
+        docs = np.flatnonzero(touched)
+        if len(docs) > k:  # the k best, then exact order among them (ties: the earlier document)
+            cut = np.partition(scores[docs], len(docs) - k)[len(docs) - k]
+            docs = docs[scores[docs] >= cut]
+        order = docs[np.lexsort((docs, -scores[docs]))][:k]
+        return [(self.doc_ids[doc], float(scores[doc])) for doc in order.tolist()]
+
+
+class _Arrays:
+    """A derived cache of one index: its postings and document lengths as arrays (never folded or saved)."""
+
+    __slots__ = ("postings", "doc_len")
+
+    def __init__(self) -> None:
+        self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.doc_len = np.zeros(0)
+
+    def posting(self, term: str, posting: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        cached = self.postings.get(term)
+        if cached is None or len(cached[0]) != len(posting):  # postings only grow
+            cached = (np.fromiter(posting.keys(), np.int64, len(posting)),
+                      np.fromiter(posting.values(), np.float64, len(posting)))
+            self.postings[term] = cached
+        return cached
+
+    def lengths(self, doc_len: list[int]) -> np.ndarray:
+        if len(self.doc_len) != len(doc_len):
+            self.doc_len = np.asarray(doc_len, dtype=np.float64)
+        return self.doc_len
+
+
+_ARRAYS: dict[int, _Arrays] = {}  # id of a live index → its arrays (dropped with the index)
+
+
+def _arrays(index: LexicalIndex) -> _Arrays:
+    cache = _ARRAYS.get(id(index))
+    if cache is None:
+        cache = _ARRAYS[id(index)] = _Arrays()
+        finalize(index, _ARRAYS.pop, id(index), None)
+    return cache
 
 
 # The events evolve reads; the shard fold (projections.folds.state) does not call it for any other.

@@ -335,6 +335,7 @@ def retention_scores(
     out = {}
     items = state.items
     kinds: dict[tuple, tuple[bool, CategoryRule | None]] = {}  # (exempt, type, category) → exempt?, category rule
+    stabilities: dict[tuple[str, int], float] = {}  # (type, accesses) → stability, for past items
     base, bonus_weight = policy.base_retention, policy.access_bonus_weight
     for mid in memory_ids:
         item = items.get(mid)
@@ -352,7 +353,9 @@ def retention_scores(
         n, stability, last = item.access_count, item.stability, item.last_access
         if last is not None and last > now:  # time travel: accesses after ``now`` not yet counted
             n = bisect.bisect_right(item.accesses, now)
-            stability, last = _stability(policy, item.memory_type, n), (item.accesses[n - 1] if n else None)
+            if (stability := stabilities.get((item.memory_type, n))) is None:
+                stability = stabilities[item.memory_type, n] = _stability(policy, item.memory_type, n)
+            last = item.accesses[n - 1] if n else None
         reference = item.created_at if last is None else max(last, item.created_at)
         delta = max(0.0, (now - reference).total_seconds() / SECONDS_PER_DAY)
         factor = rule.step_multiplier(delta) if rule is not None else 1.0

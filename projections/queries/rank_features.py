@@ -51,7 +51,7 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
             mat = np.stack([np.asarray(memory.vectors.rows[m].vector, dtype=np.float64) for m in wanted])
             sims = mat @ q / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
             cos = dict(zip(wanted, sims.tolist()))
-    bm25 = {row[2]: row[3].get("bm25", 0.0) for row in rows}
+    bm25 = {row[2]: round(row[3].get("bm25", 0.0), 6) for row in rows}  # as a hit shows it (retrieval.ROUNDED)
     top_bm25 = max(bm25.values()) or 1.0
     top_cos = max((cos.get(m, 0.0) for m in ids), default=0.0)
     top_score = rows[0][0] or 1.0
@@ -84,6 +84,6 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
             1.0 if when and memory_id in tables.timed else 0.0,
             len(query_terms & terms) / len(query_terms) if query_terms else 0.0,
             math.log1p(len(msg.text.split())),
-            min(b.get("retention", 0.0), 2.0),
+            min(round(b.get("retention", 0.0), 6), 2.0),
         )
     return out

@@ -110,6 +110,9 @@ class FusionConfig:
 
 
 DEFAULT_FUSION = FusionConfig()
+# The breakdown figures a hit shows rounded (fuse keeps them exact until then); the ranker's features read
+# them rounded the same way.
+ROUNDED = {"dense_similarity": 6, "bm25": 6, "episode_similarity": 6, "note_bm25": 6, "retention": 6, "rrf": 8}
 
 
 def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> list[tuple[Episode, float]]:
@@ -228,25 +231,27 @@ def fuse(
     for memory_id, p in parts.items():
         score = 0.0
         breakdown: dict = {}
+        # Figures go in unrounded (most rows never leave this function); :data:`ROUNDED` rounds a hit's.
         if "dense" in p:
             rank, sim = p["dense"]
             score += dense_weight / (config.rrf_k + rank)
-            breakdown.update(dense_rank=rank, dense_similarity=round(sim, 6))
+            breakdown["dense_rank"], breakdown["dense_similarity"] = rank, sim
         if "lexical" in p:
             rank, bm25 = p["lexical"]
             score += config.lexical_weight / (config.rrf_k + rank)
-            breakdown.update(lexical_rank=rank, bm25=round(bm25, 6))
+            breakdown["lexical_rank"], breakdown["bm25"] = rank, bm25
         if "episode" in p:
             rank, sim, episode = p["episode"]
             score += config.episode_weight / (config.rrf_k + rank)
-            breakdown.update(episode_rank=rank, episode_similarity=round(sim, 6), episode_id=episode.episode_id)
+            breakdown["episode_rank"], breakdown["episode_similarity"] = rank, sim
+            breakdown["episode_id"] = episode.episode_id
         if "note" in p:
             rank, bm25, note_id = p["note"]
             score += config.note_weight / (config.rrf_k + rank)
-            breakdown.update(note_rank=rank, note_bm25=round(bm25, 6), note_id=note_id)
+            breakdown["note_rank"], breakdown["note_bm25"], breakdown["note_id"] = rank, bm25, note_id
         if memory_id in recall:
             score += config.retention_weight * min(recall[memory_id], 2.0) / (config.rrf_k + 1)
-            breakdown["retention"] = round(recall[memory_id], 6)
+            breakdown["retention"] = recall[memory_id]
         if scope != "active" and memory.archive.is_archived(memory_id):
             breakdown["archived"] = memory.archive.archived[memory_id].reason
         seq = memory.messages.by_id[memory_id].seq
@@ -256,7 +261,7 @@ def fuse(
     if config.graph_weight > 0 and memory.graph.memories:
         _graph_term(memory, query, dense, scored, config)
     for row in scored:
-        row[3]["rrf"] = round(row[0], 8)
+        row[3]["rrf"] = row[0]
     if config.ranker is not None and (config.ranker_cjk or not has_cjk(query)):
         rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
     if config.feedback:
@@ -264,6 +269,9 @@ def fuse(
 
     hits = []
     for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):
+        for key, digits in ROUNDED.items():
+            if key in breakdown:
+                breakdown[key] = round(breakdown[key], digits)
         msg = memory.messages.by_id[memory_id]
         vec = memory.vectors.rows.get(memory_id)
         event_ids = [memory_id] + ([vec.event_id] if vec else [])

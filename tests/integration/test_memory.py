@@ -98,6 +98,32 @@ def test_build_context_fits_the_budget_and_keeps_provenance(populated):
         assert item.conversation_id == "c-1"
 
 
+def test_a_question_is_encoded_once_for_its_search_and_its_context(populated):
+    encoded: list[list[str]] = []
+    embedder = populated.embedder
+    populated._embedder = _Recording(embedder, encoded)
+    try:
+        question = "Where does Alice's sister work as a nurse?"
+        hits = populated.search("acme", "alice", question, k=2)
+        ctx = populated.build_context("acme", "alice", question, token_budget=60)
+        populated.build_context("acme", "alice", question + "?", token_budget=60)
+    finally:
+        populated._embedder = embedder
+    assert encoded == [[question], [question + "?"]]  # the context reused the search's vector; new text, new vector
+    assert hits[0].turn_id == "D1:2" and any(i.turn_id == "D1:2" for i in ctx.items)
+
+
+class _Recording:
+    """The store's encoder, noting what it is asked to encode."""
+
+    def __init__(self, inner, calls: list) -> None:
+        self.inner, self.calls, self.model_id, self.dim = inner, calls, inner.model_id, inner.dim
+
+    def encode(self, texts: list[str]):
+        self.calls.append(list(texts))
+        return self.inner.encode(texts)
+
+
 def test_events_filters(populated):
     recorded = populated.events(kinds=["message_recorded"])
     assert sorted(e.event.text for e in recorded) == sorted(m["text"] for m in ALICE + BOB)

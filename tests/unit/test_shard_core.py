@@ -108,6 +108,31 @@ def test_search_records_one_touch_event_for_its_hits(service):
     assert service.stats()["touches"] == 2
 
 
+def test_a_flush_in_three_steps_answers_queries_during_its_append_and_folds_once(spec):
+    core = ShardCore(spec)  # the DuckDB log: the append runs on the writer's own connection
+    try:
+        record(core, CONVERSATION)
+        first = search(core, "puppy", k=2)
+        taken = core.take_touches()
+        assert core.take_touches() is None  # taken once
+        written = core.append_touches(taken)
+        assert [e.kind for e in written] == ["memory_touched"]
+        # Between the append and the fold, queries read the projections (which do not count the touch yet) ...
+        assert [h.memory_id for h in search(core, "puppy", k=2)] == [h.memory_id for h in first]
+        assert core.state.user("acme", "alice").touches.stats == {}
+        core.fold_touches(taken, written)
+        # ... and after the fold the projections are the log's: one touch per hit, digests equal on replay.
+        stats = core.state.user("acme", "alice").touches.stats
+        assert {m: s.count for m, s in stats.items()} == {h.memory_id: 1 for h in first}
+        assert core.replay().equal
+        failed = core.take_touches()  # the second search's touch; its append fails: nothing folded
+        core.fold_touches(failed, None)
+        assert core.take_touches() is None
+        assert [e.kind for e in core.log.scan()].count("memory_touched") == 1
+    finally:
+        core.close()
+
+
 def test_search_without_touch_reason_writes_nothing(service):
     record(service, CONVERSATION)
     search(service, "puppy", touch_reason=None)

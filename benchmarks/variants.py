@@ -14,7 +14,7 @@ from dataclasses import replace
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 BEFORE = replace(DEFAULT_FUSION, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
-                 cjk_dense_weight=None, ranker=None)
+                 cjk_dense_weight=None, ranker=None, conversation_weight=0.0)
 
 VARIANTS: dict[str, FusionConfig] = {
     "palimpsest": DEFAULT_FUSION,
@@ -25,6 +25,7 @@ VARIANTS: dict[str, FusionConfig] = {
     "palimpsest_no_time": replace(DEFAULT_FUSION, time_weight=0.0),
     "palimpsest_no_clauses": replace(DEFAULT_FUSION, clause_weight=0.0),
     "palimpsest_no_cjk_dense": replace(DEFAULT_FUSION, cjk_dense_weight=None),
+    "palimpsest_no_conversation": replace(DEFAULT_FUSION, conversation_weight=0.0),
     "palimpsest_no_episodes": replace(DEFAULT_FUSION, episode_weight=0.0),
     "palimpsest_no_notes": replace(DEFAULT_FUSION, note_weight=0.0, note_tokens=0),
     "palimpsest_no_graph": replace(DEFAULT_FUSION, graph_weight=0.0),
@@ -58,4 +59,11 @@ EXPERIMENTS: dict[str, FusionConfig] = {
     # the default without its ranker: the base the ranker was fitted on (benchmarks/train_ranker.py)
     "c_all_nb02_cjk0.25": replace(BEFORE, neighbour_weight=0.2, **SPK, **TIME, **CL, cjk_dense_weight=0.25),
 }
+ALL = {**VARIANTS, **EXPERIMENTS}
+
+# Issue 12, second round: experiments on top of the default (stages and ranker on).
+CONV = {f"conv_{w}_c{c}_fit{fit}": replace(DEFAULT_FUSION, conversation_weight=w, conversation_candidates=c,
+                                           conversation_fit=fit)
+        for w in (0.5, 1.0, 2.0) for c in (1, 3) for fit in (0, 10)}
+EXPERIMENTS.update(CONV)
 ALL = {**VARIANTS, **EXPERIMENTS}

@@ -18,7 +18,7 @@ from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import graph_search, rerank
+from projections.queries import graph_search, rerank, session_docs
 from projections.queries.graph_expand import expand_hits
 from projections.queries.ranker import RankerModel, rerank_rows
 from projections.queries.ranker_model import MODEL as ENGLISH_RANKER
@@ -57,7 +57,9 @@ class FusionConfig:
     their score so far, get ``graph_weight / (rrf_k + rank)``: the turns of
     a multi-hop answer are linked in the graph. ``graph_weight=0`` turns it off.
     Then the stages of :mod:`projections.queries.rerank` (neighbour turns,
-    sessions, named speakers, time intent, clauses of a compound question),
+    sessions, named speakers, time intent, clauses of a compound question,
+    the best-matching conversation as one BM25 document:
+    :mod:`projections.queries.session_docs`),
     and last the learned ranking stage (:mod:`projections.queries.ranker`),
     which re-orders the best ``ranker_depth`` rows. A Chinese query weighs
     the dense list by ``cjk_dense_weight`` (MiniLM is English-only). Each
@@ -91,6 +93,11 @@ class FusionConfig:
     neighbour_top: int = 20  # the best rows whose neighbours are lifted
     session_weight: float = 0.0  # members of the best-scoring conversations (sessions) get an RRF term
     session_candidates: int = 3
+    # whole conversations ranked by BM25 as one document each (projections.queries.session_docs): their members
+    # get an RRF term, scaled by min(1, conversation_fit / length) so a long conversation is not lifted wholesale
+    conversation_weight: float = 1.0
+    conversation_candidates: int = 1
+    conversation_fit: int = 10
     speaker_weight: float = 0.3  # turns of the speakers a question names (when it names some, not all)
     time_weight: float = 0.3  # turns that state a resolved time, for "when" questions
     clause_weight: float = 0.5  # each clause of a compound question ranks the turns by BM25 on its own
@@ -141,9 +148,13 @@ def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], 
 def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: FusionConfig, scope: str) -> None:
     """The stages of :mod:`projections.queries.rerank` whose weight is set, in a fixed order; re-sorts ``scored``."""
     if not (config.speaker_weight or config.time_weight or config.session_weight or config.neighbour_weight
-            or config.clause_weight):
+            or config.clause_weight or config.conversation_weight):
         return
     tables = rerank.TABLES.get(memory)
+    if config.conversation_weight > 0:
+        session_docs.conversation_term(memory, query, scored, config.conversation_weight, config.rrf_k,
+                                       config.conversation_candidates, config.conversation_fit, config.bm25,
+                                       lambda mid: in_scope(memory.archive, mid, scope))
     if config.clause_weight > 0:
         rerank.clause_term(memory, query, scored, config.clause_weight, config.rrf_k, config.candidates,
                            config.bm25, lambda mid: in_scope(memory.archive, mid, scope))

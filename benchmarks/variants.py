@@ -66,4 +66,7 @@ CONV = {f"conv_{w}_c{c}_fit{fit}": replace(DEFAULT_FUSION, conversation_weight=w
                                            conversation_fit=fit)
         for w in (0.5, 1.0, 2.0) for c in (1, 3) for fit in (0, 10)}
 EXPERIMENTS.update(CONV)
+EXPERIMENTS.update({f"conv2_{w}_c{c}_fit{fit}": replace(DEFAULT_FUSION, conversation_weight=w, conversation_candidates=c,
+                                                          conversation_fit=fit)
+                    for w, c, fit in ((1.5, 1, 10), (1.0, 1, 15), (1.0, 1, 20), (1.5, 1, 15), (1.0, 2, 10), (0.7, 1, 10))})
 ALL = {**VARIANTS, **EXPERIMENTS}

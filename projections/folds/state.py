@@ -19,8 +19,8 @@ from itertools import groupby, islice
 from events.envelope import Envelope
 from events.model import Event
 from projections.folds import (
-    archive, episode_titles, episodes, feedback, graph, lexical, messages, notes, profile, retention, tiers, touches,
-    vectors, working,
+    adjustments, archive, episode_titles, episodes, feedback, graph, lexical, messages, molt, notes, profile, retention,
+    tiers, touches, vectors, working,
 )
 from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
@@ -46,6 +46,8 @@ class UserMemory:
     graph: graph.GraphState = field(default_factory=graph.GraphState)
     titles: episode_titles.TitleState = field(default_factory=episode_titles.TitleState)
     feedback: feedback.FeedbackLog = field(default_factory=feedback.FeedbackLog)
+    adjustments: adjustments.AdjustmentState = field(default_factory=adjustments.AdjustmentState)
+    molt: molt.PolicyHistory = field(default_factory=molt.PolicyHistory)
     head: int = 0
 
 
@@ -60,6 +62,8 @@ PROJECTIONS: dict[str, Callable] = {
     "graph": graph.evolve,
     "titles": episode_titles.evolve,
     "feedback": feedback.evolve,
+    "adjustments": adjustments.evolve,
+    "molt": molt.evolve,
 }
 # Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
 # same log with another policy or segmentation is a fold with another ShardState.
@@ -82,6 +86,8 @@ HANDLED: dict[str, tuple[type[Event], ...]] = {
     "graph": graph.HANDLES,
     "titles": episode_titles.HANDLES,
     "feedback": feedback.HANDLES,
+    "adjustments": adjustments.HANDLES,
+    "molt": molt.HANDLES,
     "retention": retention.HANDLES,
     "episodes": episodes.HANDLES,
     "tiers": tiers.HANDLES,

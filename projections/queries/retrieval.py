@@ -162,8 +162,7 @@ def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: F
     tables = rerank.TABLES.get(memory)
     if config.conversation_weight > 0:
         session_docs.conversation_term(memory, query, scored, config.conversation_weight, config.rrf_k,
-                                       config.conversation_candidates, config.conversation_fit, config.bm25,
-                                       lambda mid: in_scope(memory.archive, mid, scope))
+                                       config.conversation_candidates, config.conversation_fit, config.bm25, allowed)
     if config.clause_weight > 0:
         rerank.clause_term(memory, query, scored, config.clause_weight, config.rrf_k, config.candidates,
                            config.bm25, allowed)

@@ -19,7 +19,7 @@ from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import graph_search, rerank, session_docs
+from projections.queries import coverage, graph_search, rerank, session_docs
 from projections.queries.graph_expand import expand_hits
 from projections.queries.learned import hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
@@ -113,6 +113,10 @@ class FusionConfig:
     # notes leave default retrieval, penalties scale scores) and the Molt policy. False: the palimpsest_no_feedback
     # ablation.
     feedback: bool = True
+    # Coverage-aware selection (projections.queries.coverage), last: the best coverage_depth rows re-ordered by MMR
+    # over their non-query terms, so list questions get one turn per item. 0 turns it off.
+    coverage_weight: float = 0.0
+    coverage_depth: int = 30
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
@@ -271,6 +275,8 @@ def fuse(
         rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
     if config.feedback:
         penalise(memory, scored, now, hide=scope == "active")
+    if config.coverage_weight > 0:
+        coverage.select(memory, query, scored, rerank.TABLES.get(memory), config.coverage_weight, config.coverage_depth)
 
     hits = []
     for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):

@@ -144,3 +144,31 @@ def test_conversation_stage_lifts_every_turn_of_the_best_matching_conversation(m
     # with fit 1 a three-turn conversation gets a third of the term
     fitted = fuse(memory, "turtle beach", [], k=10, config=dataclasses.replace(cfg, conversation_fit=1))
     assert {h.memory_id: h for h in fitted}["m1"].score == pytest.approx(1.0 / (5 + 1) / 3)
+
+
+def test_coverage_selection_moves_a_turn_with_new_content_above_a_repetition():
+    from projections.queries import coverage
+
+    envs = stream(
+        ("a1", message("I cooked pasta with tomato sauce", "k1", speaker="Mel", turn_id="D1:1")),
+        ("a2", message("That pasta with tomato sauce, I cooked it again", "k2", speaker="Mel", turn_id="D1:2",
+                       occurred_at=T0 + timedelta(minutes=1))),
+        ("a3", message("Yesterday I cooked a lentil curry", "k3", speaker="Mel", turn_id="D2:1",
+                       occurred_at=T0 + timedelta(days=2))),
+    )
+    memory = fold(ShardState(), envs).user("acme", "alice")
+    tables = rerank.TABLES.get(memory)
+    rows = [[0.30, -1, "a1", {}], [0.29, -2, "a2", {}], [0.28, -3, "a3", {}]]
+    kept = [list(r) for r in rows]
+    coverage.select(memory, "What did Mel cook?", kept, tables, 0.0, 10)  # weight 0: off
+    assert [r[2] for r in kept] == ["a1", "a2", "a3"]
+    moved = [[*r[:3], {}] for r in rows]
+    coverage.select(memory, "What did Mel cook?", moved, tables, 1.0, 10)
+    # a2 repeats a1's pasta and sauce; a3 adds the curry: it moves up, and the scores still sort the list
+    assert [r[2] for r in moved] == ["a1", "a3", "a2"]
+    assert [r[0] for r in moved] == [0.30, 0.29, 0.28]
+    assert moved[1][3]["coverage_from"] == 3 and moved[1][3]["coverage_redundancy"] == 0.0
+    # a window of two rows is left alone
+    two = [[*r[:3], {}] for r in rows[:2]]
+    coverage.select(memory, "What did Mel cook?", two, tables, 1.0, 10)
+    assert [r[2] for r in two] == ["a1", "a2"]

@@ -14,7 +14,7 @@ from dataclasses import replace
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 BEFORE = replace(DEFAULT_FUSION, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
-                 cjk_dense_weight=None, ranker=None, conversation_weight=0.0)
+                 cjk_dense_weight=None, ranker=None, conversation_weight=0.0, coverage_weight=0.0)
 
 VARIANTS: dict[str, FusionConfig] = {
     "palimpsest": DEFAULT_FUSION,
@@ -71,4 +71,9 @@ EXPERIMENTS.update(CONV)
 EXPERIMENTS.update({f"conv2_{w}_c{c}_fit{fit}": replace(DEFAULT_FUSION, conversation_weight=w, conversation_candidates=c,
                                                           conversation_fit=fit)
                     for w, c, fit in ((1.5, 1, 10), (1.0, 1, 15), (1.0, 1, 20), (1.5, 1, 15), (1.0, 2, 10), (0.7, 1, 10))})
+ALL = {**VARIANTS, **EXPERIMENTS}
+
+# Issue 12, third round: coverage-aware selection (projections.queries.coverage) on top of the default.
+EXPERIMENTS.update({f"cov_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d)
+                    for w in (0.1, 0.2, 0.3, 0.5, 0.8) for d in (10, 20, 30, 50)})
 ALL = {**VARIANTS, **EXPERIMENTS}

@@ -13,7 +13,9 @@ one with the best
 where relevance is the row's score min-max normalised over the window (so it
 works on fused RRF scores and on the ranker's ``base + p`` alike) and
 redundancy is the IDF-weighted share of the row's own terms (its lexical
-terms minus the query's) that the rows already chosen cover. A row that adds
+terms minus the query's) that the rows already chosen cover (``mode``
+"terms"), or its highest cosine to a row already chosen (``mode`` "dense",
+the stored turn vectors: classic MMR). A row that adds
 new content (another item, another person) moves up; a row that repeats what
 is already there moves down. Rows below the window keep their order; a
 context assembled from the hits sees the same order, so the budgeted context
@@ -26,6 +28,8 @@ term sets of :mod:`projections.queries.rerank`), nothing is written.
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from projections.folds.state import UserMemory
 from projections.queries.rerank import Tables
@@ -46,7 +50,20 @@ def _idf(memory: UserMemory, term: str) -> float:
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
-def select(memory: UserMemory, query: str, rows: list[list], tables: Tables, weight: float, depth: int) -> None:
+def _dense_redundancy(memory: UserMemory, window: list[list]) -> np.ndarray | None:
+    """Pairwise cosine of the window's stored vectors (0 where a row has none); None when none has one."""
+    rows = memory.vectors.rows
+    vectors = [rows[r[2]].vector if r[2] in rows else None for r in window]
+    dim = next((len(v) for v in vectors if v is not None), 0)
+    if not dim:
+        return None
+    m = np.stack([np.asarray(v, dtype=np.float32) if v is not None else np.zeros(dim, np.float32) for v in vectors])
+    m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    return np.clip(m @ m.T, 0.0, 1.0)
+
+
+def select(memory: UserMemory, query: str, rows: list[list], tables: Tables, weight: float, depth: int,
+           mode: str = "terms") -> None:
     """Re-order ``rows[:depth]`` (``[score, -seq, id, breakdown]``, sorted) by MMR over their non-query terms.
 
     The window keeps its set of scores, handed out in the new order so that
@@ -57,12 +74,13 @@ def select(memory: UserMemory, query: str, rows: list[list], tables: Tables, wei
     window = rows[:depth]
     if weight <= 0 or len(window) < 3:
         return
-    asked = set(tokenize(query))
+    similar = _dense_redundancy(memory, window) if mode == "dense" else None
+    asked = set(tokenize(query)) if similar is None else set()
     idf: dict[str, float] = {}
     own: list[dict[str, float]] = []
     for row in window:
         terms = {}
-        for term in _terms(memory, tables, row[2]) - asked:
+        for term in (_terms(memory, tables, row[2]) - asked if similar is None else ()):
             if term not in idf:
                 idf[term] = _idf(memory, term)
             terms[term] = idf[term]
@@ -77,8 +95,11 @@ def select(memory: UserMemory, query: str, rows: list[list], tables: Tables, wei
     while remaining:
         best, best_value = remaining[0], float("-inf")
         for i in remaining:
-            total = sum(own[i].values())
-            red = sum(w for t, w in own[i].items() if t in covered) / total if total > 0 else 0.0
+            if similar is not None:
+                red = float(similar[i, order].max()) if order else 0.0
+            else:
+                total = sum(own[i].values())
+                red = sum(w for t, w in own[i].items() if t in covered) / total if total > 0 else 0.0
             redundancy[i] = red
             value = relevance[i] - weight * red
             if value > best_value:  # ties: the earlier row (strictly greater)

@@ -117,6 +117,7 @@ class FusionConfig:
     # over their non-query terms, so list questions get one turn per item. 0 turns it off.
     coverage_weight: float = 0.0
     coverage_depth: int = 30
+    coverage_mode: str = "terms"  # redundancy by shared non-query terms, or "dense": cosine of the stored vectors
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
@@ -276,7 +277,8 @@ def fuse(
     if config.feedback:
         penalise(memory, scored, now, hide=scope == "active")
     if config.coverage_weight > 0:
-        coverage.select(memory, query, scored, rerank.TABLES.get(memory), config.coverage_weight, config.coverage_depth)
+        coverage.select(memory, query, scored, rerank.TABLES.get(memory), config.coverage_weight, config.coverage_depth,
+                        config.coverage_mode)
 
     hits = []
     for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):

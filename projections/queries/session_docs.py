@@ -77,4 +77,5 @@ def conversation_term(memory: UserMemory, query: str, rows: list[list], weight: 
                 row = by_id[memory_id] = [0.0, -memory.messages.by_id[memory_id].seq, memory_id, {}]
                 rows.append(row)
             row[0] += term
-            row[3]["conversation_rank"] = rank
+            # the term itself is recorded: it depends on the conversation's length, which the breakdown does not hold
+            row[3].update(conversation_rank=rank, conversation_term=round(term, 8))

@@ -76,4 +76,9 @@ ALL = {**VARIANTS, **EXPERIMENTS}
 # Issue 12, third round: coverage-aware selection (projections.queries.coverage) on top of the default.
 EXPERIMENTS.update({f"cov_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d)
                     for w in (0.1, 0.2, 0.3, 0.5, 0.8) for d in (10, 20, 30, 50)})
+EXPERIMENTS.update({f"covd_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d, coverage_mode="dense")
+                    for w in (0.05, 0.1, 0.2, 0.4) for d in (20, 30)})
+EXPERIMENTS.update({f"covl_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d,
+                                              coverage_lists_only=True)
+                    for w in (0.1, 0.2, 0.3, 0.5, 0.8) for d in (10, 20, 30, 50)})
 ALL = {**VARIANTS, **EXPERIMENTS}

@@ -28,12 +28,27 @@ term sets of :mod:`projections.queries.rerank`), nothing is written.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from projections.folds.state import UserMemory
 from projections.queries.rerank import Tables
 from projections.rules.text import tokenize
+
+
+# Questions that ask for several items (a list, a count, what two people share), English and Chinese.
+LIST_INTENT = re.compile(
+    r"\b(?:both|all|any|each|every|some|several|list|kinds? of|types? of|ways?|things|activities|hobbies|places|"
+    r"events|what are|what were|which \w+s\b|how many|in common)\b"
+    r"|几个|几位|几家|几次|多少|哪些|分别|都有|一共|总共|共同",
+    re.IGNORECASE,
+)
+
+
+def list_intent(query: str) -> bool:
+    """Whether the question asks for several items (rules; the ``coverage_lists_only`` gate)."""
+    return bool(LIST_INTENT.search(query))
 
 
 def _terms(memory: UserMemory, tables: Tables, memory_id: str) -> frozenset[str]:

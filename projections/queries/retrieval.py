@@ -118,6 +118,7 @@ class FusionConfig:
     coverage_weight: float = 0.0
     coverage_depth: int = 30
     coverage_mode: str = "terms"  # redundancy by shared non-query terms, or "dense": cosine of the stored vectors
+    coverage_lists_only: bool = False  # only for questions that ask for several items (coverage.list_intent)
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
@@ -276,7 +277,7 @@ def fuse(
         rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
     if config.feedback:
         penalise(memory, scored, now, hide=scope == "active")
-    if config.coverage_weight > 0:
+    if config.coverage_weight > 0 and (not config.coverage_lists_only or coverage.list_intent(query)):
         coverage.select(memory, query, scored, rerank.TABLES.get(memory), config.coverage_weight, config.coverage_depth,
                         config.coverage_mode)
 

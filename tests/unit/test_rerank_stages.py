@@ -172,3 +172,10 @@ def test_coverage_selection_moves_a_turn_with_new_content_above_a_repetition():
     two = [[*r[:3], {}] for r in rows[:2]]
     coverage.select(memory, "What did Mel cook?", two, tables, 1.0, 10)
     assert [r[2] for r in two] == ["a1", "a2"]
+
+
+def test_list_intent_gates_the_coverage_stage_in_english_and_chinese():
+    from projections.queries.coverage import list_intent
+
+    assert list_intent("What movies have both Joanna and Nate seen?") and list_intent("有几个人在下半年过生日？")
+    assert not list_intent("When did Joanna go to Woodhaven?") and not list_intent("她住在哪个城市？")

@@ -110,6 +110,8 @@ def markdown(result: dict, keys: list[str]) -> str:
     lines += ["**Speed**", "", "| figure | value |", "|---|---|"]
     lines += [f"| {k} | {speed[k]} |" for k in SPEED_KEYS]
     lines += [f"| {k} | {v} |" for k, v in result.get("ratios", {}).items()]
+    for name, figures in speed.get("latency_by_system", {}).items():
+        lines += [f"| {name} {k} | {v} |" for k, v in figures.items()]
     return "\n".join(lines) + "\n"
 
 

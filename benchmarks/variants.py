@@ -14,7 +14,7 @@ from dataclasses import replace
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 BEFORE = replace(DEFAULT_FUSION, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
-                 cjk_dense_weight=None, ranker=None)
+                 cjk_dense_weight=None, ranker=None, conversation_weight=0.0, coverage_weight=0.0)
 
 VARIANTS: dict[str, FusionConfig] = {
     "palimpsest": DEFAULT_FUSION,
@@ -25,6 +25,7 @@ VARIANTS: dict[str, FusionConfig] = {
     "palimpsest_no_time": replace(DEFAULT_FUSION, time_weight=0.0),
     "palimpsest_no_clauses": replace(DEFAULT_FUSION, clause_weight=0.0),
     "palimpsest_no_cjk_dense": replace(DEFAULT_FUSION, cjk_dense_weight=None),
+    "palimpsest_no_conversation": replace(DEFAULT_FUSION, conversation_weight=0.0),
     "palimpsest_no_episodes": replace(DEFAULT_FUSION, episode_weight=0.0),
     "palimpsest_no_notes": replace(DEFAULT_FUSION, note_weight=0.0, note_tokens=0),
     "palimpsest_no_graph": replace(DEFAULT_FUSION, graph_weight=0.0),
@@ -60,4 +61,24 @@ EXPERIMENTS: dict[str, FusionConfig] = {
     # the default without its ranker: the base the ranker was fitted on (benchmarks/train_ranker.py)
     "c_all_nb02_cjk0.25": replace(BEFORE, neighbour_weight=0.2, **SPK, **TIME, **CL, cjk_dense_weight=0.25),
 }
+ALL = {**VARIANTS, **EXPERIMENTS}
+
+# Issue 12, second round: experiments on top of the default (stages and ranker on).
+CONV = {f"conv_{w}_c{c}_fit{fit}": replace(DEFAULT_FUSION, conversation_weight=w, conversation_candidates=c,
+                                           conversation_fit=fit)
+        for w in (0.5, 1.0, 2.0) for c in (1, 3) for fit in (0, 10)}
+EXPERIMENTS.update(CONV)
+EXPERIMENTS.update({f"conv2_{w}_c{c}_fit{fit}": replace(DEFAULT_FUSION, conversation_weight=w, conversation_candidates=c,
+                                                          conversation_fit=fit)
+                    for w, c, fit in ((1.5, 1, 10), (1.0, 1, 15), (1.0, 1, 20), (1.5, 1, 15), (1.0, 2, 10), (0.7, 1, 10))})
+ALL = {**VARIANTS, **EXPERIMENTS}
+
+# Issue 12, third round: coverage-aware selection (projections.queries.coverage) on top of the default.
+EXPERIMENTS.update({f"cov_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d)
+                    for w in (0.1, 0.2, 0.3, 0.5, 0.8) for d in (10, 20, 30, 50)})
+EXPERIMENTS.update({f"covd_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d, coverage_mode="dense")
+                    for w in (0.05, 0.1, 0.2, 0.4) for d in (20, 30)})
+EXPERIMENTS.update({f"covl_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d,
+                                              coverage_lists_only=True)
+                    for w in (0.1, 0.2, 0.3, 0.5, 0.8) for d in (10, 20, 30, 50)})
 ALL = {**VARIANTS, **EXPERIMENTS}

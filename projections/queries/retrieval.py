@@ -19,7 +19,7 @@ from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import graph_search, rerank
+from projections.queries import coverage, graph_search, rerank, session_docs
 from projections.queries.graph_expand import expand_hits
 from projections.queries.learned import hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
@@ -59,7 +59,9 @@ class FusionConfig:
     their score so far, get ``graph_weight / (rrf_k + rank)``: the turns of
     a multi-hop answer are linked in the graph. ``graph_weight=0`` turns it off.
     Then the stages of :mod:`projections.queries.rerank` (neighbour turns,
-    sessions, named speakers, time intent, clauses of a compound question),
+    sessions, named speakers, time intent, clauses of a compound question,
+    the best-matching conversation as one BM25 document:
+    :mod:`projections.queries.session_docs`),
     and last the learned ranking stage (:mod:`projections.queries.ranker`),
     which re-orders the best ``ranker_depth`` rows. A Chinese query weighs
     the dense list by ``cjk_dense_weight`` (MiniLM is English-only). Each
@@ -93,6 +95,11 @@ class FusionConfig:
     neighbour_top: int = 20  # the best rows whose neighbours are lifted
     session_weight: float = 0.0  # members of the best-scoring conversations (sessions) get an RRF term
     session_candidates: int = 3
+    # whole conversations ranked by BM25 as one document each (projections.queries.session_docs): their members
+    # get an RRF term, scaled by min(1, conversation_fit / length) so a long conversation is not lifted wholesale
+    conversation_weight: float = 1.0
+    conversation_candidates: int = 1
+    conversation_fit: int = 10
     speaker_weight: float = 0.3  # turns of the speakers a question names (when it names some, not all)
     time_weight: float = 0.3  # turns that state a resolved time, for "when" questions
     clause_weight: float = 0.5  # each clause of a compound question ranks the turns by BM25 on its own
@@ -106,6 +113,12 @@ class FusionConfig:
     # notes leave default retrieval, penalties scale scores) and the Molt policy. False: the palimpsest_no_feedback
     # ablation.
     feedback: bool = True
+    # Coverage-aware selection (projections.queries.coverage), last: the best coverage_depth rows re-ordered by MMR
+    # over their non-query terms, so list questions get one turn per item. 0 turns it off.
+    coverage_weight: float = 0.0
+    coverage_depth: int = 30
+    coverage_mode: str = "terms"  # redundancy by shared non-query terms, or "dense": cosine of the stored vectors
+    coverage_lists_only: bool = False  # only for questions that ask for several items (coverage.list_intent)
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
@@ -153,9 +166,12 @@ def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: F
 
     ``allowed`` says which memories a stage may add (in the search's scope, recorded by its ``now``)."""
     if not (config.speaker_weight or config.time_weight or config.session_weight or config.neighbour_weight
-            or config.clause_weight):
+            or config.clause_weight or config.conversation_weight):
         return
     tables = rerank.TABLES.get(memory)
+    if config.conversation_weight > 0:
+        session_docs.conversation_term(memory, query, scored, config.conversation_weight, config.rrf_k,
+                                       config.conversation_candidates, config.conversation_fit, config.bm25, allowed)
     if config.clause_weight > 0:
         rerank.clause_term(memory, query, scored, config.clause_weight, config.rrf_k, config.candidates,
                            config.bm25, allowed)
@@ -266,6 +282,9 @@ def fuse(
         rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
     if config.feedback:
         penalise(memory, scored, now, hide=scope == "active")
+    if config.coverage_weight > 0 and (not config.coverage_lists_only or coverage.list_intent(query)):
+        coverage.select(memory, query, scored, rerank.TABLES.get(memory), config.coverage_weight, config.coverage_depth,
+                        config.coverage_mode)
 
     hits = []
     for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):

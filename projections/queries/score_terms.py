@@ -16,7 +16,7 @@ from projections.rules.text import has_cjk
 
 # Display order of the terms (the inspector draws them left to right in this order).
 TERMS: tuple[str, ...] = ("dense", "bm25", "episode", "note", "graph", "retention", "neighbour", "speaker", "time",
-                          "clause", "session")
+                          "clause", "session", "conversation")
 
 
 def score_terms(breakdown: dict, query: str, config: FusionConfig) -> dict[str, float]:
@@ -37,6 +37,8 @@ def score_terms(breakdown: dict, query: str, config: FusionConfig) -> dict[str, 
         terms["retention"] = config.retention_weight * min(breakdown["retention"], 2.0) / (k + 1)
     if "neighbour_term" in breakdown:
         terms["neighbour"] = breakdown["neighbour_term"]
+    if "conversation_term" in breakdown:  # scaled by the conversation's length: recorded, not recomputed
+        terms["conversation"] = breakdown["conversation_term"]
     if breakdown.get("speaker_named"):
         terms["speaker"] = config.speaker_weight / (k + 1)
     if breakdown.get("states_time"):

@@ -111,7 +111,8 @@ def test_the_default_ranker_skips_chinese_queries_and_chinese_queries_weigh_dens
     assert not any("ranker_probability" in h.breakdown for h in zh)
     assert all("ranker_probability" in h.breakdown for h in en if len(en) > 1)
     dense_only = dataclasses.replace(DEFAULT_FUSION, lexical_weight=0.0, episode_weight=0.0, note_weight=0.0,
-                                     graph_weight=0.0, retention_weight=0.0, neighbour_weight=0.0, clause_weight=0.0)
+                                     graph_weight=0.0, retention_weight=0.0, neighbour_weight=0.0, clause_weight=0.0,
+                                         conversation_weight=0.0)
     [z2, _] = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=2, config=dense_only)
     [e1] = fuse(user, "hiking weekends", [("e1", 0.9)], k=1, config=dataclasses.replace(dense_only, ranker=None))
     assert z2.score == pytest.approx(DEFAULT_FUSION.cjk_dense_weight / (DEFAULT_FUSION.rrf_k + 1))
@@ -125,3 +126,56 @@ def test_store_settings_round_trip_a_fusion_config_with_its_ranker():
     settings = StoreSettings(fusion=dataclasses.replace(DEFAULT_FUSION, neighbour_weight=0.4))
     again = StoreSettings.from_json(settings.to_json())
     assert again.fusion == settings.fusion and isinstance(again.fusion.ranker, RankerModel)
+
+
+def test_conversation_stage_lifts_every_turn_of_the_best_matching_conversation(memory):
+    # "turtle" and "beach" are in no single turn together, but both are in D1's conversation (m1-m3); m4 is conv-2
+    from projections.queries import session_docs
+
+    index = session_docs.CONVERSATIONS.get(memory)
+    assert sorted(len(m) for m in index.members.values()) == [1, 3]
+    cfg = dataclasses.replace(BASE, conversation_weight=1.0, conversation_candidates=1)
+    hits = fuse(memory, "turtle beach", [], k=10, config=cfg)
+    by_id = {h.memory_id: h for h in hits}
+    # m1 matches neither word but belongs to the conversation that holds both: it joins with the conversation term
+    assert by_id["m1"].breakdown["conversation_rank"] == 1
+    assert by_id["m1"].score == pytest.approx(1.0 / (5 + 1))
+    assert "m4" not in by_id
+    # with fit 1 a three-turn conversation gets a third of the term
+    fitted = fuse(memory, "turtle beach", [], k=10, config=dataclasses.replace(cfg, conversation_fit=1))
+    assert {h.memory_id: h for h in fitted}["m1"].score == pytest.approx(1.0 / (5 + 1) / 3)
+
+
+def test_coverage_selection_moves_a_turn_with_new_content_above_a_repetition():
+    from projections.queries import coverage
+
+    envs = stream(
+        ("a1", message("I cooked pasta with tomato sauce", "k1", speaker="Mel", turn_id="D1:1")),
+        ("a2", message("That pasta with tomato sauce, I cooked it again", "k2", speaker="Mel", turn_id="D1:2",
+                       occurred_at=T0 + timedelta(minutes=1))),
+        ("a3", message("Yesterday I cooked a lentil curry", "k3", speaker="Mel", turn_id="D2:1",
+                       occurred_at=T0 + timedelta(days=2))),
+    )
+    memory = fold(ShardState(), envs).user("acme", "alice")
+    tables = rerank.TABLES.get(memory)
+    rows = [[0.30, -1, "a1", {}], [0.29, -2, "a2", {}], [0.28, -3, "a3", {}]]
+    kept = [list(r) for r in rows]
+    coverage.select(memory, "What did Mel cook?", kept, tables, 0.0, 10)  # weight 0: off
+    assert [r[2] for r in kept] == ["a1", "a2", "a3"]
+    moved = [[*r[:3], {}] for r in rows]
+    coverage.select(memory, "What did Mel cook?", moved, tables, 1.0, 10)
+    # a2 repeats a1's pasta and sauce; a3 adds the curry: it moves up, and the scores still sort the list
+    assert [r[2] for r in moved] == ["a1", "a3", "a2"]
+    assert [r[0] for r in moved] == [0.30, 0.29, 0.28]
+    assert moved[1][3]["coverage_from"] == 3 and moved[1][3]["coverage_redundancy"] == 0.0
+    # a window of two rows is left alone
+    two = [[*r[:3], {}] for r in rows[:2]]
+    coverage.select(memory, "What did Mel cook?", two, tables, 1.0, 10)
+    assert [r[2] for r in two] == ["a1", "a2"]
+
+
+def test_list_intent_gates_the_coverage_stage_in_english_and_chinese():
+    from projections.queries.coverage import list_intent
+
+    assert list_intent("What movies have both Joanna and Nate seen?") and list_intent("有几个人在下半年过生日？")
+    assert not list_intent("When did Joanna go to Woodhaven?") and not list_intent("她住在哪个城市？")

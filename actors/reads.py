@@ -21,7 +21,7 @@ from projections.folds.retention import retention_table
 from projections.queries import counterfactual
 from projections.queries.context import NoteEntry, assemble
 from projections.queries.episode_search import search_episodes
-from projections.queries.learned import hidden, learned_fusion
+from projections.queries.learned import adjusted, hidden, learned_fusion
 from projections.queries.retrieval import FusionConfig, Hit, fuse
 from projections.queries.summaries import summarize
 
@@ -50,7 +50,7 @@ def fused_hits(core, q: Search | BuildContext, k: int, scope: str = "active") ->
     wanted = max(k, fusion.candidates)
     if scope != "active":  # archived rows are a minority of the dense neighbours: look further
         wanted += len(memory.archive.archived)
-    elif fusion.feedback:  # so are the invalidated ones
+    elif adjusted(fusion):  # so are the invalidated ones
         wanted += len(memory.adjustments.by_target)
     dense = core.dense.search(q.tenant, q.user_id, memory, q.query_vector, wanted)
     return fuse(memory, q.query, dense, k, fusion, q.query_vector, now=q.now, policy=core.state.policy, scope=scope)
@@ -86,7 +86,7 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
     notes section is the compact, current form of the most relevant turns.
     """
     active = memory.notes.active(now)
-    if fusion.feedback and memory.adjustments.by_target:
+    if adjusted(fusion) and memory.adjustments.by_target:
         active = [n for n in active if not hidden(memory, n.note_id, now)]
     by_source: dict[str, list] = {}
     for note in active:
@@ -95,7 +95,7 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
     chosen: dict[str, float] = {}
     for hit in hits[: 2 * fusion.note_candidates]:
         for note in by_source.get(hit.memory_id, ()):
-            factor = memory.adjustments.factor(note.note_id, now) if fusion.feedback else 1.0
+            factor = memory.adjustments.factor(note.note_id, now) if adjusted(fusion) else 1.0
             chosen.setdefault(note.note_id, hit.score * factor)
     for note in active:
         if note.lifecycle == "core":

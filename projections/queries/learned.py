@@ -18,9 +18,16 @@ from projections.folds.state import UserMemory
 Config = TypeVar("Config")
 
 
+def adjusted(fusion) -> bool:
+    """Whether retrieval with ``fusion`` applies the dispatcher's adjustments (penalties, invalidations)."""
+    return bool(getattr(fusion, "feedback", False) and getattr(fusion, "feedback_adjustments", True))
+
+
 def learned_fusion(memory: UserMemory | None, fusion: Config, now: datetime | None) -> Config:
-    """``fusion`` with the Molt policy of the user applied (unchanged when the loop is off or nothing changed)."""
-    if memory is None or not getattr(fusion, "feedback", False) or not memory.molt.records:
+    """``fusion`` with the Molt policy of the user applied (unchanged when the loop or its policy part is off,
+    or nothing changed)."""
+    if (memory is None or not getattr(fusion, "feedback", False) or not getattr(fusion, "feedback_policy", True)
+            or not memory.molt.records):
         return fusion
     known = {f.name for f in fields(fusion)}
     overrides = {k: v for k, v in memory.molt.parameters(now).items() if k in known}

@@ -36,7 +36,7 @@ def decide_feedback(state: ShardState, cmd: JudgeFeedback, deps: Deps) -> Decisi
         user_input=cmd.user_input, agent_response=cmd.agent_response, context_window=cmd.context_window,
         feedback_detected=verdict.detected, type=verdict.type, confidence=verdict.confidence,
         targets=verdict.targets, action_hints=verdict.action_hints, memory_ids=ids, cues=verdict.cues,
-        judge=JUDGE_ID, at=cmd.now,
+        judge=JUDGE_ID, at=cmd.now, query=cmd.query,
     )
     event_id = new_event_id()
     adjusted = dispatch(memory, event_id, event, cmd.now, new_event_id) if memory is not None else []

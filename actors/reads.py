@@ -67,18 +67,19 @@ def context(core, q: BuildContext) -> Answer:
     """Prompt-ready memory text within ``token_budget`` tokens: notes first, then turns, provenance per line."""
     hits = fused_hits(core, q, q.fusion.candidates)
     memory = core.state.user(q.tenant, q.user_id)
-    notes = note_entries(memory, hits, q.fusion, q.now) if memory is not None and q.fusion.note_tokens else []
+    notes = note_entries(memory, hits, q.fusion, q.now, q.query) if memory is not None and q.fusion.note_tokens else []
     ctx = assemble(q.query, hits, q.token_budget, core.count_tokens, notes, q.fusion.note_tokens)
     used = {i.memory_id for i in ctx.items}
     return Answer(ctx, touches(q.tenant, q.user_id, q.query, [h for h in hits if h.memory_id in used], "context"))
 
 
-def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | None = None) -> list[NoteEntry]:
+def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | None = None,
+                 query: str | None = None) -> list[NoteEntry]:
     """Active notes for a context: the notes stated by the best hits (in hit order), then core notes.
 
     ``now``: the notes valid then (time travel), else those active now. With the learning loop on
     (``fusion.feedback``), a note the dispatcher invalidated stays out and a penalised note's score is scaled
-    by its factor.
+    by its factor for ``query``.
 
     A note enters because the turn it was read from is among the top
     ``2 · note_candidates`` hits for the query (notes matching the query
@@ -95,7 +96,7 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
     chosen: dict[str, float] = {}
     for hit in hits[: 2 * fusion.note_candidates]:
         for note in by_source.get(hit.memory_id, ()):
-            factor = memory.adjustments.factor(note.note_id, now) if adjusted(fusion) else 1.0
+            factor = memory.adjustments.factor(note.note_id, now, query) if adjusted(fusion) else 1.0
             chosen.setdefault(note.note_id, hit.score * factor)
     for note in active:
         if note.lifecycle == "core":

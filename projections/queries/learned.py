@@ -39,8 +39,10 @@ def hidden(memory: UserMemory, item_id: str, now: datetime | None) -> bool:
     return bool(memory.adjustments.by_target) and memory.adjustments.invalidated(item_id, now) is not None
 
 
-def penalise(memory: UserMemory, scored: list[list], now: datetime | None, *, hide: bool = True) -> None:
-    """Scale the scores of rows ``[score, -seq, id, breakdown]`` by their penalty factors; re-sorts when any moved.
+def penalise(memory: UserMemory, scored: list[list], now: datetime | None, *, hide: bool = True,
+             query: str | None = None) -> None:
+    """Scale the scores of rows ``[score, -seq, id, breakdown]`` by their penalty factors for ``query`` (a
+    penalty scoped to a topic only when ``query`` is on it); re-sorts when any moved.
 
     With ``hide``, rows an invalidation keeps out are dropped (the later stages may have added neighbours).
     """
@@ -50,7 +52,7 @@ def penalise(memory: UserMemory, scored: list[list], now: datetime | None, *, hi
         scored[:] = [row for row in scored if not hidden(memory, row[2], now)]
     moved = False
     for row in scored:
-        factor = memory.adjustments.factor(row[2], now)
+        factor = memory.adjustments.factor(row[2], now, query)
         if factor != 1.0:
             row[0] *= factor
             row[3]["feedback_factor"] = round(factor, 6)

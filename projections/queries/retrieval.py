@@ -263,7 +263,7 @@ def fuse(
     if config.ranker is not None and (config.ranker_cjk or not has_cjk(query)):
         rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
     if adjusted(config):
-        penalise(memory, scored, now, hide=scope == "active")
+        penalise(memory, scored, now, hide=scope == "active", query=query)
 
     hits = []
     for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):

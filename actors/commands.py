@@ -151,6 +151,7 @@ class JudgeFeedback(UserCommand):
     context_window: tuple[str, ...] = Field(default=(), max_length=50)
     memory_ids: tuple[str, ...] = Field(default=(), max_length=1_000)  # what the judged reply's context held
     now: AwareDatetime = Field(default_factory=lambda: datetime.now(UTC))  # when the user reacted
+    query: str | None = Field(default=None, max_length=20_000)  # the question the judged reply answered
 
 
 class RevertAdjustment(UserCommand):

@@ -2,11 +2,11 @@
 
 ``Molt`` measures the user's memory (:func:`projections.decisions.molt.effectiveness`);
 when a recall-side figure crossed its threshold (or ``force``) it proposes
-fusion changes, replays the recorded queries under the current policy and
-under each proposal (:mod:`projections.queries.molt_replay`, read only), and
-appends a ``policy_changed`` if the best proposal improves the replayed
-metric, else a ``policy_proposal_rejected`` with the figures (``dry_run``:
-nothing). ``RevertPolicy`` appends the change that restores what a change
+fusion changes, replays half the recorded queries under the current policy
+and under each proposal (:mod:`projections.queries.molt_replay`, read only)
+and the other half under the best proposal, and appends a ``policy_changed``
+if the best proposal improves the replayed metric on both halves, else a
+``policy_proposal_rejected`` with the figures (``dry_run``: nothing). ``RevertPolicy`` appends the change that restores what a change
 replaced. Both are idempotent by command id; reverting twice appends nothing.
 """
 
@@ -20,7 +20,9 @@ from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.learning_events import PolicyChanged
 from events.log import ScanFilter
-from projections.decisions.molt import DEFAULT_MOLT, effectiveness, findings, proposals, triggers, verdict
+from projections.decisions.molt import (
+    DEFAULT_MOLT, best, effectiveness, findings, halves, proposals, triggers, verdict,
+)
 from projections.folds.state import ShardState
 from projections.queries.learned import learned_fusion
 from projections.queries.molt_replay import relevant_turns, replayed_recall
@@ -46,13 +48,20 @@ def decide_molt(state: ShardState, cmd: Molt, deps: Deps) -> Decision:
                      "proposals": [], "decision": "nothing crossed its threshold", "event_id": None}
     if not crossed and not cmd.force:
         return Decision([], outcome, react=False)
-    before = replayed_recall(memory, queries, current, state.policy, config.k)
+    chosen_on, held = halves(queries)
+    before = replayed_recall(memory, chosen_on, current, state.policy, config.k)
     values = {name: getattr(current, name) for name, _ in config.steps}
-    evaluated = [(p, replayed_recall(memory, queries, replace(current, **p), state.policy, config.k))
-                 for p in proposals(values, config)] if queries else []
+    evaluated = [(p, replayed_recall(memory, chosen_on, replace(current, **p), state.policy, config.k))
+                 for p in proposals(values, config)] if chosen_on else []
     outcome["before"] = round(before, 6)
     outcome["proposals"] = [{"parameters": p, "after": round(a, 6)} for p, a in evaluated]
-    event = verdict(before, evaluated, values, len(queries), "; ".join(crossed) or "forced", cmd.now, config)
+    check = None
+    if (top := best(evaluated)) is not None:
+        check = (replayed_recall(memory, held, current, state.policy, config.k),
+                 replayed_recall(memory, held, replace(current, **top[0]), state.policy, config.k), len(held))
+        outcome["held_out"] = {"before": round(check[0], 6), "after": round(check[1], 6), "queries": check[2]}
+    event = verdict(before, evaluated, values, len(chosen_on), "; ".join(crossed) or "forced", cmd.now, config,
+                    held_out=check)
     if event is None:
         outcome["decision"] = "no recorded queries to replay"
         return Decision([], outcome, react=False)

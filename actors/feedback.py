@@ -1,7 +1,9 @@
 """The Feedback Judge and the Evolution Dispatcher on a shard (seed 003 §4–§6): deciders and readers.
 
 ``JudgeFeedback``: the judge reads the user's turn (offline EN/ZH rules,
-:mod:`projections.rules.feedback`) and records one ``feedback_detected``
+:mod:`projections.rules.feedback`, or, when the store's LLM config turns it
+on, the model: :mod:`actors.llm.feedback_judge`, its call recorded beside
+the verdict) and records one ``feedback_detected``
 event naming the memories and notes of the judged reply's context; the
 judge itself changes no memory. The dispatcher
 (:mod:`projections.decisions.dispatch`) then reads the new signal against
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from actors.commands import Adjustments, Feedback, JudgeFeedback, RevertAdjustment
 from actors.decision import Answer, Decision, Deps, new_event_id
+from actors.llm.feedback_judge import llm_judge_feedback
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.feedback_events import FeedbackDetected
@@ -31,23 +34,30 @@ def decide_feedback(state: ShardState, cmd: JudgeFeedback, deps: Deps) -> Decisi
     if unknown:
         raise InvalidInputError([("memory_ids", f"{', '.join(unknown[:5])} unknown for {tenant}/{user_id}; pass the "
                                                 "ids of the context the judged reply was given")], what="feedback")
-    verdict = judge(cmd.user_input)
+    pending: list[PendingEvent] = []
+    call_id, judge_id = None, JUDGE_ID
+    if deps.llm is not None and deps.llm.config.feedback_judge:  # recorded: replay reads the verdict, never asks
+        (call_id, call), verdict, judge_id = llm_judge_feedback(deps.llm, cmd.user_input, cmd.agent_response,
+                                                                cmd.context_window)
+        pending.append(PendingEvent(tenant, user_id, call_id, call))
+    else:
+        verdict = judge(cmd.user_input)
     event = FeedbackDetected(
         user_input=cmd.user_input, agent_response=cmd.agent_response, context_window=cmd.context_window,
         feedback_detected=verdict.detected, type=verdict.type, confidence=verdict.confidence,
         targets=verdict.targets, action_hints=verdict.action_hints, memory_ids=ids, cues=verdict.cues,
-        judge=JUDGE_ID, at=cmd.now,
+        judge=judge_id, llm_call_id=call_id, at=cmd.now, query=cmd.query,
     )
     event_id = new_event_id()
     adjusted = dispatch(memory, event_id, event, cmd.now, new_event_id) if memory is not None else []
     outcome = {"event_id": event_id, "feedback_detected": verdict.detected, "type": verdict.type,
                "confidence": verdict.confidence, "targets": list(verdict.targets),
                "action_hints": list(verdict.action_hints), "memory_ids": list(ids), "cues": list(verdict.cues),
-               "judge": JUDGE_ID,
+               "judge": judge_id, "llm_call_id": call_id,
                "adjustments": [{"adjustment_id": a_id, "action": a.action, "layer": a.layer,
                                 "target_ids": list(a.target_ids), "skill": a.skill, "reason": a.reason}
                                for a_id, a in adjusted]}
-    pending = [PendingEvent(tenant, user_id, event_id, event)]
+    pending.append(PendingEvent(tenant, user_id, event_id, event, causation_id=call_id))
     pending += [PendingEvent(tenant, user_id, a_id, a, causation_id=event_id, correlation_id=event_id)
                 for a_id, a in adjusted]
     return Decision(pending, outcome, react=False)

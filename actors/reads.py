@@ -21,7 +21,7 @@ from projections.folds.retention import retention_table
 from projections.queries import counterfactual
 from projections.queries.context import NoteEntry, assemble
 from projections.queries.episode_search import search_episodes
-from projections.queries.learned import hidden, learned_fusion
+from projections.queries.learned import adjusted, hidden, learned_fusion
 from projections.queries.retrieval import FusionConfig, Hit, fuse
 from projections.queries.summaries import summarize
 
@@ -50,7 +50,7 @@ def fused_hits(core, q: Search | BuildContext, k: int, scope: str = "active") ->
     wanted = max(k, fusion.candidates)
     if scope != "active":  # archived rows are a minority of the dense neighbours: look further
         wanted += len(memory.archive.archived)
-    elif fusion.feedback:  # so are the invalidated ones
+    elif adjusted(fusion):  # so are the invalidated ones
         wanted += len(memory.adjustments.by_target)
     dense = core.dense.search(q.tenant, q.user_id, memory, q.query_vector, wanted)
     return fuse(memory, q.query, dense, k, fusion, q.query_vector, now=q.now, policy=core.state.policy, scope=scope)
@@ -67,18 +67,19 @@ def context(core, q: BuildContext) -> Answer:
     """Prompt-ready memory text within ``token_budget`` tokens: notes first, then turns, provenance per line."""
     hits = fused_hits(core, q, q.fusion.candidates)
     memory = core.state.user(q.tenant, q.user_id)
-    notes = note_entries(memory, hits, q.fusion, q.now) if memory is not None and q.fusion.note_tokens else []
+    notes = note_entries(memory, hits, q.fusion, q.now, q.query) if memory is not None and q.fusion.note_tokens else []
     ctx = assemble(q.query, hits, q.token_budget, core.count_tokens, notes, q.fusion.note_tokens)
     used = {i.memory_id for i in ctx.items}
     return Answer(ctx, touches(q.tenant, q.user_id, q.query, [h for h in hits if h.memory_id in used], "context"))
 
 
-def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | None = None) -> list[NoteEntry]:
+def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | None = None,
+                 query: str | None = None) -> list[NoteEntry]:
     """Active notes for a context: the notes stated by the best hits (in hit order), then core notes.
 
     ``now``: the notes valid then (time travel), else those active now. With the learning loop on
     (``fusion.feedback``), a note the dispatcher invalidated stays out and a penalised note's score is scaled
-    by its factor.
+    by its factor for ``query``.
 
     A note enters because the turn it was read from is among the top
     ``2 · note_candidates`` hits for the query (notes matching the query
@@ -86,7 +87,7 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
     notes section is the compact, current form of the most relevant turns.
     """
     active = memory.notes.active(now)
-    if fusion.feedback and memory.adjustments.by_target:
+    if adjusted(fusion) and memory.adjustments.by_target:
         active = [n for n in active if not hidden(memory, n.note_id, now)]
     by_source: dict[str, list] = {}
     for note in active:
@@ -95,7 +96,7 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
     chosen: dict[str, float] = {}
     for hit in hits[: 2 * fusion.note_candidates]:
         for note in by_source.get(hit.memory_id, ()):
-            factor = memory.adjustments.factor(note.note_id, now) if fusion.feedback else 1.0
+            factor = memory.adjustments.factor(note.note_id, now, query) if adjusted(fusion) else 1.0
             chosen.setdefault(note.note_id, hit.score * factor)
     for note in active:
         if note.lifecycle == "core":

@@ -13,9 +13,12 @@ otherwise the user says "No, that's wrong." about a reply drawn from the top
 three lines (negative). The Feedback Judge and the Evolution Dispatcher run
 on every reaction; then the Molt controller runs once per conversation,
 replaying the recorded queries. On the held-back half, recall@10 and budget
-recall at 500/1000/2000 tokens are measured with the loop (``palimpsest``) and
-without it (``palimpsest_no_feedback``: the adjustments and the learned policy
-ignored), on the same store. Writes JSON with both systems and the counts of
+recall at 1000 tokens are measured with the loop (``palimpsest``), without it
+(``palimpsest_no_feedback``: the adjustments and the learned policy ignored),
+and with each of its mechanisms alone (``palimpsest_penalties_only``: the
+dispatcher's adjustments; ``palimpsest_policy_only``: the Molt policy), on
+the same store; ``held_back_moved`` says which adjustments applied to the
+evidence the loop pushed out of the top 10 (:mod:`benchmarks.feedback_losses`). Writes JSON with both systems and the counts of
 signals, adjustments and policy changes.
 """
 
@@ -32,15 +35,18 @@ from pathlib import Path
 from tqdm import tqdm
 
 from benchmarks import dataset as ds
+from benchmarks.feedback_losses import losses
 from benchmarks.metrics import aggregate, metric_keys, score
 from benchmarks.systems import PalimpsestSystem, provenance_turns
 from benchmarks.variants import VARIANTS
 from palimpsest.locomo import TENANT
 
 K_VALUES = (5, 10)
-BUDGETS = (500, 1000, 2000)
+BUDGETS = (1000,)  # one budget: four systems are measured on the held-back half
 POSITIVE = "Thanks, that's right!"
 NEGATIVE = "No, that's wrong."
+# the loop, without it, and each of its mechanisms alone (the dispatcher's adjustments; the Molt policy)
+SYSTEMS = ("palimpsest", "palimpsest_no_feedback", "palimpsest_penalties_only", "palimpsest_policy_only")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -50,6 +56,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--limit-samples", type=int, metavar="N", help="only the first N conversations")
     p.add_argument("--num-shards", type=int, help="shards of the new store (default: CPU count)")
     p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"))
+    p.add_argument("--ingested", type=Path, metavar="DIR",
+                   help="a copy of the store right after ingesting --data: made there on the first run, "
+                        "reused by the next runs on the same file (the learning loop itself always runs anew)")
     args = p.parse_args(argv)
     if not args.data.is_file():
         p.error(f"--data {args.data}: no such file; pass a LoCoMo JSON file, e.g. "
@@ -92,14 +101,21 @@ def run(args: argparse.Namespace) -> dict:
     print(f"{data.name}: {len(data.samples)} conversations, {len(data.messages)} turns, {len(feedback_half)} "
           f"feedback questions, {len(held_back)} held back", file=sys.stderr)
     store = Path(tempfile.mkdtemp(prefix="palimpsest-feedback-"))
-    mem = Memory.open(store, num_shards=args.num_shards, embedder=args.embedder)
     timings: dict[str, float] = {}
-    try:
-        started = time.perf_counter()
+    started = time.perf_counter()
+    if args.ingested is not None and (args.ingested / "store.json").exists():
+        shutil.copytree(args.ingested, store, dirs_exist_ok=True)  # the same file ingested before, no feedback yet
+        mem = Memory.open(store)
+    else:
+        mem = Memory.open(store, num_shards=args.num_shards, embedder=args.embedder)
         mem.add_messages(data.messages, tenant=TENANT, batch_size=256, progress=True)
         mem.consolidate()
-        timings["ingest_seconds"] = time.perf_counter() - started
-
+        if args.ingested is not None:
+            mem.close()
+            shutil.copytree(store, args.ingested)
+            mem = Memory.open(store)
+    timings["ingest_seconds"] = time.perf_counter() - started
+    try:
         started = time.perf_counter()
         reactions = [react(mem, q) for q in tqdm(feedback_half, desc="feedback", unit="q", mininterval=1.0)]
         timings["feedback_seconds"] = time.perf_counter() - started
@@ -111,12 +127,17 @@ def run(args: argparse.Namespace) -> dict:
 
         started = time.perf_counter()
         keys = metric_keys(K_VALUES, BUDGETS)
-        results = {}
-        for name in ("palimpsest", "palimpsest_no_feedback"):
-            system = PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name=name, fusion=VARIANTS[name])
-            rows = [score(q, system.retrieve(q), K_VALUES, BUDGETS, max(BUDGETS))
-                    for q in tqdm(held_back, desc=name, unit="q", mininterval=1.0)]
-            results[name] = aggregate(rows, keys)
+        results, rows = {}, {}
+        texts = sorted({q.question for q in held_back})
+        vectors = dict(zip(texts, mem.embedder.encode(texts)))  # encoded once for every system
+        for name in SYSTEMS:
+            system = PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name=name, fusion=VARIANTS[name],
+                                      query_vectors=vectors)
+            rows[name] = [score(q, system.retrieve(q), K_VALUES, BUDGETS, max(BUDGETS))
+                          for q in tqdm(held_back, desc=name, unit="q", mininterval=1.0)]
+            results[name] = aggregate(rows[name], keys)
+        moved = losses(mem, held_back, rows["palimpsest"], rows["palimpsest_no_feedback"],
+                       VARIANTS["palimpsest"], VARIANTS["palimpsest_no_feedback"])
         timings["held_back_seconds"] = time.perf_counter() - started
 
         adjustments = [a for user in asked for a in mem.adjustments(TENANT, user)]
@@ -146,7 +167,9 @@ def run(args: argparse.Namespace) -> dict:
         "held_back_questions": len(held_back),
         "systems": results,
         "summary": {name: {k: results[name][k] for k in pick} for name in results},
-        "delta": {k: results["palimpsest"][k] - results["palimpsest_no_feedback"][k] for k in pick},
+        "delta": {name: {k: results[name][k] - results["palimpsest_no_feedback"][k] for k in pick}
+                  for name in results if name != "palimpsest_no_feedback"},
+        "held_back_moved": moved,
         "counts": counts,
         "replay_equal": all(r.equal for r in replays),
         "timings": timings,
@@ -163,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
     print(json.dumps({"summary": result["summary"], "delta": result["delta"],
+                      "held_back_moved": result["held_back_moved"],
                       "counts": {k: v for k, v in result["counts"].items() if k != "policy_changes_detail"},
                       "replay_equal": result["replay_equal"]}, indent=2))
     print(f"wrote {args.out}", file=sys.stderr)

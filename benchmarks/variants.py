@@ -31,6 +31,9 @@ VARIANTS: dict[str, FusionConfig] = {
     "palimpsest_no_graph": replace(DEFAULT_FUSION, graph_weight=0.0),
     # the learning loop off: the dispatcher's adjustments and the Molt policy ignored (benchmarks/feedback.py)
     "palimpsest_no_feedback": replace(DEFAULT_FUSION, feedback=False),
+    # one mechanism of the loop alone: the dispatcher's penalties and invalidations, or the Molt policy
+    "palimpsest_penalties_only": replace(DEFAULT_FUSION, feedback_policy=False),
+    "palimpsest_policy_only": replace(DEFAULT_FUSION, feedback_adjustments=False),
 }
 
 NB, SPK, TIME, CL = dict(neighbour_weight=0.3), dict(speaker_weight=0.3), dict(time_weight=0.3), dict(clause_weight=0.5)

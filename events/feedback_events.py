@@ -26,7 +26,7 @@ class FeedbackDetected(Event):
     """The Feedback Judge's verdict on one (user input, agent response) pair, with the cues it read."""
 
     kind: ClassVar[str] = "feedback_detected"
-    schema_version: ClassVar[int] = 2  # v2: ``at``
+    schema_version: ClassVar[int] = 3  # v2: ``at``; v3: ``query``
 
     user_input: str = Field(min_length=1)
     agent_response: str = Field(min_length=1)
@@ -41,6 +41,7 @@ class FeedbackDetected(Event):
     judge: str = Field(min_length=1)  # "feedback-rules-v1" or "llm:<model>"
     llm_call_id: str | None = None  # the llm_call_recorded event the verdict was read from
     at: AwareDatetime | None = None  # when the user reacted (None in v1: when it was recorded)
+    query: str | None = None  # the question the judged reply answered (None before v3, or not given)
 
     @model_validator(mode="after")
     def _consistent(self) -> FeedbackDetected:

@@ -34,7 +34,7 @@ class MemoryAdjusted(Event):
     """The Evolution Dispatcher adjusted memories, notes or a skill; its event id is the adjustment id."""
 
     kind: ClassVar[str] = "memory_adjusted"
-    schema_version: ClassVar[int] = 1
+    schema_version: ClassVar[int] = 2  # v2: ``scope``
 
     action: AdjustmentAction
     layer: AdjustmentLayer
@@ -49,6 +49,9 @@ class MemoryAdjusted(Event):
     at: AwareDatetime
     reason: str = Field(min_length=1)
     dispatcher: str = Field(min_length=1)
+    # A penalty's topic: the question the rejected replies answered. It applies only to queries on the same
+    # topic (projections.rules.text.same_topic); None (v1, or a signal without its question): to every query.
+    scope: str | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> MemoryAdjusted:
@@ -59,6 +62,8 @@ class MemoryAdjusted(Event):
             raise ValueError(f"a {self.action} adjustment names its target_ids")
         if self.action == "penalty" and self.factor is None:
             raise ValueError("a penalty adjustment has a factor")
+        if self.scope is not None and self.action != "penalty":
+            raise ValueError("only a penalty is scoped to a topic; an invalidation or a skill holds for every query")
         return self
 
     def occurred(self, recorded_at: datetime) -> datetime:

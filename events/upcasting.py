@@ -44,12 +44,24 @@ def _feedback_detected_v1_to_v2(payload: Payload) -> Payload:
     return {**payload, "at": None}
 
 
+def _feedback_detected_v2_to_v3(payload: Payload) -> Payload:
+    # v2 did not record the question the judged reply answered.
+    return {**payload, "query": None}
+
+
+def _memory_adjusted_v1_to_v2(payload: Payload) -> Payload:
+    # v1 adjustments had no topic: each applied to every query, as it did then.
+    return {**payload, "scope": None}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("message_recorded", 1): _message_recorded_v1_to_v2,
     ("graph_memory_staged", 1): _graph_memory_staged_v1_to_v2,
     ("graph_edge_linked", 1): _graph_edge_linked_v1_to_v2,
     ("message_classified", 1): _message_classified_v1_to_v2,
     ("feedback_detected", 1): _feedback_detected_v1_to_v2,
+    ("feedback_detected", 2): _feedback_detected_v2_to_v3,
+    ("memory_adjusted", 1): _memory_adjusted_v1_to_v2,
 }
 
 

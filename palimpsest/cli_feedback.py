@@ -20,7 +20,8 @@ def _print(s: dict) -> None:
 def cmd_judge(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
         verdict = mem.judge_feedback(args.tenant, args.user, args.input, args.reply,
-                                     context_window=args.context or (), retrieved=args.memory_id or (), now=args.at)
+                                     context_window=args.context or (), retrieved=args.memory_id or (), now=args.at,
+                                     query=args.query)
     if args.json:
         print_json(verdict)
     else:
@@ -88,6 +89,7 @@ def register(sub) -> None:
     sp.add_argument("--context", action="append", help="an earlier turn (repeatable, oldest first)")
     sp.add_argument("--memory-id", action="append", help="a memory or note id the reply's context held (repeatable)")
     sp.add_argument("--at", type=parse_when, help="when the user reacted, ISO with offset (default: now)")
+    sp.add_argument("--query", help="the question the reply answered: a penalty then applies to that topic only")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_judge)
     sp = fsub.add_parser("list", help="the user's feedback signals, oldest first")

@@ -193,11 +193,13 @@ class RemoteMemory:
         return self._post(tenant, user_id, "/reply", {"reply": reply, "memory_ids": ids, "query": query})["used"]
 
     def judge_feedback(self, tenant: str, user_id: str, user_input: str, agent_response: str, *,
-                       context_window=(), retrieved=()) -> dict:
+                       context_window=(), retrieved=(), query: str | None = None) -> dict:
+        if isinstance(retrieved, Context):
+            query = query or retrieved.query
         ids = [i.memory_id for i in retrieved.items] if isinstance(retrieved, Context) else list(retrieved)
         return self._post(tenant, user_id, "/feedback/judge", {
             "user_input": user_input, "agent_response": agent_response,
-            "context_window": list(context_window), "memory_ids": ids})
+            "context_window": list(context_window), "memory_ids": ids, "query": query or None})
 
     def tool_call(self, tenant: str, user_id: str, name: str, arguments, *, reference: datetime | None = None) -> dict:
         if isinstance(arguments, str):

@@ -39,6 +39,7 @@ class SignalsApiMixin:
     def judge_feedback(
         self, tenant: str, user_id: str, user_input: str, agent_response: str, *,
         context_window: Iterable[str] = (), retrieved: Context | Iterable[str] = (), now: datetime | None = None,
+        query: str | None = None,
     ) -> dict:
         """The Feedback Judge on the user's turn answering ``agent_response`` (seed 003 §4); records the signal.
 
@@ -49,17 +50,24 @@ class SignalsApiMixin:
         ``adjustments`` the Evolution Dispatcher made from it and the earlier
         signals (working-layer penalties at once; invalidations and lasting
         penalties only after repeated, consistent, confident corrections;
-        style / tool-choice skills). ``now`` is when the user reacted (default: now).
+        style / tool-choice skills). ``now`` is when the user reacted (default: now). ``query`` is the question
+        the judged reply answered (default: the ``retrieved`` context's): a penalty applies to queries on its
+        topic only.
         """
         problems = [(name, "empty; give the text") for name, text in (("user_input", user_input),
                                                                       ("agent_response", agent_response))
                     if not isinstance(text, str) or not text.strip()]
         if problems:
             raise InvalidInputError(problems, what="feedback")
-        ids = [i.memory_id for i in retrieved.items] if isinstance(retrieved, Context) else list(retrieved)
+        if isinstance(retrieved, Context):
+            query = query or retrieved.query
+            ids = [i.memory_id for i in retrieved.items]
+        else:
+            ids = list(retrieved)
         return self.shards.send(tenant, user_id, c.JudgeFeedback(
             tenant=tenant, user_id=user_id, user_input=user_input, agent_response=agent_response,
-            context_window=tuple(context_window), memory_ids=tuple(ids), now=aware(now, "feedback")))
+            context_window=tuple(context_window), memory_ids=tuple(ids), now=aware(now, "feedback"),
+            query=query or None))
 
     def feedback(self, tenant: str, user_id: str, *, memory_id: str | None = None) -> list[dict]:
         """The user's feedback signals, oldest first (only those naming ``memory_id`` when given)."""

@@ -18,6 +18,7 @@ from events.errors import LlmError
 ENV_BASE_URL = ("PALIMPSEST_LLM_BASE_URL", "OPENAI_BASE_URL")
 ENV_API_KEY = ("PALIMPSEST_LLM_API_KEY", "OPENAI_API_KEY")
 ENV_MODEL = ("PALIMPSEST_LLM_MODEL",)
+ENV_FEEDBACK_JUDGE = "PALIMPSEST_LLM_FEEDBACK_JUDGE"  # 1: the model judges the user's feedback too
 ENV_NUMBERS = {
     "timeout_s": "PALIMPSEST_LLM_TIMEOUT_S",
     "max_retries": "PALIMPSEST_LLM_MAX_RETRIES",
@@ -54,6 +55,8 @@ class LlmConfig:
     backoff_base_s: float = 0.5
     temperature: float = 0.0
     max_tokens: int = 1024
+    # The Feedback Judge asks the model too (actors.llm.feedback_judge); off: the offline EN/ZH rules judge.
+    feedback_judge: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", _check_base_url(self.base_url, "base_url"))
@@ -85,7 +88,12 @@ class LlmConfig:
             raw = env.get(var, "").strip()
             if raw:
                 numbers[name] = _check_number(name, _convert(name, raw, var), source=var)
-        return cls(base_url=base_url, model=model, api_key=api_key or None, **numbers)
+        judge_var = ENV_FEEDBACK_JUDGE
+        raw = env.get(judge_var, "").strip().lower()
+        if raw not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
+            raise LlmError(f"{judge_var}={raw!r}: use 1 to let the model judge feedback, 0 (default) for the rules")
+        return cls(base_url=base_url, model=model, api_key=api_key or None,
+                   feedback_judge=raw in ("1", "true", "yes", "on"), **numbers)
 
 
 def _first(env: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str]:

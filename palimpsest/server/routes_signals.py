@@ -17,12 +17,14 @@ class JudgeBody(BaseModel):
     agent_response: str = Field(min_length=1)
     context_window: list[str] = Field(default_factory=list, max_length=1000)
     memory_ids: list[str] = Field(default_factory=list, max_length=10_000)
+    query: str | None = Field(default=None, max_length=20_000)  # the question the judged reply answered
 
 
 @router.post("/judge", summary="Judge the user's turn that answers an agent reply; records the signal")
 def judge(user_id: str, body: JudgeBody, who: Caller = Authorized) -> dict:
     return who.memory.judge_feedback(who.tenant, who.user(user_id), body.user_input, body.agent_response,
-                                     context_window=body.context_window, retrieved=body.memory_ids)
+                                     context_window=body.context_window, retrieved=body.memory_ids,
+                                     query=body.query)
 
 
 @router.get("", summary="The user's feedback signals, oldest first (only those naming memory_id, if given)")

@@ -15,13 +15,24 @@ The per-layer rules (seed 003 §6):
   the answer or the reasoning with confidence ≥ ``working_confidence``
   penalises the blamed memories and notes by ``working_factor`` for
   ``working_hours`` (a temporary ranking factor).
+- **Penalties are scoped to the question** (``dispatcher-v2``). A rejected
+  reply says its memories were wrong *for the question it answered*, not
+  that they are wrong: the same turn is often the evidence for another
+  question. A penalty records that question (``scope``, from the signal)
+  and scales only the scores of queries on the same topic
+  (:func:`projections.rules.text.same_topic`); v1 penalised every query,
+  and on the feedback benchmark that pushed the evidence of unrelated
+  questions out of the top 10.
 - **Stable layer (after repeated, consistent, confident signals).** A memory
   or note the reply drew on is invalidated (it leaves default retrieval) when
   the last ``stable_signals`` signals naming it, since its last stable
   adjustment, were all negative with confidence ≥ ``stable_confidence``, all
-  blamed it, and all said it is stale (hint ``invalidate``); if they did not
-  all say stale, it gets a lasting penalty (``stable_factor``) instead. A
-  positive signal naming it breaks the streak; a neutral one does not count.
+  blamed it, and all said it is stale (hint ``invalidate``: the user
+  contradicted its content, whatever the question, so it leaves retrieval for
+  every query); if they did not all say stale, it gets a lasting penalty
+  (``stable_factor``) instead, counted over the signals on the new signal's
+  question only and scoped to it. A positive signal naming it breaks the
+  streak; a neutral one does not count.
 - **Skills.** A style or tool-choice signal with the hint ``prefer`` and
   confidence ≥ ``working_confidence`` writes the next version of that skill:
   the user's words as the preference, its weight growing with each
@@ -44,9 +55,10 @@ from datetime import datetime, timedelta
 from events.feedback_events import FeedbackDetected
 from events.learning_events import MemoryAdjusted
 from projections.folds.state import UserMemory
+from projections.rules.text import same_topic
 from projections.rules.usage import judge_usage
 
-DISPATCHER_ID = "dispatcher-v1"
+DISPATCHER_ID = "dispatcher-v2"
 ANSWER_TARGETS = ("final_answer", "reasoning")
 SKILL_TARGETS = ("style", "tool_choice")
 
@@ -101,8 +113,11 @@ def _signal_blamed(memory: UserMemory, signal_id: str, target: str) -> bool:
     return False
 
 
-def _streak(memory: UserMemory, target: str, config: DispatchConfig) -> list[tuple[str, bool]]:
-    """The earlier consistent signals about ``target``, newest first: (signal id, said stale)."""
+def _streak(memory: UserMemory, target: str, config: DispatchConfig,
+            topic: str | None = None) -> list[tuple[str, bool]]:
+    """The earlier consistent signals about ``target``, newest first: (signal id, said stale).
+
+    With ``topic``, only the signals on replies to a question on that topic count (the others are skipped)."""
     consumed = {s for a in memory.adjustments.about(target) if a.layer == "stable" for s in a.signal_ids}
     last_stable = max((a.seq for a in memory.adjustments.about(target) if a.layer == "stable"), default=0)
     signals = {s.event_id: s for s in memory.feedback.about(target)}
@@ -113,7 +128,7 @@ def _streak(memory: UserMemory, target: str, config: DispatchConfig) -> list[tup
     for s in sorted(signals.values(), key=lambda s: -s.seq):
         if s.seq <= last_stable or s.event_id in consumed:
             break
-        if s.type == "neutral":
+        if s.type == "neutral" or (topic is not None and (s.query is None or not same_topic(s.query, topic))):
             continue
         if s.type != "negative" or s.confidence < config.stable_confidence:
             break
@@ -140,7 +155,7 @@ def dispatch(
         blamed = blame(memory, signal)
         if blamed.ids:
             emit(action="penalty", layer="working", target_ids=blamed.ids, factor=config.working_factor,
-                 until=at + timedelta(hours=config.working_hours), signal_ids=(signal_id,),
+                 until=at + timedelta(hours=config.working_hours), signal_ids=(signal_id,), scope=signal.query,
                  reason=f"{signal.type} feedback ({signal.confidence:.2f}) on the reply; "
                         f"blame:{'used' if blamed.used else 'context'}")
         if signal.type == "negative" and blamed.used and signal.confidence >= config.stable_confidence:
@@ -166,9 +181,13 @@ def _stable(memory: UserMemory, signal_id: str, signal: FeedbackDetected, blamed
         if memory.adjustments.invalidated(target, None) is not None:
             continue
         streak = [(signal_id, stale_now), *_streak(memory, target, config)][: config.stable_signals]
+        if len(streak) >= config.stable_signals and all(stale for _, stale in streak):
+            action = "invalidate"  # its content was contradicted: whatever the question
+        else:  # wrong for this question: the signals on replies to it
+            streak = [(signal_id, stale_now), *_streak(memory, target, config, signal.query)][: config.stable_signals]
+            action = "penalty"
         if len(streak) < config.stable_signals:
             continue
-        action = "invalidate" if all(stale for _, stale in streak) else "penalty"
         signals = tuple(reversed([s for s, _ in streak]))
         groups.setdefault((action, signals), []).append(target)
     out = []
@@ -177,6 +196,7 @@ def _stable(memory: UserMemory, signal_id: str, signal: FeedbackDetected, blamed
         event = MemoryAdjusted(
             action=action, layer="stable", target_ids=tuple(targets),
             factor=config.stable_factor if action == "penalty" else None, signal_ids=signals, at=at,
+            scope=signal.query if action == "penalty" else None,
             reason=f"{len(signals)} consistent negative signals (confidence ≥ {config.stable_confidence}) on replies "
                    f"that drew on it: {what}",
             dispatcher=DISPATCHER_ID)

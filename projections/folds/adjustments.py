@@ -5,7 +5,9 @@ edited in place elsewhere: retrieval and contexts ask this projection, at
 the query's time, for a memory's ranking factor (the product of the
 penalties that apply), whether it is invalidated, and which style /
 tool-choice skills hold. An adjustment applies at ``now`` when it was made
-by then, was not reverted by then, and (working layer) has not expired.
+by then, was not reverted by then, and (working layer) has not expired; a
+penalty with a ``scope`` (the question the rejected replies answered) scales
+only the scores of queries on the same topic.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import datetime
 
 from events.envelope import Envelope
 from events.learning_events import AdjustmentReverted, MemoryAdjusted
+from projections.rules.text import same_topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,11 @@ class Adjustment:
     reverted_at: datetime | None = None
     revert_reason: str | None = None
     revert_event_id: str | None = None
+    scope: str | None = None  # a penalty's topic: the question the rejected replies answered (None: every query)
+
+    def about_query(self, query: str | None) -> bool:
+        """Whether the adjustment concerns ``query``: unscoped ones concern every query, scoped ones their topic."""
+        return self.scope is None or (query is not None and same_topic(self.scope, query))
 
     def applies(self, now: datetime | None) -> bool:
         """Made by ``now``, not reverted by then, not expired (``now`` None: as the log stands, expiry ignored)."""
@@ -56,7 +64,7 @@ class Adjustment:
                 "until": iso(self.until), "skill": self.skill, "preference": self.preference, "weight": self.weight,
                 "version": self.version, "signal_ids": list(self.signal_ids), "reason": self.reason,
                 "dispatcher": self.dispatcher, "reverted_at": iso(self.reverted_at),
-                "revert_reason": self.revert_reason, "revert_event_id": self.revert_event_id}
+                "revert_reason": self.revert_reason, "revert_event_id": self.revert_event_id, "scope": self.scope}
 
 
 @dataclass
@@ -68,11 +76,13 @@ class AdjustmentState:
     def about(self, target_id: str) -> list[Adjustment]:
         return [self.adjustments[a] for a in self.by_target.get(target_id, ())]
 
-    def factor(self, target_id: str, now: datetime | None) -> float:
-        """The product of the penalty factors that apply to a memory or note at ``now`` (1.0: none)."""
+    def factor(self, target_id: str, now: datetime | None, query: str | None = None) -> float:
+        """The product of the penalty factors that apply to a memory or note at ``now`` for ``query`` (1.0: none).
+
+        A scoped penalty counts only for a query on its topic (``query`` None: only the unscoped ones count)."""
         out = 1.0
         for a in self.about(target_id):
-            if a.action == "penalty" and a.factor is not None and a.applies(now):
+            if a.action == "penalty" and a.factor is not None and a.applies(now) and a.about_query(query):
                 out *= a.factor
         return out
 
@@ -104,7 +114,7 @@ def evolve(state: AdjustmentState, env: Envelope) -> AdjustmentState:
         adjustment = Adjustment(
             env.event_id, env.seq, event.at, event.action, event.layer, event.target_ids, event.factor, event.until,
             event.skill, event.preference, event.weight, event.version, event.signal_ids, event.reason,
-            event.dispatcher,
+            event.dispatcher, scope=event.scope,
         )
         state.adjustments[env.event_id] = adjustment
         for target in dict.fromkeys(event.target_ids):

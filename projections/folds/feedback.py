@@ -26,11 +26,13 @@ class Signal:
     memory_ids: tuple[str, ...]
     cues: tuple[str, ...]
     judge: str
+    query: str | None = None  # the question the judged reply answered (None: not recorded)
 
     def to_dict(self) -> dict:
         return {"event_id": self.event_id, "seq": self.seq, "at": self.at.isoformat(), "type": self.type,
                 "confidence": self.confidence, "targets": list(self.targets), "action_hints": list(self.action_hints),
-                "memory_ids": list(self.memory_ids), "cues": list(self.cues), "judge": self.judge}
+                "memory_ids": list(self.memory_ids), "cues": list(self.cues), "judge": self.judge,
+                "query": self.query}
 
 
 @dataclass
@@ -43,7 +45,7 @@ class FeedbackLog:
 
     def canonical(self) -> list:
         return [(s.event_id, s.seq, s.at.isoformat(), s.type, s.confidence, s.targets, s.action_hints, s.memory_ids,
-                 s.cues, s.judge) for s in self.signals]
+                 s.cues, s.judge, s.query) for s in self.signals]
 
 
 HANDLES = (FeedbackDetected,)
@@ -54,7 +56,7 @@ def evolve(log: FeedbackLog, env: Envelope) -> FeedbackLog:
     if isinstance(event, FeedbackDetected):
         position = len(log.signals)
         log.signals.append(Signal(env.event_id, env.seq, env.occurred_at, event.type, event.confidence, event.targets,
-                                  event.action_hints, event.memory_ids, event.cues, event.judge))
+                                  event.action_hints, event.memory_ids, event.cues, event.judge, event.query))
         for memory_id in dict.fromkeys(event.memory_ids):
             log.by_memory.setdefault(memory_id, []).append(position)
     return log

@@ -184,7 +184,8 @@ def _status(memory: UserMemory, memory_id: str, kind: str, message_ids: tuple[st
                          f"({len(a['signal_ids'])} signals): {a['reason']} — out of default retrieval")
         elif a["applies"] and a["action"] == "penalty":
             lines.append(f"penalised ×{a['factor']} ({a['layer']} layer"
-                         + (f", until {a['until'][:16]}" if a["until"] else "") + f"): {a['reason']}")
+                         + (f", until {a['until'][:16]}" if a["until"] else "")
+                         + (f", for questions like {a['scope']!r}" if a.get("scope") else "") + f"): {a['reason']}")
         elif a["reverted_at"] and a["reverted_at"] <= at.isoformat():
             lines.append(f"adjustment {a['adjustment_id'][:12]} ({a['action']}) reverted at {a['reverted_at'][:16]}: "
                          f"{a['revert_reason']}")

@@ -18,9 +18,16 @@ from projections.folds.state import UserMemory
 Config = TypeVar("Config")
 
 
+def adjusted(fusion) -> bool:
+    """Whether retrieval with ``fusion`` applies the dispatcher's adjustments (penalties, invalidations)."""
+    return bool(getattr(fusion, "feedback", False) and getattr(fusion, "feedback_adjustments", True))
+
+
 def learned_fusion(memory: UserMemory | None, fusion: Config, now: datetime | None) -> Config:
-    """``fusion`` with the Molt policy of the user applied (unchanged when the loop is off or nothing changed)."""
-    if memory is None or not getattr(fusion, "feedback", False) or not memory.molt.records:
+    """``fusion`` with the Molt policy of the user applied (unchanged when the loop or its policy part is off,
+    or nothing changed)."""
+    if (memory is None or not getattr(fusion, "feedback", False) or not getattr(fusion, "feedback_policy", True)
+            or not memory.molt.records):
         return fusion
     known = {f.name for f in fields(fusion)}
     overrides = {k: v for k, v in memory.molt.parameters(now).items() if k in known}
@@ -32,8 +39,10 @@ def hidden(memory: UserMemory, item_id: str, now: datetime | None) -> bool:
     return bool(memory.adjustments.by_target) and memory.adjustments.invalidated(item_id, now) is not None
 
 
-def penalise(memory: UserMemory, scored: list[list], now: datetime | None, *, hide: bool = True) -> None:
-    """Scale the scores of rows ``[score, -seq, id, breakdown]`` by their penalty factors; re-sorts when any moved.
+def penalise(memory: UserMemory, scored: list[list], now: datetime | None, *, hide: bool = True,
+             query: str | None = None) -> None:
+    """Scale the scores of rows ``[score, -seq, id, breakdown]`` by their penalty factors for ``query`` (a
+    penalty scoped to a topic only when ``query`` is on it); re-sorts when any moved.
 
     With ``hide``, rows an invalidation keeps out are dropped (the later stages may have added neighbours).
     """
@@ -43,7 +52,7 @@ def penalise(memory: UserMemory, scored: list[list], now: datetime | None, *, hi
         scored[:] = [row for row in scored if not hidden(memory, row[2], now)]
     moved = False
     for row in scored:
-        factor = memory.adjustments.factor(row[2], now)
+        factor = memory.adjustments.factor(row[2], now, query)
         if factor != 1.0:
             row[0] *= factor
             row[3]["feedback_factor"] = round(factor, 6)

@@ -21,7 +21,7 @@ from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
 from projections.queries import coverage, graph_search, rerank, session_docs
 from projections.queries.graph_expand import expand_hits
-from projections.queries.learned import hidden, penalise
+from projections.queries.learned import adjusted, hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
 from projections.queries.ranker_model import MODEL as ENGLISH_RANKER
 from projections.queries.results import Hit
@@ -111,8 +111,11 @@ class FusionConfig:
     candidates: int = 100
     # The learning loop (projections.queries.learned): the dispatcher's adjustments (invalidated memories and
     # notes leave default retrieval, penalties scale scores) and the Molt policy. False: the palimpsest_no_feedback
-    # ablation.
+    # ablation. The two parts can be switched off alone (the benchmark's per-mechanism ablations):
+    # feedback_adjustments (penalties and invalidations) and feedback_policy (the Molt controller's policy).
     feedback: bool = True
+    feedback_adjustments: bool = True
+    feedback_policy: bool = True
     # Coverage-aware selection (projections.queries.coverage), last: the best coverage_depth rows re-ordered by MMR
     # over their non-query terms, so list questions get one turn per item. 0 turns it off.
     coverage_weight: float = 0.0
@@ -219,7 +222,7 @@ def fuse(
             for memory_id in episode.member_ids:
                 parts.setdefault(memory_id, {}).setdefault("episode", (rank, sim, episode))
 
-    learn = config.feedback and scope == "active" and bool(memory.adjustments.by_target)
+    learn = adjusted(config) and scope == "active" and bool(memory.adjustments.by_target)
     if config.note_weight > 0:
         ranked_notes = memory.notes.search(query, config.note_candidates, config.bm25)
         if learn:
@@ -280,8 +283,8 @@ def fuse(
         row[3]["rrf"] = row[0]
     if config.ranker is not None and (config.ranker_cjk or not has_cjk(query)):
         rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
-    if config.feedback:
-        penalise(memory, scored, now, hide=scope == "active")
+    if adjusted(config):
+        penalise(memory, scored, now, hide=scope == "active", query=query)
     if config.coverage_weight > 0 and (not config.coverage_lists_only or coverage.list_intent(query)):
         coverage.select(memory, query, scored, rerank.TABLES.get(memory), config.coverage_weight, config.coverage_depth,
                         config.coverage_mode)

@@ -75,3 +75,22 @@ def _latin(segment: str) -> list[str]:
 
 def has_cjk(text: str) -> bool:
     return CJK_RUN.search(text) is not None
+
+
+TOPIC_OVERLAP = 0.5  # the share of their terms two questions must have in common to be about the same topic
+
+
+@lru_cache(maxsize=10_000)
+def terms(text: str) -> frozenset[str]:
+    """The distinct lexical tokens of ``text`` (English stems, Chinese words; stop words dropped)."""
+    return frozenset(tokenize(text))
+
+
+def same_topic(a: str, b: str, overlap: float = TOPIC_OVERLAP) -> bool:
+    """Whether two questions are about the same topic: their terms' Jaccard overlap is at least ``overlap``.
+
+    A paraphrase or a repetition of a question shares most of its terms ("What did Mel paint?" / "What has Mel
+    painted lately?"); two questions about the same person but different facts share only the name.
+    """
+    x, y = terms(a), terms(b)
+    return bool(x and y) and len(x & y) / len(x | y) >= overlap

@@ -179,3 +179,40 @@ def test_explain_tells_the_chain_of_an_invalidated_note_as_of_a_time(core):
     assert "invalidated" in text and "source events:" in text and "archival due since" in text
     with pytest.raises(InvalidInputError, match="memory_id"):
         core.query(Explain(tenant="acme", user_id="u6", memory_id="nope", at=T0))
+
+
+def test_a_penalty_holds_for_the_question_the_rejected_replies_answered_not_for_other_questions(core):
+    _, sister, _ = fresh_user(core, "u7")
+    asked = "where does my sister work as a nurse?"
+    reply = "Your sister works as a nurse in Boston."
+    ids = [i.memory_id for i in context(core, asked, 300, user_id="u7").items]
+
+    def wrong(text: str, query: str, at: datetime) -> dict:
+        [out] = core.handle([c.JudgeFeedback(tenant="acme", user_id="u7", user_input=text, agent_response=reply,
+                                             memory_ids=tuple(ids), now=at, query=query)])
+        return out
+
+    first = wrong("That's wrong.", asked, T0)
+    [working] = first["adjustments"]
+    [row] = [a for a in core.query(c.Adjustments(tenant="acme", user_id="u7")) if a["adjustment_id"]
+             == working["adjustment_id"]]
+    assert sister in row["target_ids"] and row["scope"] == asked
+    other = wrong("No, that's not right, wrong answer again", "who lives in Boston?", T0 + timedelta(minutes=1))
+    assert [a["layer"] for a in other["adjustments"]] == ["working"]  # another question: no streak on this one
+    third = wrong("No, that's not right, wrong answer again", "Where does my sister work as nurse", T0 + timedelta(
+        minutes=2))
+    [stable] = [a for a in third["adjustments"] if a["layer"] == "stable"]
+    assert stable["action"] == "penalty" and sister in stable["target_ids"]
+    assert core.query(c.Adjustments(tenant="acme", user_id="u7"))[-1]["signal_ids"] == [first["event_id"],
+                                                                                       third["event_id"]]
+
+    def factor(query: str, at: datetime) -> float | None:
+        hit = next((h for h in search(core, query, user_id="u7", k=3, now=at) if h.memory_id == sister), None)
+        assert hit is not None, query
+        return hit.breakdown.get("feedback_factor")
+
+    far = T0 + timedelta(days=30)  # the working penalties expired; the stable one holds, on its topic only
+    assert factor("where does my sister work as a nurse", far) == 0.5
+    assert factor("what does my sister like to do in Boston?", far) is None  # the name alone: another question
+    assert factor("where does my sister work as a nurse", T0 + timedelta(minutes=3)) == 0.5 ** 3
+    assert core.query(c.Replay()).equal

@@ -159,6 +159,35 @@ def test_stored_v1_feedback_signal_decodes_to_v2_timed_by_its_envelope():
 
     [env] = from_arrow(pa.Table.from_pylist([row], schema=ENVELOPE_SCHEMA))
 
-    assert env.schema_version == FeedbackDetected.schema_version == 2
-    assert env.event.at is None and env.event.cues == ("stale:我说过", "wrong:不对")
+    assert env.schema_version == FeedbackDetected.schema_version == 3
+    assert env.event.at is None and env.event.cues == ("stale:我说过", "wrong:不对") and env.event.query is None
     assert env.event.occurred(env.recorded_at) == env.recorded_at
+
+
+def test_stored_v2_feedback_signal_decodes_to_v3_without_its_question():
+    from events.feedback_events import FeedbackDetected
+
+    row = _v1_row("feedback_detected_v2.json")
+    payload = json.loads(row["payload"])
+    assert row["schema_version"] == 2 and "at" in payload and "query" not in payload  # the fixture really is v2
+
+    [env] = from_arrow(pa.Table.from_pylist([row], schema=ENVELOPE_SCHEMA))
+
+    assert env.schema_version == FeedbackDetected.schema_version == 3
+    assert env.event.query is None and env.event.at == datetime.fromisoformat(payload["at"])
+
+
+def test_stored_v1_adjustment_decodes_to_v2_unscoped_so_it_still_applies_to_every_query():
+    from events.learning_events import MemoryAdjusted
+    from projections.folds.adjustments import AdjustmentState, evolve
+
+    row = _v1_row("memory_adjusted_v1.json")
+    assert row["schema_version"] == 1 and "scope" not in json.loads(row["payload"])  # the fixture really is v1
+
+    [env] = from_arrow(pa.Table.from_pylist([row], schema=ENVELOPE_SCHEMA))
+
+    assert env.schema_version == MemoryAdjusted.schema_version == 2 and env.event.scope is None
+    state = evolve(AdjustmentState(), env)
+    at = env.event.at
+    for query in (None, "anything at all", "随便问什么"):
+        assert state.factor("a1b2c3d4e5f60718293a4b5c6d7e8f90", at, query) == 0.5

@@ -24,7 +24,8 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 # words rank below the outings ("今天"): a recall-side problem to tune.
 TURNS = ["我在港口咖啡馆见了安娜", "我在图书馆见了本"] + [
     f"我今天去了{p}" for p in ("车站", "办公室", "机场", "市场", "博物馆", "健身房", "公园", "海滩", "酒店", "商场")]
-QUERIES = ["我今天做了什么", "说说我今天的事", "今天有什么有意思的"]
+# Six: the candidates are chosen on three and the best is checked on the three held out.
+QUERIES = ["我今天做了什么", "说说我今天的事", "今天有什么有意思的", "我今天都干了啥", "讲讲我今天", "今天过得怎么样"]
 AGENT_SEARCH = "见了 安娜 本 图书馆 港口 咖啡馆"
 REPLY = "你在港口咖啡馆见了安娜，还在图书馆见了本。"
 TURNS_ONLY = replace(DEFAULT_FUSION, note_tokens=0)  # contexts of turns (the "went" turns share one note)
@@ -43,7 +44,7 @@ def core(tmp_path_factory):
     core = ShardCore(ShardSpec(index=0, log_path=path / "s.duckdb", lance_dir=path / "v",
                                model_id=HashEmbedder.model_id, dim=384))
     record(core, [command(text, i, user_id="kai") for i, text in enumerate(TURNS)])
-    for query in QUERIES:  # the agent answers three questions; each reply draws on the same two memories
+    for query in QUERIES:  # the agent answers six questions; each reply draws on the same two memories
         ctx = context(core, AGENT_SEARCH, 120, user_id="kai", now=NOW, fusion=TURNS_ONLY)
         core.handle([c.RecordReply(tenant="acme", user_id="kai", reply=REPLY, query=query,
                                    memory_ids=tuple(i.memory_id for i in ctx.items))])
@@ -53,11 +54,12 @@ def core(tmp_path_factory):
 
 def test_low_usage_triggers_proposals_and_the_replayed_improvement_is_applied_then_reverted(core):
     dry = core.handle([molt_command(core, "kai", dry_run=True)])[0]
-    assert dry["figures"]["usage_rate"] < 0.5 and dry["triggers"] and dry["queries"] == 3
+    assert dry["figures"]["usage_rate"] < 0.5 and dry["triggers"] and dry["queries"] == 6
     assert dry["event_id"] is None and core.query(c.PolicyHistory(tenant="acme", user_id="kai"))["history"] == []
 
     [out] = core.handle([molt_command(core, "kai")])
     assert out["after"] > out["before"] and out["decision"].startswith("applied")
+    assert out["held_out"]["after"] >= out["held_out"]["before"] + 0.01  # checked on the queries not chosen on
     best = max(p["after"] for p in out["proposals"])
     assert out["after"] == best  # the best replayed proposal, with its figures
     history = core.query(c.PolicyHistory(tenant="acme", user_id="kai"))

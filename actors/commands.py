@@ -148,6 +148,13 @@ class JudgeFeedback(UserCommand):
     memory_ids: tuple[str, ...] = Field(default=(), max_length=1_000)  # what the judged reply's context held
 
 
+class ForgetUser(UserCommand):
+    """Erase a user: a ``user_forgotten`` event, its data keys destroyed, its projections, vectors and snapshot
+    removed. Only an encrypted store can forget (its log holds the user's events sealed under those keys)."""
+
+    now: AwareDatetime
+
+
 # -- queries ----------------------------------------------------------------
 class Search(UserQuery):
     query: str

@@ -4,6 +4,11 @@ DuckDB writes each commit to its write-ahead log and syncs it before the
 commit returns, so an acknowledged append survives a crash of the process.
 A constraint violation or any error inside the transaction rolls the whole
 batch back.
+
+With a :class:`~events.crypto.PayloadCipher` (an encrypted store) every
+payload and command outcome of a user is sealed under that user's data key
+on the way in and opened on the way out; keys are looked up once per stream
+per batch. ``rows`` (the served audit) returns payloads opened.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from events.crypto import PayloadCipher
 from events.envelope import ENVELOPE_SCHEMA, Envelope, from_arrow, to_arrow
 from events.errors import ConcurrencyError, StoreError
 from events.log import CommandRecord, EventLog, ScanFilter
@@ -77,9 +83,10 @@ def where_clause(flt: ScanFilter) -> tuple[str, list]:
 class DuckDBEventLog(EventLog):
     """Append-only event table in one DuckDB file."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, cipher: PayloadCipher | None = None) -> None:
         super().__init__()
         self.path = Path(path)
+        self.cipher = cipher
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._con = duckdb.connect(str(self.path))
@@ -94,7 +101,10 @@ class DuckDBEventLog(EventLog):
         self._heads = {(t, u): int(s) for t, u, s in rows}
 
     def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
-        batch = to_arrow(envelopes)
+        batch = to_arrow(envelopes, self.cipher)
+        outcome = command.outcome if command is not None else None
+        if command is not None and self.cipher is not None:
+            outcome = self.cipher.seal_outcome(command.command_id, command.tenant, command.user_id, outcome)
         con = self._con
         con.execute("BEGIN TRANSACTION")
         try:
@@ -104,7 +114,7 @@ class DuckDBEventLog(EventLog):
                 con.execute(
                     "INSERT INTO commands VALUES (?, ?, ?, ?, now(), ?, ?)",
                     [command.command_id, command.kind, command.tenant, command.user_id, list(command.event_ids),
-                     command.outcome],
+                     outcome],
                 )
             con.execute("COMMIT")
         except duckdb.ConstraintException as exc:
@@ -124,19 +134,38 @@ class DuckDBEventLog(EventLog):
             params=params or None,
         )
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
-            yield from from_arrow(pa.Table.from_batches([batch]))
+            yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
 
     def rows(self, flt: ScanFilter | None = None) -> pa.Table:
-        """The stored rows, exactly as written (payloads not upcast), in scan order."""
+        """The stored rows as written (payloads not upcast; sealed ones opened, erased ones marked), in scan order."""
         where, params = where_clause(flt or ScanFilter())
         sql = f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events WHERE {where} ORDER BY tenant, user_id, seq"
-        return fetch_arrow(self._con.cursor(), sql, params)
+        table = fetch_arrow(self._con.cursor(), sql, params)
+        if self.cipher is None or not table.num_rows:
+            return table
+        return table.set_column(table.schema.get_field_index("payload"), ENVELOPE_SCHEMA.field("payload"),
+                                self.cipher.open_column(table))
 
     def model_id(self) -> str | None:
+        if self.cipher is not None:  # sealed payloads: the first one that still opens
+            rel = self._con.cursor().sql(f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events "
+                                         "WHERE kind = 'message_embedded'")
+            for batch in rel.fetch_arrow_reader(64):
+                for env in from_arrow(pa.Table.from_batches([batch]), self.cipher):
+                    if env.event.kind == "message_embedded":
+                        return env.event.model_id
+            return None
         row = self._con.cursor().execute(
             "SELECT json_extract_string(payload, '$.model_id') FROM events WHERE kind = 'message_embedded' LIMIT 1"
         ).fetchone()
         return row[0] if row else None
+
+    def forgotten(self) -> list[tuple[str, str, int, int]]:
+        """Every ``user_forgotten`` event (clear payloads): (tenant, user, seq, key generation), in log order."""
+        rows = self._con.cursor().execute(
+            "SELECT tenant, user_id, seq, json_extract(payload, '$.key_generation')::BIGINT FROM events "
+            "WHERE kind = 'user_forgotten' ORDER BY tenant, user_id, seq").fetchall()
+        return [(t, u, int(s), int(g)) for t, u, s, g in rows]
 
     def _with_heads(self, heads) -> duckdb.DuckDBPyConnection:
         """A cursor of its own with ``heads`` (stream → seq) registered as the table ``_heads``."""
@@ -157,7 +186,7 @@ class DuckDBEventLog(EventLog):
             "WHERE e.seq > coalesce(h.head, 0) ORDER BY e.tenant, e.user_id, e.seq"
         )
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
-            yield from from_arrow(pa.Table.from_batches([batch]))
+            yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
 
     def checksums(self, heads) -> dict:
         """One aggregate query: per stream, ``bit_xor(hash(...))`` of its stored rows up to its given head."""
@@ -175,7 +204,12 @@ class DuckDBEventLog(EventLog):
             "SELECT command_id, kind, outcome, tenant, user_id, event_ids FROM commands WHERE command_id = ?",
             [command_id],
         ).fetchone()
-        return None if row is None else CommandRecord(*row[:5], tuple(row[5]))
+        if row is None:
+            return None
+        command_id, kind, outcome, tenant, user_id, event_ids = row
+        if self.cipher is not None:
+            outcome = self.cipher.open_outcome(command_id, tenant, user_id, outcome)
+        return CommandRecord(command_id, kind, outcome, tenant, user_id, tuple(event_ids))
 
     def close(self) -> None:
         self._con.close()

@@ -2,7 +2,8 @@
 
 The schema is written once here and asserted in tests. ``payload`` is the
 event's JSON (bytes fields base64-encoded), so any DuckDB or Arrow tool can
-audit the log without this code.
+audit the log without this code; in an encrypted store it is that JSON sealed
+under the user's data key (:mod:`events.crypto`), given a cipher here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from datetime import UTC, datetime
 import pyarrow as pa
 from pydantic import ValidationError
 
-from events.errors import UnknownEventError
+from events.crypto import PayloadCipher, is_sealed
+from events.erasure_events import PayloadErased
+from events.errors import StoreError, UnknownEventError
 from events.model import Event
 from events.registry import EVENT_TYPES
 from events.upcasting import upcast
@@ -86,8 +89,8 @@ def seal(pending: PendingEvent, seq: int, recorded_at: datetime) -> Envelope:
     )
 
 
-def to_arrow(envelopes: list[Envelope]) -> pa.Table:
-    """Encode envelopes as a table with exactly :data:`ENVELOPE_SCHEMA`."""
+def to_arrow(envelopes: list[Envelope], cipher: PayloadCipher | None = None) -> pa.Table:
+    """Encode envelopes as a table with exactly :data:`ENVELOPE_SCHEMA`; with ``cipher``, payloads sealed."""
     cols: dict[str, list] = {name: [] for name in ENVELOPE_SCHEMA.names}
     for env in envelopes:
         cols["tenant"].append(env.tenant)
@@ -101,6 +104,9 @@ def to_arrow(envelopes: list[Envelope]) -> pa.Table:
         cols["causation_id"].append(env.causation_id)
         cols["correlation_id"].append(env.correlation_id)
         cols["payload"].append(env.event.model_dump_json())
+    if cipher is not None:
+        cols["payload"] = cipher.seal_payloads(list(zip(cols["tenant"], cols["user_id"], cols["event_id"], cols["kind"],
+                                                        cols["schema_version"], cols["payload"])))
     return pa.Table.from_pydict(cols, schema=ENVELOPE_SCHEMA)
 
 
@@ -136,12 +142,26 @@ def _pylist(column: pa.ChunkedArray) -> list:
     return [None if i is None else values[i] for i in encoded.indices.to_pylist()]
 
 
-def from_arrow(table: pa.Table) -> list[Envelope]:
-    """Decode rows (any column order) into envelopes, upcasting old payload versions."""
+def from_arrow(table: pa.Table, cipher: PayloadCipher | None = None) -> list[Envelope]:
+    """Decode rows (any column order) into envelopes, upcasting old payload versions.
+
+    A sealed payload is opened with ``cipher``; one whose key was destroyed (a forgotten user) decodes as
+    :class:`PayloadErased`, its stored kind and version kept in the envelope.
+    """
     table = table.select(ENVELOPE_SCHEMA.names)
     rows = zip(*(_pylist(table.column(name)) for name in ENVELOPE_SCHEMA.names), strict=True)
     out: list[Envelope] = []
     for tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at, causation_id, correlation_id, payload in rows:
+        if is_sealed(payload):
+            if cipher is None:
+                raise StoreError(f"the event {event_id} of ({tenant!r}, {user_id!r}) is encrypted, but the log was "
+                                 "opened without its key store; open the store through palimpsest (store.json "
+                                 "says whether it is encrypted)")
+            payload, gen = cipher.open_payload(tenant, user_id, event_id, kind, version, payload)
+            if payload is None:
+                out.append(Envelope(tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at,
+                                    causation_id, correlation_id, PayloadErased(key_generation=gen)))
+                continue
         event = decode_payload(kind, version, payload)
         out.append(Envelope(tenant, user_id, seq, event_id, kind, event.schema_version, occurred_at, recorded_at,
                             causation_id, correlation_id, event))

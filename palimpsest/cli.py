@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from events.errors import InvalidInputError, PalimpsestError
-from palimpsest import cli_archive, cli_feedback, cli_graph, cli_mcp, cli_notes, cli_serve
+from palimpsest import cli_archive, cli_erasure, cli_feedback, cli_graph, cli_mcp, cli_notes, cli_serve
 from palimpsest.cli_common import DEFAULT_STORE, SCOPES, open_store, print_json, parse_when, remote, stream_args
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -161,7 +161,9 @@ def _audit(args: argparse.Namespace, tenant: str | None = None):
     from events.audit import AuditReader
     from palimpsest import config as store_config
 
-    return AuditReader(store_config.log_files(Path(args.store)), tenant=tenant)
+    files = store_config.log_files(Path(args.store))
+    ciphers = cli_erasure.audit_ciphers(Path(args.store), files) if files else None
+    return AuditReader(files, tenant=tenant, ciphers=ciphers)
 
 
 def _iso(value) -> str:
@@ -303,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_graph.register(sub)
     cli_serve.register(sub)
     cli_mcp.register(sub)
+    cli_erasure.register(sub)
 
     sp = sub.add_parser("events", help="audit the log (read-only, no actors)")
     stream_args(sp, required=False)

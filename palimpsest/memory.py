@@ -28,6 +28,7 @@ from events.commands import MAX_BATCH_SIZE, RecordMessage, validate_messages
 from events.envelope import Envelope
 from events.errors import InvalidInputError
 from palimpsest import config as store_config
+from palimpsest.memory_erasure import ErasureApiMixin
 from palimpsest.memory_graph import GraphApiMixin
 from palimpsest.memory_signals import SignalsApiMixin
 from palimpsest.remote import aware as _aware
@@ -47,7 +48,7 @@ log = structlog.get_logger("palimpsest")
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
 
 
-class Memory(GraphApiMixin, SignalsApiMixin):
+class Memory(GraphApiMixin, SignalsApiMixin, ErasureApiMixin):
     """A Palimpsest store: shard actors on Ray over a directory of DuckDB logs and a LanceDB directory."""
 
     def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:
@@ -55,6 +56,7 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         self.config = cfg
         self.settings = settings = StoreSettings.from_json(cfg.settings, str(path / "store.json"))
         store_config.check_layout(path, cfg)
+        master_key = store_config.master_key(path, cfg)  # None for a plaintext store; read before Ray starts
         ensure_ray(address)
         llm = LlmConfig.from_env()  # PALIMPSEST_LLM_BASE_URL / _MODEL / _API_KEY; None: the offline rules decide
         specs = [
@@ -72,6 +74,8 @@ class Memory(GraphApiMixin, SignalsApiMixin):
                 snapshot_dir=store_config.snapshot_dir(path).resolve(),
                 snapshot_every=settings.snapshot_every,
                 max_resident_users=settings.max_resident_users,
+                key_store=store_config.key_store(path, i).resolve() if cfg.encrypted else None,
+                master_key=master_key,
             )
             for i in range(cfg.num_shards)
         ]
@@ -94,9 +98,15 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         embedder: str = "minilm",
         address: str | None = None,
         create: bool = True,
+        encrypted: bool = True,
         **settings: Any,
     ) -> Memory:
-        """Open the store at ``path``, creating it (with ``num_shards`` and ``embedder``) if it is new.
+        """Open the store at ``path``, creating it (with ``num_shards``, ``embedder`` and ``encrypted``) if it is new.
+
+        A new store is encrypted unless ``encrypted=False``: each user's events are sealed under its own data
+        key, which :meth:`forget` destroys. The master key is ``PALIMPSEST_MASTER_KEY`` or, if that is not
+        set, the store's ``master.key`` file (created with mode 0600). A store created before encryption opens
+        as it is (plaintext; ``encryption: none`` in ``store.json``).
 
         ``settings`` are :class:`~palimpsest.settings.StoreSettings` fields:
         ``retention_policy``, ``segmentation``, ``tiers``, ``working``,
@@ -110,7 +120,7 @@ class Memory(GraphApiMixin, SignalsApiMixin):
         if (path / "store.json").exists() or not create:
             cfg = store_config.StoreConfig.load(path)
         else:
-            cfg = store_config.StoreConfig.create(path, num_shards, embedder)
+            cfg = store_config.StoreConfig.create(path, num_shards, embedder, encrypted=encrypted)
         cfg = record_settings(path, cfg, settings)
         return cls(path, cfg, address=address)
 

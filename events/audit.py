@@ -179,8 +179,8 @@ def _register_opener(con: duckdb.DuckDBPyConnection, ciphers: list[PayloadCipher
     with its shard's cipher (a vectorised Python function over Arrow arrays)."""
     names = ("tenant", "user_id", "event_id", "kind", "schema_version", "payload")
 
-    def opened(shard, *columns):
-        table = pa.table(dict(zip(names, columns)))
+    def opened(shard, tenant, user_id, event_id, kind, schema_version, payload):
+        table = pa.table(dict(zip(names, (tenant, user_id, event_id, kind, schema_version, payload))))
         shards = shard.to_pylist()
         if len(set(shards)) == 1:
             return ciphers[shards[0]].open_column(table)

@@ -27,6 +27,7 @@ from events.keystore import NONCE_BYTES, KeyStore
 
 SEALED = "pe1:"
 CLEAR_KINDS = frozenset({"user_forgotten"})
+CLEAR_OUTCOMES = frozenset({"ForgetUser"})  # ids, seqs and a key generation: it must outlive the key it destroys
 Stream = tuple[str, str]
 
 
@@ -90,10 +91,12 @@ class PayloadCipher:
         return pa.array(out, type=pa.string())
 
     # -- command outcomes ----------------------------------------------------
-    def seal_outcome(self, command_id: str, tenant: str, user_id: str, outcome: str) -> str:
+    def seal_outcome(self, command_id: str, kind: str, tenant: str, user_id: str, outcome: str) -> str:
         """A command's recorded outcome: sealed under its user's key, or per row for a command spanning users
         (rows naming ``tenant`` and ``user_id``, as a sweep or a review reports them); other shapes hold ids
-        and counts only and stay clear."""
+        and counts only and stay clear, as does a forget's (a retry must still read it)."""
+        if kind in CLEAR_OUTCOMES:
+            return outcome
         if tenant and user_id:
             return self._seal_one((tenant, user_id), outcome, _outcome_aad(command_id, tenant, user_id))
         value = json.loads(outcome)

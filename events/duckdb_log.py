@@ -104,7 +104,7 @@ class DuckDBEventLog(EventLog):
         batch = to_arrow(envelopes, self.cipher)
         outcome = command.outcome if command is not None else None
         if command is not None and self.cipher is not None:
-            outcome = self.cipher.seal_outcome(command.command_id, command.tenant, command.user_id, outcome)
+            outcome = self.cipher.seal_outcome(command.command_id, command.kind, command.tenant, command.user_id, outcome)
         con = self._con
         con.execute("BEGIN TRANSACTION")
         try:

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-VECTOR_PREFIX_BYTES = 48  # 12 float32 values: no accidental match, and a multiple of 3 for base64
+VECTOR_WINDOW_BYTES = 48  # 12 float32 values: no accidental match, and a multiple of 3 for base64
+MIN_DISTINCT_BYTES = 24  # a window of a sparse vector (mostly zeros) would match any run of zeros: left out
 
 
 @dataclass
@@ -59,8 +60,9 @@ class ScanReport:
 
 def needles(texts: Iterable[str], vectors: Iterable[np.ndarray | bytes] = (), keys: Iterable[bytes] = (),
             min_bytes: int = 12) -> dict[str, bytes]:
-    """Named byte strings to look for: texts (UTF-8, at least ``min_bytes``), vector prefixes raw and base64,
-    raw key bytes."""
+    """Named byte strings to look for: texts (UTF-8, at least ``min_bytes``), a distinctive window of each
+    vector raw and base64 (its most varied 48 bytes at an offset that is a multiple of 12, so the window's
+    base64 is a substring of the whole vector's), raw key bytes."""
     out: dict[str, bytes] = {}
     for text in texts:
         raw = text.encode("utf-8")
@@ -68,9 +70,12 @@ def needles(texts: Iterable[str], vectors: Iterable[np.ndarray | bytes] = (), ke
             out[f"text:{text[:40]}"] = raw
     for i, vector in enumerate(vectors):
         raw = vector if isinstance(vector, bytes) else np.asarray(vector, dtype="<f4").tobytes()
-        prefix = raw[:VECTOR_PREFIX_BYTES]
-        out[f"vector:{i}"] = prefix
-        out[f"vector_b64:{i}"] = base64.b64encode(prefix)
+        windows = [raw[o:o + VECTOR_WINDOW_BYTES] for o in range(0, len(raw) - VECTOR_WINDOW_BYTES + 1, 12)]
+        best = max(windows, key=lambda w: len(set(w)), default=b"")
+        if len(set(best)) < MIN_DISTINCT_BYTES:
+            continue
+        out[f"vector:{i}"] = best
+        out[f"vector_b64:{i}"] = base64.b64encode(best)
     for i, key in enumerate(keys):
         out[f"key:{i}"] = key
     return out

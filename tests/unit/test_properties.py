@@ -14,8 +14,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from events.crypto import PayloadCipher, is_sealed
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA, PendingEvent, from_arrow, seal, to_arrow
+from events.erasure_events import UserForgotten
 from events.feedback_events import FeedbackDetected
 from events.graph_events import (
     GraphConclusionRecorded,
@@ -27,6 +29,7 @@ from events.graph_events import (
     GraphNodesUnmerged,
     GraphProposalRejected,
 )
+from events.keystore import KeyStore
 from events.log import InMemoryEventLog
 from events.model import (
     MEMORY_TYPES,
@@ -226,10 +229,13 @@ feedback_detected = st.sampled_from(["negative", "positive", "neutral", "mixed"]
     )
 )
 
+user_forgotten = st.builds(UserForgotten, key_generation=st.integers(1, 10), through_seq=st.integers(0, 2**40),
+                           at=st.datetimes(timezones=OFFSETS))
+
 ANY_EVENT = st.one_of(
     message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded, note_operation,
     note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled, graph_events,
-    feedback_detected,
+    feedback_detected, user_forgotten,
 )
 
 
@@ -240,7 +246,7 @@ def test_the_strategies_cover_every_event_kind():
         "note_operation", "note_reviewed", "memory_archived", "memory_restored", "profile_distilled", "episode_titled",
         "graph_memory_staged", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
         "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded", "graph_proposal_rejected",
-        "feedback_detected",
+        "feedback_detected", "user_forgotten",
     }
 
 
@@ -261,6 +267,22 @@ def test_every_event_kind_round_trips_through_the_arrow_envelope(events, recorde
 
     assert table.schema == ENVELOPE_SCHEMA
     assert from_arrow(table) == envelopes
+
+
+@given(events=st.lists(st.tuples(ANY_EVENT, st.sampled_from(["acme", "globex"]), st.sampled_from(["alice", "bob"])),
+                       min_size=1, max_size=5))
+@settings(max_examples=100)
+def test_every_event_kind_round_trips_sealed_under_its_users_key(events):
+    envelopes = [seal(PendingEvent(tenant, user, f"e{i}", event), i + 1, datetime(2024, 5, 1, tzinfo=UTC))
+                 for i, (event, tenant, user) in enumerate(events)]
+    with tempfile.TemporaryDirectory() as tmp:
+        cipher = PayloadCipher(KeyStore(Path(tmp) / "shard.keys", bytes(32)))
+
+        table = to_arrow(envelopes, cipher)
+
+        stored = table.column("payload").to_pylist()
+        assert [is_sealed(p) for p in stored] == [e.kind != "user_forgotten" for e in envelopes]
+        assert from_arrow(table, cipher) == envelopes
 
 
 STREAMS = [("acme", "alice"), ("acme", "bob"), ("globex", "alice")]

@@ -112,6 +112,8 @@ def one_run(root: Path, args, master: bytes | None, records, queries) -> dict:
 def cost(args, work: Path, records, queries) -> tuple[dict, Path, Path, bytes]:
     runs: dict[str, list[dict]] = {"plaintext": [], "encrypted": []}
     master = os.urandom(32)
+    for mode in ("plaintext", "encrypted"):  # warm-up, not counted: imports, tokenizer, first LanceDB table
+        one_run(work / f"warmup-{mode}", args, master if mode == "encrypted" else None, records[:4], queries[:5])
     for r in range(args.rounds):
         order = ["plaintext", "encrypted"] if r % 2 == 0 else ["encrypted", "plaintext"]
         for mode in order:

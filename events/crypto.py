@@ -14,7 +14,7 @@ Once a user's key is destroyed its sealed payloads open to ``None``: the decoder
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 import os
 from collections.abc import Sequence
@@ -66,12 +66,12 @@ class PayloadCipher:
             gen, aead = keys[(tenant, user_id)]
             nonce = os.urandom(NONCE_BYTES)
             sealed = aead.encrypt(nonce, payload.encode("utf-8"), payload_aad(tenant, user_id, event_id, kind, version))
-            out.append(f"{SEALED}{gen}:{base64.b64encode(nonce + sealed).decode('ascii')}")
+            out.append(f"{SEALED}{gen}:{binascii.b2a_base64(nonce + sealed, newline=False).decode('ascii')}")
         return out
 
     def open_payload(self, tenant: str, user_id: str, event_id: str, kind: str, version: int,
-                     stored: str) -> tuple[str | None, int]:
-        """The payload JSON and its key generation; ``None`` when the key was destroyed (the user forgotten)."""
+                     stored: str) -> tuple[bytes | None, int]:
+        """The payload JSON (UTF-8 bytes) and its key generation; ``None`` when the key was destroyed."""
         gen, aead = self._key((tenant, user_id), stored)
         if aead is None:
             return None, gen
@@ -87,7 +87,7 @@ class PayloadCipher:
                 out.append(stored)
                 continue
             text, gen = self.open_payload(tenant, user_id, event_id, kind, version, stored)
-            out.append(erased_json(kind, gen) if text is None else text)
+            out.append(erased_json(kind, gen) if text is None else text.decode("utf-8"))
         return pa.array(out, type=pa.string())
 
     # -- command outcomes ----------------------------------------------------
@@ -115,7 +115,7 @@ class PayloadCipher:
             gen, aead = self._key((tenant, user_id), stored)
             if aead is None:
                 return json.dumps({"erased": True, "key_generation": gen})
-            return self._open(aead, stored, _outcome_aad(command_id, tenant, user_id), command_id)
+            return self._open(aead, stored, _outcome_aad(command_id, tenant, user_id), command_id).decode("utf-8")
         value = json.loads(stored)
         if not (isinstance(value, list) and value and all(isinstance(r, dict) and "sealed" in r for r in value)):
             return stored
@@ -131,7 +131,8 @@ class PayloadCipher:
     def _seal_one(self, stream: Stream, plain: str, aad: bytes) -> str:
         gen, aead = self.keys.ensure([stream])[stream]
         nonce = os.urandom(NONCE_BYTES)
-        return f"{SEALED}{gen}:{base64.b64encode(nonce + aead.encrypt(nonce, plain.encode('utf-8'), aad)).decode()}"
+        sealed = aead.encrypt(nonce, plain.encode("utf-8"), aad)
+        return f"{SEALED}{gen}:{binascii.b2a_base64(nonce + sealed, newline=False).decode('ascii')}"
 
     def _key(self, stream: Stream, stored: str):
         try:
@@ -140,10 +141,10 @@ class PayloadCipher:
             raise StoreError(f"a sealed value of {stream} has no key generation; the log is corrupt") from None
         return gen, self.keys.key(stream, gen)
 
-    def _open(self, aead, stored: str, aad: bytes, what: str) -> str:
-        raw = base64.b64decode(stored[stored.index(":", len(SEALED)) + 1:])
+    def _open(self, aead, stored: str, aad: bytes, what: str) -> bytes:
         try:
-            return aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], aad).decode("utf-8")
-        except InvalidTag:
+            raw = binascii.a2b_base64(stored[stored.index(":", len(SEALED)) + 1:])
+            return aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], aad)
+        except (InvalidTag, binascii.Error):
             raise StoreError(f"the sealed payload of {what} does not open under its user's key: it was altered or "
                              "moved from another row; restore the log from a backup") from None

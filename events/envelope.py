@@ -110,7 +110,7 @@ def to_arrow(envelopes: list[Envelope], cipher: PayloadCipher | None = None) -> 
     return pa.Table.from_pydict(cols, schema=ENVELOPE_SCHEMA)
 
 
-def decode_payload(kind: str, version: int, payload: str) -> Event:
+def decode_payload(kind: str, version: int, payload: str | bytes) -> Event:
     cls = EVENT_TYPES.get(kind)
     if cls is None:
         raise UnknownEventError(f"unknown event kind {kind!r}; upgrade palimpsest to read this log")

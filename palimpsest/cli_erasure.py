@@ -1,4 +1,5 @@
-"""``palimpsest forget``: erase one user (crypto-shredding), and the key stores the offline audit opens."""
+"""``palimpsest forget``: erase one user (crypto-shredding); ``palimpsest encrypt``: copy a plaintext store into
+an encrypted one; the key stores the offline audit opens."""
 
 from __future__ import annotations
 
@@ -66,6 +67,16 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_encrypt(args: argparse.Namespace) -> int:
+    from palimpsest.migrate import encrypt_store
+
+    report = encrypt_store(Path(args.store), Path(args.out))
+    print(f"copied {report['events']} events and {report['commands']} command records of {report['shards']} shard(s) "
+          f"into the encrypted store {args.out}; projections, vectors and snapshots are rebuilt when it is first "
+          f"opened. {args.store} still holds them in clear: delete it (and its backups) once {args.out} is checked")
+    return 0
+
+
 def register(sub) -> None:
     sp = sub.add_parser("forget", help="erase one user for good: its data key destroyed, its projections, vectors "
                                        "and snapshot removed (an encrypted store)")
@@ -73,3 +84,8 @@ def register(sub) -> None:
     sp.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_forget)
+
+    sp = sub.add_parser("encrypt", help="copy a plaintext store (created before encryption) into a new encrypted "
+                                        "store, which can forget users")
+    sp.add_argument("--out", required=True, help="the new store's directory (must not exist or be empty)")
+    sp.set_defaults(func=cmd_encrypt)

@@ -150,6 +150,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         ok &= r.equal
         rate = r.events / r.seconds if r.seconds else 0.0
         print(f"shard {r.shard}: {r.events} events rebuilt in {r.seconds:.2f}s ({rate:,.0f} events/s)")
+        if getattr(r, "erased", 0):
+            print(f"   {r.erased} events of forgotten users replayed as erased (their keys are destroyed)")
         for name in r.live:
             mark = "==" if r.live[name] == r.rebuilt[name] else "!="
             print(f"   {name:<9} live {r.live[name][:16]} {mark} rebuilt {r.rebuilt[name][:16]}")

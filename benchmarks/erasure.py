@@ -133,14 +133,18 @@ def cost(args, work: Path, records, queries) -> tuple[dict, Path, Path, bytes]:
 
 
 def forgotten_needles(texts: dict, victims: list[tuple[str, str]], store: Path, args, master: bytes) -> dict:
-    """The victims' texts no other user's text contains, a window of each vector, their keys."""
+    """The victims' texts no other user's text contains, a window of each vector no other user has, their keys."""
     others = "\x00".join(t for s, ts in texts.items() if s not in victims for t in ts)
     core = ShardCore(spec_of(store, args, master))
     wanted: dict[str, bytes] = {}
     keys = core.log.cipher.keys
+    # A turn another user also has (same speaker, same words) has the same vector: it is not the victim's alone.
+    shared = {row.vector.tobytes() for s in core.state.users if s not in victims
+              for row in core.state.users[s].vectors.rows.values()}
     for n, stream in enumerate(victims):
         own = [t for t in dict.fromkeys(texts[stream]) if len(t.encode()) >= 16 and t not in others][:300]
-        vectors = [row.vector for row in list(core.state.users[stream].vectors.rows.values())[:300]]
+        vectors = [row.vector for row in core.state.users[stream].vectors.rows.values()
+                   if row.vector.tobytes() not in shared][:300]
         wrapped = [r["wrapped"].encode() for r in keys._lines if (r["tenant"], r["user_id"]) == stream
                    and "wrapped" in r]
         found = needles(own, vectors, keys=wrapped)

@@ -14,7 +14,7 @@ carry already-validated values, vectors included.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, ClassVar, Literal
 
 import numpy as np
@@ -146,6 +146,36 @@ class JudgeFeedback(UserCommand):
     agent_response: str = Field(min_length=1, max_length=100_000)
     context_window: tuple[str, ...] = Field(default=(), max_length=50)
     memory_ids: tuple[str, ...] = Field(default=(), max_length=1_000)  # what the judged reply's context held
+    now: AwareDatetime = Field(default_factory=lambda: datetime.now(UTC))  # when the user reacted
+
+
+class RevertAdjustment(UserCommand):
+    """Undo a dispatcher adjustment (``adjustment_reverted``); one already reverted yields no event."""
+
+    adjustment_id: str = Field(min_length=1, max_length=200)
+    reason: str = Field(min_length=1, max_length=2_000)
+    now: AwareDatetime
+
+
+class Molt(UserCommand):
+    """The Molt controller on one user (seed 003 §10): measure, propose, replay the recorded queries, decide.
+
+    ``queries`` are the user's recorded queries the replay ranks (text, vector, time, the memories a reply
+    used: :class:`MoltInputs`); ``dry_run`` writes nothing."""
+
+    queries: tuple[tuple[str, Vector, AwareDatetime, tuple[str, ...]], ...] = ()  # text, vector, time, used ids
+    now: AwareDatetime
+    dry_run: bool = False
+    force: bool = False  # propose even when no figure crossed its threshold
+    fusion: Fusion = DEFAULT_FUSION
+
+
+class RevertPolicy(UserCommand):
+    """Undo a Molt policy change: a ``policy_changed`` that restores the values it replaced."""
+
+    change_id: str = Field(min_length=1, max_length=200)
+    reason: str = Field(min_length=1, max_length=2_000)
+    now: AwareDatetime
 
 
 class ForgetUser(UserCommand):
@@ -203,10 +233,47 @@ class Archived(UserQuery):
     pass
 
 
+class MemoryRetention(UserQuery):
+    """One memory (a recorded message) with its retention at ``now`` and its forgetting curve up to ``until``."""
+
+    memory_id: str
+    now: AwareDatetime
+    until: AwareDatetime | None = None
+    points: int = Field(default=80, ge=2, le=2000)
+
+
 class Feedback(UserQuery):
     """The user's feedback signals, oldest first; with ``memory_id`` only those naming that memory or note."""
 
     memory_id: str | None = None
+
+
+class Adjustments(UserQuery):
+    """The dispatcher's adjustments of one user, oldest first (reverted ones too unless ``active_only``)."""
+
+    active_only: bool = False
+    target_id: str | None = None
+
+
+class MoltInputs(UserQuery):
+    """The recorded queries the Molt replay ranks: each query a reply answered, when, and the memories it used."""
+
+    flushes_first: ClassVar[bool] = True
+
+
+class PolicyHistory(UserQuery):
+    pass
+
+
+class Explain(UserQuery):
+    """Why a memory or note is what it is at ``at`` (events, derivations, touches, feedback, retention, adjustments)."""
+
+    flushes_first: ClassVar[bool] = True
+    memory_id: str
+    at: AwareDatetime
+    query: str | None = None  # with its vector: the memory's score breakdown for that query
+    query_vector: Vector | None = None
+    fusion: Fusion = DEFAULT_FUSION
 
 
 class Notes(UserQuery):
@@ -238,6 +305,7 @@ class GraphMerges(UserQuery):
 
 class GraphExport(UserQuery):
     title: str
+    data_only: bool = False  # the graph view's data (the inspector draws it) instead of HTML and GraphML
 
 
 class GraphJobs(Query):
@@ -287,6 +355,14 @@ class Digest(Query):
 
 class Stats(Query):
     flushes_first: ClassVar[bool] = True
+
+
+class Backup(Query):
+    """Copy this shard's log, checkpointed, into ``target`` (a directory): consistent, since the shard is its
+    only writer and answers one call at a time. Writes no event."""
+
+    flushes_first: ClassVar[bool] = True
+    target: str
 
 
 class Replay(Query):

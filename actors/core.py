@@ -30,17 +30,19 @@ import json
 import time
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import structlog
 
 from actors import commands as c
-from actors import feedback, reads, reads_graph, reads_notes
+from actors import feedback, reads, reads_graph, reads_inspect, reads_learning, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
 from actors.decide_erasure import decide_forget
 from actors.decide_graph import decide_consolidation, decide_link, decide_stage, decide_unmerge
+from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
 from actors.decide_notes import decide_reply, decide_review
 from actors.deciders import decide_record_messages
 from actors.decision import Answer, Deps
@@ -52,7 +54,7 @@ from actors.residency import ResidentUsers
 from actors.spec import ReplayReport, ShardSpec
 from actors.user_store import UserStore
 from events.crypto import PayloadCipher
-from events.duckdb_log import DuckDBEventLog
+from events.duckdb_log import LOG_ERRORS, DuckDBEventLog, open_error
 from events.envelope import Envelope, PendingEvent
 from events.erasure_events import PayloadErased
 from events.keystore import KeyStore
@@ -78,6 +80,9 @@ DECIDERS: dict[type, Callable] = {
     c.ReviewNotes: decide_review,
     c.JudgeFeedback: feedback.decide_feedback,
     c.ForgetUser: decide_forget,
+    c.RevertAdjustment: feedback.decide_revert,
+    c.Molt: decide_molt,
+    c.RevertPolicy: decide_revert_policy,
 }
 READERS: dict[type, Callable] = {
     c.Search: reads.search,
@@ -87,10 +92,15 @@ READERS: dict[type, Callable] = {
     c.Counterfactual: reads.counterfactual_report,
     c.Notes: reads_notes.notes,
     c.Feedback: feedback.feedback,
+    c.Adjustments: feedback.adjustments,
+    c.Explain: reads_learning.explain_memory,
+    c.PolicyHistory: reads_learning.policy_history,
+    c.MoltInputs: molt_inputs,
     c.NoteHistory: reads_notes.note_history,
     c.Profile: reads_notes.profile,
     c.Tiers: reads_notes.tiers,
     c.Archived: reads_notes.archived,
+    c.MemoryRetention: reads_inspect.memory_retention,
     c.SearchMemories: reads_graph.search_memories,
     c.GraphMerges: reads_graph.graph_merges,
     c.GraphExport: reads_graph.export,
@@ -101,6 +111,8 @@ READERS: dict[type, Callable] = {
     c.Digest: lambda core, q: Answer(core.digest()),
     c.Stats: lambda core, q: Answer(core.stats()),
     c.Replay: lambda core, q: Answer(core.replay()),
+    c.Backup: lambda core, q: Answer({"shard": core.spec.index,
+                                      **core.log.copy_to(Path(q.target) / core.spec.log_path.name)}),
 }
 
 
@@ -128,11 +140,15 @@ class ShardCore:
         self._touches: list[PendingEvent] = []
         self._touches_since = 0.0
         started = time.perf_counter()
-        self._check_model_id()
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
         self.dense = DenseIndex(self.vectors)
         self.users = UserStore(spec, self.log, self.vectors)
-        self.state, report = self.users.start()
+        try:  # damage inside the file shows when its events are first read
+            self._check_model_id()
+            self.state, report = self.users.start()
+        except LOG_ERRORS as exc:
+            self.log.close()
+            raise open_error(spec.log_path, exc) from None
         for stream, generation in unfinished(self.log):  # a forget the last process died inside
             erase_user(self, stream, generation)
         # Evictions a crash may have left unwritten (pending in the tier fold): write them now. Nothing else is

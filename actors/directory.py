@@ -8,6 +8,7 @@ stream already assigned keeps its shard.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import ray
@@ -21,6 +22,9 @@ class DirectoryActor:
         self._table = RoutingTable(Path(table_path), len(shard_names))
         self._names = list(shard_names)
         self._namespace = namespace
+
+    def pid(self) -> int:
+        return os.getpid()
 
     def route(self, streams: list[tuple[str, str]]) -> list[int]:
         """Shard index for each (tenant, user), in order: one call per batch."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict
+from datetime import datetime
 
 from actors.commands import BuildContext, Counterfactual, Episodes, Retention, Search
 from actors.decision import Answer, new_event_id
@@ -20,6 +21,7 @@ from projections.folds.retention import retention_table
 from projections.queries import counterfactual
 from projections.queries.context import NoteEntry, assemble
 from projections.queries.episode_search import search_episodes
+from projections.queries.learned import hidden, learned_fusion
 from projections.queries.retrieval import FusionConfig, Hit, fuse
 from projections.queries.summaries import summarize
 
@@ -44,11 +46,14 @@ def fused_hits(core, q: Search | BuildContext, k: int, scope: str = "active") ->
     memory = core.state.user(q.tenant, q.user_id)
     if memory is None:
         return []
-    wanted = max(k, q.fusion.candidates)
+    fusion = learned_fusion(memory, q.fusion, q.now)
+    wanted = max(k, fusion.candidates)
     if scope != "active":  # archived rows are a minority of the dense neighbours: look further
         wanted += len(memory.archive.archived)
+    elif fusion.feedback:  # so are the invalidated ones
+        wanted += len(memory.adjustments.by_target)
     dense = core.dense.search(q.tenant, q.user_id, memory, q.query_vector, wanted)
-    return fuse(memory, q.query, dense, k, q.fusion, q.query_vector, now=q.now, policy=core.state.policy, scope=scope)
+    return fuse(memory, q.query, dense, k, fusion, q.query_vector, now=q.now, policy=core.state.policy, scope=scope)
 
 
 def search(core, q: Search) -> Answer:
@@ -62,21 +67,27 @@ def context(core, q: BuildContext) -> Answer:
     """Prompt-ready memory text within ``token_budget`` tokens: notes first, then turns, provenance per line."""
     hits = fused_hits(core, q, q.fusion.candidates)
     memory = core.state.user(q.tenant, q.user_id)
-    notes = note_entries(memory, hits, q.fusion) if memory is not None and q.fusion.note_tokens else []
+    notes = note_entries(memory, hits, q.fusion, q.now) if memory is not None and q.fusion.note_tokens else []
     ctx = assemble(q.query, hits, q.token_budget, core.count_tokens, notes, q.fusion.note_tokens)
     used = {i.memory_id for i in ctx.items}
     return Answer(ctx, touches(q.tenant, q.user_id, q.query, [h for h in hits if h.memory_id in used], "context"))
 
 
-def note_entries(memory, hits: list[Hit], fusion: FusionConfig) -> list[NoteEntry]:
+def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | None = None) -> list[NoteEntry]:
     """Active notes for a context: the notes stated by the best hits (in hit order), then core notes.
+
+    ``now``: the notes valid then (time travel), else those active now. With the learning loop on
+    (``fusion.feedback``), a note the dispatcher invalidated stays out and a penalised note's score is scaled
+    by its factor.
 
     A note enters because the turn it was read from is among the top
     ``2 · note_candidates`` hits for the query (notes matching the query
     lift their turns there through the note term of the fusion), so the
     notes section is the compact, current form of the most relevant turns.
     """
-    active = memory.notes.active()
+    active = memory.notes.active(now)
+    if fusion.feedback and memory.adjustments.by_target:
+        active = [n for n in active if not hidden(memory, n.note_id, now)]
     by_source: dict[str, list] = {}
     for note in active:
         for source in note.source_message_ids:
@@ -84,7 +95,8 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig) -> list[NoteEntr
     chosen: dict[str, float] = {}
     for hit in hits[: 2 * fusion.note_candidates]:
         for note in by_source.get(hit.memory_id, ()):
-            chosen.setdefault(note.note_id, hit.score)
+            factor = memory.adjustments.factor(note.note_id, now) if fusion.feedback else 1.0
+            chosen.setdefault(note.note_id, hit.score * factor)
     for note in active:
         if note.lifecycle == "core":
             chosen.setdefault(note.note_id, 0.0)

@@ -40,8 +40,11 @@ def graph_merges(core, q: GraphMerges) -> Answer:
 
 
 def export(core, q: GraphExport) -> Answer:
-    """The user's memory graph as a self-contained HTML page and as GraphML."""
+    """The user's memory graph as a self-contained HTML page and as GraphML (or only the view's data)."""
     memory = core.state.user(q.tenant, q.user_id)
     state = memory.graph if memory else GraphState()
+    if q.data_only:
+        return Answer({"data": graph_export.view_data(state), "memories": len(state.memories),
+                       "nodes": len(state.nodes), "edges": len(state.edges)})
     return Answer({"html": graph_export.to_html(state, q.title), "graphml": graph_export.to_graphml(state),
                    "memories": len(state.memories), "nodes": len(state.nodes), "edges": len(state.edges)})

@@ -24,8 +24,13 @@ def note_history(core, q: NoteHistory) -> Answer:
 def profile(core, q: Profile) -> Answer:
     memory = core.state.user(q.tenant, q.user_id)
     if memory is None:
-        return Answer({"traits": {}, "user_knowledge": [], "distillations": 0})
-    return Answer(views.profile_view(memory, q.include_knowledge, q.include_assistant_knowledge))
+        return Answer({"traits": {}, "user_knowledge": [], "distillations": 0, "skills": []})
+    out = views.profile_view(memory, q.include_knowledge, q.include_assistant_knowledge)
+    # the style / tool-choice skills the dispatcher learned from feedback (seed 003 §6), latest version each
+    out["skills"] = [{"skill": a.skill, "preference": a.preference, "weight": a.weight, "version": a.version,
+                      "layer": a.layer, "adjustment_id": a.adjustment_id, "since": a.at.isoformat()}
+                     for a in memory.adjustments.skills()]
+    return Answer(out)
 
 
 def tiers(core, q: Tiers) -> Answer:

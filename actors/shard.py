@@ -49,6 +49,10 @@ class ShardActor:
     def pid(self) -> int:
         return os.getpid()
 
+    def where(self) -> dict:
+        """This incarnation's process and Ray node (the chaos run kills them; a restart changes both)."""
+        return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id()}
+
     def handle(self, commands: list[Command]) -> list:
         with self._lock:
             outcomes = self._core.handle(commands)

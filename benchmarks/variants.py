@@ -28,6 +28,8 @@ VARIANTS: dict[str, FusionConfig] = {
     "palimpsest_no_episodes": replace(DEFAULT_FUSION, episode_weight=0.0),
     "palimpsest_no_notes": replace(DEFAULT_FUSION, note_weight=0.0, note_tokens=0),
     "palimpsest_no_graph": replace(DEFAULT_FUSION, graph_weight=0.0),
+    # the learning loop off: the dispatcher's adjustments and the Molt policy ignored (benchmarks/feedback.py)
+    "palimpsest_no_feedback": replace(DEFAULT_FUSION, feedback=False),
 }
 
 NB, SPK, TIME, CL = dict(neighbour_weight=0.3), dict(speaker_weight=0.3), dict(time_weight=0.3), dict(clause_weight=0.5)

@@ -61,6 +61,11 @@ def check_query(query: str) -> None:
     if not isinstance(query, str) or not query.strip():
         raise _refuse(str(query), "empty")
     try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError([("query", "holds a lone surrogate (bytes that were not UTF-8); give the SQL as "
+                                           "UTF-8 text")], what="audit query") from None
+    try:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as exc:
         raise InvalidInputError([("query", f"does not parse: {exc}")], what="audit query") from exc

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import unicodedata
 from datetime import UTC
 from collections.abc import Iterable, Mapping
@@ -83,6 +84,14 @@ class RecordMessage(BaseModel):
         long = [k for k in value if len(k) > MAX_METADATA_KEY_CHARS]
         if long:
             raise ValueError(f"key {long[0][:40]!r}... is longer than {MAX_METADATA_KEY_CHARS} characters")
+        for key, item in value.items():
+            # A lone surrogate is no text (it cannot be stored as UTF-8), NaN/inf no JSON: both would come
+            # back changed from the log, so they are refused here.
+            for text in (key, item) if isinstance(item, str) else (key,):
+                if not _is_utf8(text):
+                    raise ValueError(f"key {key[:40]!r} holds a lone surrogate (not valid Unicode text)")
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ValueError(f"key {key[:40]!r} is {item}; give a finite number (NaN and infinity are not JSON)")
         size = len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         if size > MAX_METADATA_BYTES:
             raise ValueError(f"{size} bytes as JSON, more than {MAX_METADATA_BYTES}")
@@ -107,6 +116,14 @@ class RecordMessage(BaseModel):
     def index_text(self) -> str:
         """The text that is embedded and indexed: the speaker's name makes "what did X say" findable."""
         return index_text(self.speaker, self.text)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _utc_ok(value) -> bool:

@@ -13,6 +13,8 @@ per batch. ``rows`` (the served audit) returns payloads opened.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +52,7 @@ CREATE TABLE IF NOT EXISTS commands (
 )
 """
 SCAN_BATCH = 20_000
+LOG_ERRORS = (duckdb.Error,)  # what reading a damaged log file raises (the shard turns it into ``open_error``)
 
 
 def fetch_arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pa.Table:
@@ -80,6 +83,21 @@ def where_clause(flt: ScanFilter) -> tuple[str, list]:
     return " AND ".join(parts), params
 
 
+DAMAGED = "is damaged and cannot be read"  # in the message of a damaged log: the one fault a shard may be down alone for
+
+
+def open_error(path: Path, exc: Exception) -> StoreError:
+    """Why a log file did not open, with the fix: held by another process, or damaged on disk."""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "could not set lock" in detail.lower() or "conflicting lock" in detail.lower():
+        return StoreError(f"cannot open event log {path}: another process holds it ({detail}); stop that process "
+                          "(only the store's shard actor may open a log) and open the store again")
+    return StoreError(
+        f"the event log {path} {DAMAGED} ({detail}); the other shards keep working. Fix: "
+        f"restore the store from a backup (`palimpsest --store DIR restore BACKUP`) or put back a copy of this "
+        f"file; do not delete it (its users' memories are in it)")
+
+
 class DuckDBEventLog(EventLog):
     """Append-only event table in one DuckDB file."""
 
@@ -90,14 +108,11 @@ class DuckDBEventLog(EventLog):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._con = duckdb.connect(str(self.path))
-        except duckdb.IOException as exc:
-            raise StoreError(
-                f"cannot open event log {self.path}: {exc}. Another process holds it; "
-                "stop that process (only the shard actor may write a log)"
-            ) from exc
-        self._con.execute("SET TimeZone = 'UTC'")
-        self._con.execute(DDL)
-        rows = self._con.execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
+            self._con.execute("SET TimeZone = 'UTC'")
+            self._con.execute(DDL)
+            rows = self._con.execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
+        except duckdb.Error as exc:
+            raise open_error(self.path, exc) from None
         self._heads = {(t, u): int(s) for t, u, s in rows}
 
     def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
@@ -210,6 +225,23 @@ class DuckDBEventLog(EventLog):
         if self.cipher is not None:
             outcome = self.cipher.open_outcome(command_id, tenant, user_id, outcome)
         return CommandRecord(command_id, kind, outcome, tenant, user_id, tuple(event_ids))
+
+    def copy_to(self, target: Path) -> dict:
+        """A consistent copy of this log at ``target``: checkpointed (the WAL folded into the file), copied,
+        synced and renamed into place; returns its size, sha256 and each stream's head seq."""
+        self._con.execute("CHECKPOINT")
+        tmp = target.with_name(target.name + ".partial")
+        digest = hashlib.sha256()
+        with self.path.open("rb") as src, tmp.open("wb") as dst:
+            while chunk := src.read(1 << 20):
+                digest.update(chunk)
+                dst.write(chunk)
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, target)
+        heads = self._con.cursor().execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
+        return {"file": target.name, "bytes": target.stat().st_size, "sha256": digest.hexdigest(),
+                "events": self.count(), "heads": sorted([t, u, int(s)] for t, u, s in heads)}
 
     def close(self) -> None:
         self._con.close()

@@ -10,9 +10,10 @@ log, never from the text again.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AwareDatetime, Field, model_validator
 
 from events.model import Event
 
@@ -25,7 +26,7 @@ class FeedbackDetected(Event):
     """The Feedback Judge's verdict on one (user input, agent response) pair, with the cues it read."""
 
     kind: ClassVar[str] = "feedback_detected"
-    schema_version: ClassVar[int] = 1
+    schema_version: ClassVar[int] = 2  # v2: ``at``
 
     user_input: str = Field(min_length=1)
     agent_response: str = Field(min_length=1)
@@ -39,12 +40,16 @@ class FeedbackDetected(Event):
     cues: tuple[str, ...] = ()  # what the judge read, e.g. "negative:不对", "style:too long"
     judge: str = Field(min_length=1)  # "feedback-rules-v1" or "llm:<model>"
     llm_call_id: str | None = None  # the llm_call_recorded event the verdict was read from
+    at: AwareDatetime | None = None  # when the user reacted (None in v1: when it was recorded)
 
     @model_validator(mode="after")
     def _consistent(self) -> FeedbackDetected:
         if self.feedback_detected == (self.type == "neutral"):
             raise ValueError("feedback_detected is true exactly when type is not neutral")
         return self
+
+    def occurred(self, recorded_at: datetime) -> datetime:
+        return self.at if self.at is not None else recorded_at
 
 
 FEEDBACK_EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (FeedbackDetected,)}

@@ -39,11 +39,17 @@ def _message_classified_v1_to_v2(payload: Payload) -> Payload:
     return {**payload, "key_terms": None}
 
 
+def _feedback_detected_v1_to_v2(payload: Payload) -> Payload:
+    # v1 did not record when the user reacted: its time is when it was recorded (the envelope's).
+    return {**payload, "at": None}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("message_recorded", 1): _message_recorded_v1_to_v2,
     ("graph_memory_staged", 1): _graph_memory_staged_v1_to_v2,
     ("graph_edge_linked", 1): _graph_edge_linked_v1_to_v2,
     ("message_classified", 1): _message_classified_v1_to_v2,
+    ("feedback_detected", 1): _feedback_detected_v1_to_v2,
 }
 
 

@@ -13,7 +13,9 @@ from datetime import datetime
 from pathlib import Path
 
 from events.errors import InvalidInputError, PalimpsestError
-from palimpsest import cli_archive, cli_erasure, cli_feedback, cli_graph, cli_mcp, cli_notes, cli_serve
+from palimpsest import (
+    cli_archive, cli_backup, cli_erasure, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes, cli_serve,
+)
 from palimpsest.cli_common import DEFAULT_STORE, SCOPES, open_store, print_json, parse_when, remote, stream_args
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -24,9 +26,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise PalimpsestError(f"no such file: {path}; give a LoCoMo JSON or a JSONL message file")
     fmt = formats.detect_format(path) if args.format == "auto" else args.format
     client = remote(args)
+    if client is None:  # validated before the store is opened: a refused file creates no store, starts no Ray
+        from events.commands import validate_messages
+
+        messages = formats.read_locomo(path, args.tenant or "locomo") if fmt == "locomo" else formats.read_jsonl(path)
+        defaults = {k: v for k, v in (("tenant", args.tenant), ("user_id", args.user)) if v is not None}
+        messages = validate_messages([{**defaults, **m} for m in messages])
     with client or open_store(args, num_shards=args.num_shards, embedder=args.embedder) as mem:
-        default_tenant = args.tenant or (mem.tenant if client else "locomo")  # through a server: the key's
-        messages = formats.read_locomo(path, default_tenant) if fmt == "locomo" else formats.read_jsonl(path)
+        if client:
+            default_tenant = args.tenant or mem.tenant  # through a server: the key's
+            messages = formats.read_locomo(path, default_tenant) if fmt == "locomo" else formats.read_jsonl(path)
         report = mem.add_messages(messages, tenant=args.tenant, user_id=args.user, progress=not args.quiet)
     print(
         f"ingested {report.received} messages ({report.created} new, {report.duplicates} already stored) "
@@ -160,9 +169,22 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace, tenant: str | None = None):
+    """The read-only reader, once the ids and kinds given are ids and kinds (a name with bytes that are not
+    UTF-8 arrives as a lone surrogate and is refused here, not by DuckDB)."""
     from events.audit import AuditReader
+    from events.commands import ID_RULE, id_problem
     from palimpsest import config as store_config
 
+    problems = [(f"--{flag}", f"{id_problem(value)} (got {value!r:.60}); give an id of {ID_RULE}")
+                for flag in ("tenant", "user") if (value := getattr(args, flag, None)) is not None
+                and id_problem(value)]
+    problems += [("--kind", f"{kind!r:.60} is no event kind; e.g. message_recorded")
+                 for kind in getattr(args, "kind", None) or () if not kind.isascii() or not kind.isidentifier()]
+    problems += [(f"--{flag.replace('_', '-')}", f"{value}; give a non-negative integer")
+                 for flag in ("from_seq", "to_seq", "limit") if (value := getattr(args, flag, None)) is not None
+                 and value < 0]
+    if problems:
+        raise InvalidInputError(problems, what=args.command)
     files = store_config.log_files(Path(args.store))
     ciphers = cli_erasure.audit_ciphers(Path(args.store), files) if files else None
     return AuditReader(files, tenant=tenant, ciphers=ciphers)
@@ -304,10 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
     cli_archive.register(sub)
     cli_notes.register(sub)
     cli_feedback.register(sub)
+    cli_learning.register(sub)
     cli_graph.register(sub)
     cli_serve.register(sub)
     cli_mcp.register(sub)
     cli_erasure.register(sub)
+    cli_backup.register(sub)
 
     sp = sub.add_parser("events", help="audit the log (read-only, no actors)")
     stream_args(sp, required=False)

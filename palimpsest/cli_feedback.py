@@ -1,10 +1,11 @@
-"""``palimpsest feedback judge|list``: the Feedback Judge on a user's reaction, and the recorded signals."""
+"""``palimpsest feedback judge|list``: the Feedback Judge on a user's reaction, and the recorded signals;
+``palimpsest adjustments list|revert``: what the Evolution Dispatcher changed from them, and undoing it."""
 
 from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import open_store, print_json, stream_args
+from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
 
 
 def _print(s: dict) -> None:
@@ -19,11 +20,49 @@ def _print(s: dict) -> None:
 def cmd_judge(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
         verdict = mem.judge_feedback(args.tenant, args.user, args.input, args.reply,
-                                     context_window=args.context or (), retrieved=args.memory_id or ())
+                                     context_window=args.context or (), retrieved=args.memory_id or (), now=args.at)
     if args.json:
         print_json(verdict)
     else:
         _print(verdict)
+        for a in verdict["adjustments"]:
+            print(f"   adjusted: {a['layer']} {a['action']} {' '.join(t[:12] for t in a['target_ids']) or a['skill']}"
+                  f" · {a['adjustment_id'][:12]} · {a['reason']}")
+    return 0
+
+
+def print_adjustment(a: dict) -> None:
+    what = (f"{a['skill']}: {a['preference'][:50]!r} w={a['weight']:.2f} v{a['version']}" if a["action"] == "prefer"
+            else " ".join(t[:12] for t in a["target_ids"]))
+    factor = f" ×{a['factor']}" if a["factor"] is not None else ""
+    until = f" until {a['until'][:16]}" if a["until"] else ""
+    state = f"REVERTED {a['reverted_at'][:16]} ({a['revert_reason']})" if a["reverted_at"] else "applies"
+    print(f"{a['at'][:16]}  {a['layer']:<7} {a['action']:<10}{factor}{until}  {what}")
+    print(f"   {a['adjustment_id']} · {state} · signals {' '.join(s[:12] for s in a['signal_ids'])}")
+    print(f"   why: {a['reason']}")
+
+
+def cmd_adjustments(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        rows = mem.adjustments(args.tenant, args.user, active_only=args.active, target_id=args.memory_id)
+    if args.json:
+        print_json(rows)
+        return 0
+    for a in rows:
+        print_adjustment(a)
+    print(f"-- {len(rows)} adjustments")
+    return 0
+
+
+def cmd_revert(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        out = mem.revert_adjustment(args.tenant, args.user, args.adjustment_id, reason=args.reason, now=args.at)
+    if args.json:
+        print_json(out)
+    elif out["reverted"]:
+        print(f"reverted {args.adjustment_id} (event {out['event_id']})")
+    else:
+        print(f"{args.adjustment_id} was already reverted at {out['already_reverted_at']}: nothing written")
     return 0
 
 
@@ -48,6 +87,7 @@ def register(sub) -> None:
     sp.add_argument("--reply", required=True, help="the agent's reply it reacts to")
     sp.add_argument("--context", action="append", help="an earlier turn (repeatable, oldest first)")
     sp.add_argument("--memory-id", action="append", help="a memory or note id the reply's context held (repeatable)")
+    sp.add_argument("--at", type=parse_when, help="when the user reacted, ISO with offset (default: now)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_judge)
     sp = fsub.add_parser("list", help="the user's feedback signals, oldest first")
@@ -55,3 +95,19 @@ def register(sub) -> None:
     sp.add_argument("--memory-id", help="only the signals naming this memory or note")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("adjustments", help="the Evolution Dispatcher's adjustments (seed 003): list, revert")
+    asub = p.add_subparsers(dest="adjustments_command", required=True)
+    sp = asub.add_parser("list", help="the user's adjustments, oldest first, with the signals each aggregates")
+    stream_args(sp)
+    sp.add_argument("--memory-id", help="only the adjustments of this memory or note")
+    sp.add_argument("--active", action="store_true", help="leave out reverted adjustments")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_adjustments)
+    sp = asub.add_parser("revert", help="undo an adjustment (an adjustment_reverted event; nothing is deleted)")
+    stream_args(sp)
+    sp.add_argument("adjustment_id")
+    sp.add_argument("--reason", default="reverted by hand")
+    sp.add_argument("--at", type=parse_when, help="when, ISO with offset (default: now)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_revert)

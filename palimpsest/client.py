@@ -15,17 +15,18 @@ of a second from a cold shell.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import quote
 
 from events.errors import InvalidInputError, PalimpsestError
+from palimpsest.reports import IngestReport
 from palimpsest.transport import Http
 from projections.queries.results import Context, ContextItem, Hit
 
 INGEST_BATCH = 256
+HIT_FIELDS = tuple(f for f in Hit.__dataclass_fields__ if f != "occurred_at")
 
 
 def _when(name: str, value: datetime | None) -> dict:
@@ -34,19 +35,6 @@ def _when(name: str, value: datetime | None) -> dict:
 
 def _flag(value: bool) -> str:
     return str(bool(value)).lower()
-
-
-@dataclass
-class RemoteIngestReport:
-    received: int = 0
-    created: int = 0
-    duplicates: int = 0
-    memory_ids: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def messages_per_s(self) -> float:
-        return self.received / self.seconds if self.seconds else 0.0
 
 
 class ReplayReport(SimpleNamespace):
@@ -91,7 +79,7 @@ class RemoteMemory:
 
     # -- writing -------------------------------------------------------
     def add_messages(self, messages, *, tenant: str | None = None, user_id: str | None = None,
-                     progress: bool = False, **_) -> RemoteIngestReport:
+                     progress: bool = False, **_) -> IngestReport:
         """Validate every message here (a bad one: nothing is sent), then send each user's in batches.
 
         Batches are idempotent by ``client_message_id``: after an interruption, send the same file again."""
@@ -104,7 +92,7 @@ class RemoteMemory:
         if others:
             raise InvalidInputError([("tenant", f"messages name tenant(s) {', '.join(others)}; your key is tenant "
                                                 f"{own!r}: use that tenant's key")], what="ingest")
-        report = RemoteIngestReport(received=len(commands))
+        report = IngestReport(received=len(commands))
         by_user: dict[str, list[tuple[int, dict]]] = {}
         for i, m in enumerate(commands):
             by_user.setdefault(m.user_id, []).append(
@@ -131,7 +119,9 @@ class RemoteMemory:
                scope: str = "active") -> list[Hit]:
         body = self.http.call("POST", self._user(tenant, user_id) + "/search",
                               body={"query": query, "k": k, "scope": scope, **_when("now", now)})
-        return [Hit(**{**h, "occurred_at": datetime.fromisoformat(h["occurred_at"])}) for h in body["hits"]]
+        # A hit's JSON may carry more than the record (the inspector's score ``terms``): the record's fields only.
+        return [Hit(**{k: h[k] for k in HIT_FIELDS if k in h}, occurred_at=datetime.fromisoformat(h["occurred_at"]))
+                for h in body["hits"]]
 
     def build_context(self, tenant: str, user_id: str, query: str, token_budget: int = 1000, *,
                       now: datetime | None = None) -> Context:
@@ -180,6 +170,14 @@ class RemoteMemory:
         return self._get(tenant, user_id, "/graph")
 
     # -- acting on one user --------------------------------------------
+    def explain(self, tenant: str, user_id: str, memory_id: str, *, at: datetime | None = None,
+                query: str | None = None) -> dict:
+        params = {**_when("at", at), **({"query": query} if query else {})}
+        return self._get(tenant, user_id, f"/explain/{quote(memory_id, safe='')}", **params)
+
+    def adjustments(self, tenant: str, user_id: str, *, active_only: bool = False) -> list[dict]:
+        return self._get(tenant, user_id, "/adjustments", active_only=_flag(active_only))["adjustments"]
+
     def _post(self, tenant: str, user_id: str, path: str, body: dict):
         return self.http.call("POST", self._user(tenant, user_id) + path, body=body)
 

@@ -88,7 +88,15 @@ class StoreConfig:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise StoreError(f"{file}: num_shards must be a positive integer, got {n!r}; set it back to the number "
                              "of shard logs in log/")
+        for name, kind in (("embedder", str), ("model_id", str), ("settings", dict)):
+            if name in data and not isinstance(data[name], kind):
+                raise StoreError(f"{file}: {name} must be a JSON {'object' if kind is dict else 'string'}, got "
+                                 f"{data[name]!r:.60}; restore it from a backup (it is written at creation)")
         embedder = data.get("embedder", "minilm")
+        dim = EMBEDDERS[embedder].dim if embedder in EMBEDDERS else None
+        if dim is not None and data.get("dim", dim) != dim:
+            raise StoreError(f"{file}: dim is {data.get('dim')!r:.60}, but embedder {embedder!r} writes vectors of "
+                             f"{dim} numbers; set dim back to {dim} (it cannot change after creation)")
         if embedder not in EMBEDDERS:
             raise StoreError(f"{file}: unknown embedder {embedder!r}; use one of {sorted(EMBEDDERS)}")
         if data.get("model_id", MODEL_IDS[embedder]) != MODEL_IDS[embedder]:

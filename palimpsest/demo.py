@@ -16,6 +16,7 @@ from pathlib import Path
 
 from events.audit import AuditReader
 from palimpsest import config as store_config
+from palimpsest.demo_learning import run_learning
 from palimpsest.formats import read_jsonl
 from projections.queries.retrieval import DEFAULT_FUSION
 
@@ -146,6 +147,10 @@ def run_demo(store: Path) -> int:
         (store / "graph.html").write_text(graph["html"], encoding="utf-8")
         (store / "graph.graphml").write_text(graph["graphml"], encoding="utf-8")
         print(f"wrote {store}/graph.html and graph.graphml: {graph['memories']} memories, {graph['nodes']} nodes")
+
+        _rule("10b. the learning loop: feedback, dispatcher, explain, revert (EN and ZH)")
+        if not run_learning(mem):
+            return 1
 
         _rule("11. replay: rebuild every projection from the log")
         for r in mem.replay():

@@ -8,7 +8,6 @@ message is durable.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
@@ -17,19 +16,6 @@ from events.commands import RecordMessage
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
 from projections.adapters.embedding import Embedder
-
-
-@dataclass
-class IngestReport:
-    received: int = 0
-    created: int = 0
-    duplicates: int = 0
-    memory_ids: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def messages_per_s(self) -> float:
-        return self.received / self.seconds if self.seconds else 0.0
 
 
 def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessage],
@@ -54,7 +40,7 @@ def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessag
                 messages=tuple(commands[chunk[p]] for p in positions), vectors=vectors[positions],
                 model_id=embedder.model_id, graph=tuple(graph[p] for p in positions) if graph else None,
             )
-            in_flight.append((shards.actors[shard].handle.remote([command]), [chunk[p] for p in positions]))
+            in_flight.append((shards.actor(shard).handle.remote([command]), [chunk[p] for p in positions]))
         # Keep the encoder busy while shards append: wait only for work older than one chunk.
         while len(in_flight) > 2 * max(1, len(by_shard)):
             ref, idx = in_flight.pop(0)

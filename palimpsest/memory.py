@@ -30,9 +30,12 @@ from events.errors import InvalidInputError
 from palimpsest import config as store_config
 from palimpsest.memory_erasure import ErasureApiMixin
 from palimpsest.memory_graph import GraphApiMixin
+from palimpsest.memory_inspect import InspectApiMixin
+from palimpsest.memory_learning import LearningApiMixin
 from palimpsest.memory_signals import SignalsApiMixin
 from palimpsest.remote import aware as _aware
-from palimpsest.ingest import IngestReport, send_batches
+from palimpsest.ingest import send_batches
+from palimpsest.reports import IngestReport
 from palimpsest.settings import StoreSettings, record_settings
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
@@ -48,7 +51,7 @@ log = structlog.get_logger("palimpsest")
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
 
 
-class Memory(GraphApiMixin, SignalsApiMixin, ErasureApiMixin):
+class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, ErasureApiMixin):
     """A Palimpsest store: shard actors on Ray over a directory of DuckDB logs and a LanceDB directory."""
 
     def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:
@@ -322,7 +325,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, ErasureApiMixin):
         parts = _get([
             s.query.remote([c.Counterfactual(policy=policy, now=now, k=k, tenant=tenant,
                                              queries=tuple(q for q, r in zip(queries, routes) if r == i))])
-            for i, s in enumerate(self.cluster.shards)
+            for i, s in enumerate(self.shards.all())
         ])
         parts = [part for [part] in parts]
         return sorted((u for part in parts for u in part), key=lambda u: (u["tenant"], u["user_id"]))
@@ -369,6 +372,13 @@ class Memory(GraphApiMixin, SignalsApiMixin, ErasureApiMixin):
     def replay(self) -> list[ReplayReport]:
         """Rebuild every projection of every shard from the log (in parallel) and compare digests."""
         return self.shards.ask_each(c.Replay())
+
+    def backup(self, target: str | Path) -> dict:
+        """Copy what cannot be derived (store.json, every shard log at a consistent point, routes, keys) into
+        the new directory ``target``, also while the store is served; restore with ``palimpsest restore``."""
+        from palimpsest.backup import backup
+
+        return backup(self, target)
 
     def digest(self) -> list[dict]:
         return self.shards.ask_each(c.Digest())

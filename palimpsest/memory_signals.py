@@ -1,14 +1,17 @@
 """What the agent did with the memory and how the user took it (a mixin of :class:`palimpsest.Memory`):
-the agent's reply (the usage judge reinforces what it drew on) and the Feedback Judge (seed 003 §4).
+the agent's reply (the usage judge reinforces what it drew on), the Feedback Judge (seed 003 §4) and the
+Evolution Dispatcher's adjustments (§5–§6), listed and reverted here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from actors import commands as c
 from events.errors import InvalidInputError
 from palimpsest.remote import Shards
+from palimpsest.remote import aware
 from projections.queries.context import Context
 
 
@@ -35,15 +38,18 @@ class SignalsApiMixin:
 
     def judge_feedback(
         self, tenant: str, user_id: str, user_input: str, agent_response: str, *,
-        context_window: Iterable[str] = (), retrieved: Context | Iterable[str] = (),
+        context_window: Iterable[str] = (), retrieved: Context | Iterable[str] = (), now: datetime | None = None,
     ) -> dict:
         """The Feedback Judge on the user's turn answering ``agent_response`` (seed 003 §4); records the signal.
 
         ``retrieved`` is the :class:`Context` the judged reply was given (or the
         memory and note ids it held): the signal names them. Returns the verdict
         (``type`` negative/positive/neutral/mixed, ``confidence``, ``targets``,
-        ``action_hints``, the ``cues`` read) with its ``event_id``. No memory
-        changes: the signal waits in the log for the dispatcher.
+        ``action_hints``, the ``cues`` read) with its ``event_id``, and the
+        ``adjustments`` the Evolution Dispatcher made from it and the earlier
+        signals (working-layer penalties at once; invalidations and lasting
+        penalties only after repeated, consistent, confident corrections;
+        style / tool-choice skills). ``now`` is when the user reacted (default: now).
         """
         problems = [(name, "empty; give the text") for name, text in (("user_input", user_input),
                                                                       ("agent_response", agent_response))
@@ -53,9 +59,23 @@ class SignalsApiMixin:
         ids = [i.memory_id for i in retrieved.items] if isinstance(retrieved, Context) else list(retrieved)
         return self.shards.send(tenant, user_id, c.JudgeFeedback(
             tenant=tenant, user_id=user_id, user_input=user_input, agent_response=agent_response,
-            context_window=tuple(context_window), memory_ids=tuple(ids)))
+            context_window=tuple(context_window), memory_ids=tuple(ids), now=aware(now, "feedback")))
 
     def feedback(self, tenant: str, user_id: str, *, memory_id: str | None = None) -> list[dict]:
         """The user's feedback signals, oldest first (only those naming ``memory_id`` when given)."""
         return self.shards.ask(tenant, user_id, c.Feedback(tenant=tenant, user_id=user_id, memory_id=memory_id))
+
+
+    def adjustments(self, tenant: str, user_id: str, *, active_only: bool = False,
+                    target_id: str | None = None) -> list[dict]:
+        """The dispatcher's adjustments, oldest first: action, layer, targets, factor, skill, signals, reason, revert."""
+        return self.shards.ask(tenant, user_id, c.Adjustments(tenant=tenant, user_id=user_id, active_only=active_only,
+                                                              target_id=target_id))
+
+    def revert_adjustment(self, tenant: str, user_id: str, adjustment_id: str, *, reason: str = "reverted by hand",
+                          now: datetime | None = None) -> dict:
+        """Undo an adjustment (an ``adjustment_reverted`` event): what it invalidated or penalised comes back."""
+        return self.shards.send(tenant, user_id, c.RevertAdjustment(
+            tenant=tenant, user_id=user_id, adjustment_id=adjustment_id, reason=reason, now=aware(now, "feedback")))
+
 

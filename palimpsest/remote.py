@@ -10,7 +10,7 @@ import ray
 from actors.commands import Command, Query
 from actors.runtime import ShardCluster
 from events.commands import check_stream
-from events.errors import InvalidInputError, PalimpsestError
+from events.errors import InvalidInputError, PalimpsestError, ShardUnavailableError
 from events.log import ScanFilter
 
 
@@ -69,9 +69,16 @@ class Shards:
         self.cluster = cluster
         self._routes: dict[tuple[str, str], int] = {}
 
-    @property
-    def actors(self) -> list:
-        return self.cluster.shards
+    def actor(self, index: int):
+        """The actor of shard ``index``; a shard that could not start raises its own error (naming file and fix)."""
+        why = self.cluster.down.get(index)
+        if why is not None:
+            raise ShardUnavailableError(f"shard {index} is down: {why}")
+        return self.cluster.shards[index]
+
+    def all(self) -> list:
+        """Every shard's actor; a store-wide call with a shard down raises that shard's error."""
+        return [self.actor(i) for i in range(len(self.cluster.shards))]
 
     def route(self, streams: list[tuple[str, str]]) -> list[int]:
         unknown = sorted({s for s in streams if s not in self._routes})
@@ -84,20 +91,21 @@ class Shards:
         check_stream(tenant, user_id, what=f"call for ({str(tenant)[:40]!r}, {str(user_id)[:40]!r})")
         stream = (tenant, user_id)
         if assign:
-            return self.cluster.shards[self.route([stream])[0]]
+            return self.actor(self.route([stream])[0])
         if stream not in self._routes:
             [shard] = self.cluster.lookup([stream])
             if shard is None:
-                return self.cluster.shards[0]  # unknown: nothing to find, and nothing is written
+                # unknown: any running shard answers empty, and nothing is written
+                return self.actor(min(set(range(len(self.cluster.shards))) - set(self.cluster.down)))
             self._routes[stream] = shard
-        return self.cluster.shards[self._routes[stream]]
+        return self.actor(self._routes[stream])
 
     def owning(self, tenant: str | None, user_id: str | None) -> list:
         """The user's shard when both are given, else every shard (a user id alone is refused: ids are per tenant)."""
         if user_id is not None and tenant is None:
             raise InvalidInputError([("tenant", f"missing for user {str(user_id)[:60]!r}; user ids are per tenant: "
                                                 "give the tenant too")], what="call")
-        return [self.of(tenant, user_id)] if tenant and user_id else self.cluster.shards
+        return [self.of(tenant, user_id)] if tenant and user_id else self.all()
 
     def send(self, tenant: str, user_id: str, command: Command):
         """One command to the user's shard; its outcome (a retry of the same command returns the same)."""

@@ -12,8 +12,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from ray import serve
 
-from palimpsest.server import access, errors, mcp_app
-from palimpsest.server import routes_audit, routes_graph, routes_keys, routes_signals, routes_tenant
+from palimpsest.server import access, errors, mcp_app, ui
+from palimpsest.server import routes_audit, routes_graph, routes_inspect, routes_keys, routes_signals, routes_tenant
 from palimpsest.server.routes_store import router as store_router
 from palimpsest.server.routes_users import router as users_router
 from palimpsest.server.settings import ServeSettings
@@ -26,7 +26,8 @@ def build_app(max_body_bytes: int) -> FastAPI:
         title="Palimpsest",
         version=API_VERSION,
         description="Event-sourced long-term memory for LLM agents. Every request needs `Authorization: Bearer KEY`; "
-        "the tenant is the key's. The same operations are MCP tools at `/mcp` (streamable HTTP).",
+        "the tenant is the key's. The same operations are MCP tools at `/mcp` (streamable HTTP); the memory "
+        "inspector (a web page over this API) is at `/ui`.",
     )
     errors.install(app)
 
@@ -49,7 +50,7 @@ def build_app(max_body_bytes: int) -> FastAPI:
 
     app.include_router(users_router)
     app.include_router(store_router)
-    for module in (routes_tenant, routes_signals, routes_graph, routes_audit, routes_keys):
+    for module in (routes_tenant, routes_signals, routes_graph, routes_audit, routes_keys, routes_inspect, ui):
         app.include_router(module.router)
     mcp_app.mount(app)
     return app

@@ -24,7 +24,8 @@ from events.errors import ConcurrencyError, InvalidInputError, PalimpsestError, 
 log = structlog.get_logger("palimpsest.server")
 
 # Problems the shards report about ids the caller's user does not have: to the caller, these ids do not exist.
-_NOT_FOUND_MARKS = ("not memories of", "is no note", "matches no memory of this user")
+_NOT_FOUND_MARKS = ("not memories of", "is no note", "matches no memory of this user", "is no memory, note or graph",
+                    "is no adjustment of")
 
 
 class ApiError(Exception):

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
 from palimpsest.server.models import AddMessages, ContextBody, MemoryIds, ReplyBody, ReviewBody, SearchBody, ToolCall
+from projections.queries.score_terms import score_terms
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"])
 TOOLS = ("create_memory", "link_memories", "search_memories")
@@ -31,10 +32,11 @@ def add_messages(user_id: str, body: AddMessages, who: Caller = Authorized) -> d
             "memory_ids": report.memory_ids}
 
 
-@router.post("/search", summary="The k best memories for a query, with score breakdown and provenance")
+@router.post("/search", summary="The k best memories for a query, with score breakdown, its terms and provenance")
 def search(user_id: str, body: SearchBody, who: Caller = Authorized) -> dict:
     hits = who.memory.search(who.tenant, who.user(user_id), body.query, k=body.k, now=body.now, scope=body.scope)
-    return {"hits": [h.to_dict() for h in hits]}
+    fusion = who.memory.settings.fusion
+    return {"hits": [{**h.to_dict(), "terms": score_terms(h.breakdown, body.query, fusion)} for h in hits]}
 
 
 @router.post("/context", summary="Prompt-ready memory text within a token budget, provenance per line")
@@ -87,6 +89,18 @@ def tiers(user_id: str, who: Caller = Authorized, conversation_id: str | None = 
 def reply(user_id: str, body: ReplyBody, who: Caller = Authorized) -> dict:
     used = who.memory.record_reply(who.tenant, who.user(user_id), body.reply, body.memory_ids, query=body.query)
     return {"used": used}
+
+
+@router.get("/explain/{memory_id}", summary="Why a memory or note is what it is at a time: sources, derivations, "
+                                           "touches, feedback, retention curve, archival, adjustments")
+def explain(user_id: str, memory_id: str, who: Caller = Authorized, at: datetime | None = None,
+            query: str | None = None) -> dict:
+    return who.memory.explain(who.tenant, who.user(user_id), memory_id, at=at, query=query)
+
+
+@router.get("/adjustments", summary="The Evolution Dispatcher's adjustments (penalties, invalidations, skills)")
+def adjustments(user_id: str, who: Caller = Authorized, active_only: bool = False) -> dict:
+    return {"adjustments": who.memory.adjustments(who.tenant, who.user(user_id), active_only=active_only)}
 
 
 @router.get("/archive", summary="The user's archived memories with when, why and their retention")

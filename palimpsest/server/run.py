@@ -70,6 +70,7 @@ def serve_forever(settings: ServeSettings, *, embedder: str = "minilm", num_shar
     keys = [k for k in KeyRing(settings.store).listing() if not k["revoked_at"]]
     print(f"palimpsest serving {settings.store} at {running.url}  (API docs: {running.docs_url}, "
           f"OpenAPI: {running.url}/openapi.json) — ready in {time.perf_counter() - started:.1f}s", flush=True)
+    print(f"memory inspector: {running.url}/ui (sign in with a tenant key)", flush=True)
     if not keys:
         print(f"no API keys yet: create one with `palimpsest --store {settings.store} keys create --tenant T`",
               flush=True)

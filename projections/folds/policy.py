@@ -80,6 +80,7 @@ class PolicyError(InvalidInputError):
 
     def __init__(self, problems: list[tuple[str, str]], *, what: str = "retention policy") -> None:
         self.problems = tuple(problems)
+        self.what = what  # the API's error handler names it
         lines = [f"  - {loc}: {msg}" for loc, msg in self.problems]
         Exception.__init__(self, f"rejected {what}: {len(self.problems)} problem(s)\n" + "\n".join(lines))
 

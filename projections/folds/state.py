@@ -20,8 +20,8 @@ from events.envelope import Envelope
 from events.model import Event
 from events.erasure_events import UserForgotten
 from projections.folds import (
-    archive, episode_titles, episodes, erasure, feedback, graph, lexical, messages, notes, profile, retention, tiers,
-    touches, vectors, working,
+    adjustments, archive, episode_titles, episodes, erasure, feedback, graph, lexical, messages, molt, notes, profile,
+    retention, tiers, touches, vectors, working,
 )
 from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
@@ -48,6 +48,8 @@ class UserMemory:
     titles: episode_titles.TitleState = field(default_factory=episode_titles.TitleState)
     feedback: feedback.FeedbackLog = field(default_factory=feedback.FeedbackLog)
     erasure: erasure.ErasureState = field(default_factory=erasure.ErasureState)
+    adjustments: adjustments.AdjustmentState = field(default_factory=adjustments.AdjustmentState)
+    molt: molt.PolicyHistory = field(default_factory=molt.PolicyHistory)
     head: int = 0
 
 
@@ -63,6 +65,8 @@ PROJECTIONS: dict[str, Callable] = {
     "titles": episode_titles.evolve,
     "feedback": feedback.evolve,
     "erasure": erasure.evolve,
+    "adjustments": adjustments.evolve,
+    "molt": molt.evolve,
 }
 # Folds parameterised by a shard-level config (the ShardState attribute named second): re-projecting the
 # same log with another policy or segmentation is a fold with another ShardState.
@@ -86,6 +90,8 @@ HANDLED: dict[str, tuple[type[Event], ...]] = {
     "titles": episode_titles.HANDLES,
     "feedback": feedback.HANDLES,
     "erasure": erasure.HANDLES,
+    "adjustments": adjustments.HANDLES,
+    "molt": molt.HANDLES,
     "retention": retention.HANDLES,
     "episodes": episodes.HANDLES,
     "tiers": tiers.HANDLES,

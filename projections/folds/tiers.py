@@ -153,7 +153,13 @@ def similarities(page: Page, sessions: list[Session], config: TierConfig) -> np.
             with np.errstate(invalid="ignore", over="ignore"):
                 cos[rows] = np.stack([sessions[i].centroid for i in rows]) @ vector.astype(np.float64)
     terms, weight = page.terms, config.keyword_weight
-    scores = cos + np.fromiter((weight * jaccard(terms, s.terms) for s in sessions), np.float64, len(sessions))
+    if terms:  # jaccard inlined: most sessions share no term with a page, and an empty set scores 0
+        n = len(terms)
+        scores = cos + np.fromiter(
+            (weight * (common / (n + len(s.terms) - common)) if s.terms and (common := len(terms & s.terms)) else 0.0
+             for s in sessions), np.float64, len(sessions))
+    else:
+        scores = cos + np.fromiter((weight * 0.0 for _ in sessions), np.float64, len(sessions))
     return np.nan_to_num(scores, nan=-math.inf)
 
 

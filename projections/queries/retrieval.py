@@ -7,6 +7,7 @@ provenance.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -20,6 +21,7 @@ from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
 from projections.queries import graph_search, rerank
 from projections.queries.graph_expand import expand_hits
+from projections.queries.learned import hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
 from projections.queries.ranker_model import MODEL as ENGLISH_RANKER
 from projections.queries.results import Hit
@@ -100,6 +102,10 @@ class FusionConfig:
     ranker_depth: int = 20  # how many of the best rows it re-orders
     ranker_cjk: bool = False
     candidates: int = 100
+    # The learning loop (projections.queries.learned): the dispatcher's adjustments (invalidated memories and
+    # notes leave default retrieval, penalties scale scores) and the Molt policy. False: the palimpsest_no_feedback
+    # ablation.
+    feedback: bool = True
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
@@ -138,15 +144,18 @@ def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], 
     scored.sort(key=lambda s: (-s[0], s[1]))
 
 
-def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: FusionConfig, scope: str) -> None:
-    """The stages of :mod:`projections.queries.rerank` whose weight is set, in a fixed order; re-sorts ``scored``."""
+def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: FusionConfig,
+                   allowed: Callable[[str], bool]) -> None:
+    """The stages of :mod:`projections.queries.rerank` whose weight is set, in a fixed order; re-sorts ``scored``.
+
+    ``allowed`` says which memories a stage may add (in the search's scope, recorded by its ``now``)."""
     if not (config.speaker_weight or config.time_weight or config.session_weight or config.neighbour_weight
             or config.clause_weight):
         return
     tables = rerank.TABLES.get(memory)
     if config.clause_weight > 0:
         rerank.clause_term(memory, query, scored, config.clause_weight, config.rrf_k, config.candidates,
-                           config.bm25, lambda mid: in_scope(memory.archive, mid, scope))
+                           config.bm25, allowed)
     if config.speaker_weight > 0:
         rerank.speaker(memory, query, scored, tables, config.speaker_weight, config.rrf_k)
     if config.time_weight > 0:
@@ -156,7 +165,7 @@ def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: F
     scored.sort(key=lambda s: (-s[0], s[1]))
     if config.neighbour_weight > 0:
         rerank.neighbours(memory, scored, tables, config.neighbour_weight, config.neighbour_top,
-                          lambda mid: in_scope(memory.archive, mid, scope))
+                          allowed)
         scored.sort(key=lambda s: (-s[0], s[1]))
 
 
@@ -175,8 +184,10 @@ def fuse(
     """Top-``k`` hits from dense neighbours plus a BM25 search (and episodes), fused with weighted RRF.
 
     ``scope`` picks the memories searched: ``active`` (not archived, the
-    default), ``archive`` (archived only) or ``all``. With ``now`` and
-    ``policy`` the retention term joins the score (see :class:`FusionConfig`).
+    default), ``archive`` (archived only) or ``all``. ``now`` is when the
+    question is asked: memories recorded after it are left out (time
+    travel), and with ``policy`` the retention term at ``now`` joins the
+    score (see :class:`FusionConfig`). The archive is read as it stands.
     """
     lexical = memory.lexical.search(query, config.candidates, config.bm25)
     parts: dict[str, dict] = {}
@@ -189,15 +200,24 @@ def fuse(
             for memory_id in episode.member_ids:
                 parts.setdefault(memory_id, {}).setdefault("episode", (rank, sim, episode))
 
+    learn = config.feedback and scope == "active" and bool(memory.adjustments.by_target)
     if config.note_weight > 0:
-        for rank, (note_id, bm25) in enumerate(memory.notes.search(query, config.note_candidates, config.bm25), 1):
+        ranked_notes = memory.notes.search(query, config.note_candidates, config.bm25)
+        if learn:
+            ranked_notes = [(n, b) for n, b in ranked_notes if not hidden(memory, n, now)]
+        for rank, (note_id, bm25) in enumerate(ranked_notes, 1):
             for memory_id in memory.notes.notes[note_id].source_message_ids:
                 parts.setdefault(memory_id, {}).setdefault("note", (rank, bm25, note_id))
-    parts = {
-        mid: p for mid, p in parts.items()
-        # an index row the projections do not know yet is never surfaced; archived ones only when asked for
-        if mid in memory.messages.by_id and in_scope(memory.archive, mid, scope)
-    }
+    by_id = memory.messages.by_id
+
+    def allowed(mid: str) -> bool:
+        # an index row the projections do not know yet is never surfaced; archived ones only when asked for;
+        # with ``now`` (time travel), nothing recorded after it; memories the learning loop invalidated are out
+        # of default retrieval too
+        return (mid in by_id and in_scope(memory.archive, mid, scope)
+                and (now is None or by_id[mid].occurred_at <= now) and not (learn and hidden(memory, mid, now)))
+
+    parts = {mid: p for mid, p in parts.items() if allowed(mid)}
     recall = {}
     if config.retention_weight > 0 and now is not None and policy is not None:
         recall = retention_scores(memory.retention, now, policy, parts)
@@ -232,13 +252,15 @@ def fuse(
         seq = memory.messages.by_id[memory_id].seq
         scored.append([score, -seq, memory_id, breakdown])
     scored.sort(key=lambda s: (-s[0], s[1]))
-    _rerank_stages(memory, query, scored, config, scope)
+    _rerank_stages(memory, query, scored, config, allowed)
     if config.graph_weight > 0 and memory.graph.memories:
         _graph_term(memory, query, dense, scored, config)
     for row in scored:
         row[3]["rrf"] = round(row[0], 8)
     if config.ranker is not None and (config.ranker_cjk or not has_cjk(query)):
         rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
+    if config.feedback:
+        penalise(memory, scored, now, hide=scope == "active")
 
     hits = []
     for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import pytest
 
 from palimpsest.demo import run_demo
@@ -9,10 +12,17 @@ from palimpsest.demo import run_demo
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
 
-def test_demo_ingests_queries_and_replays_with_matching_digests(ray_cluster, tmp_path, capsys):
-    assert run_demo(tmp_path / "demo-store") == 0
-    out = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def out(ray_cluster, tmp_path_factory) -> str:
+    """The demo's output: it runs once for every test of this module (about a minute of work on the real model)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = run_demo(tmp_path_factory.mktemp("demo") / "demo-store")
+    assert code == 0, printed.getvalue()[-2000:]
+    return printed.getvalue()
 
+
+def test_demo_ingests_queries_and_replays_with_matching_digests(out):
     assert "24 messages stored" in out
     assert "0 new, 24 recognised by client id" in out
     assert "DIFFER" not in out and out.count("-> match") >= 1
@@ -20,13 +30,17 @@ def test_demo_ingests_queries_and_replays_with_matching_digests(ray_cluster, tmp
     chinese = out.split("Q: 周末去哪里爬山？")[1]
     assert chinese.split("\n")[1].strip().startswith("1. [2024-03-12] Maya: 这个周末我们俱乐部要去黄山爬山")
     assert "episodes found in the dialogue" in out and "atlas-4:1..atlas-4:3" in out
-    assert "message_recorded   24" in out and "message_classified 24" in out
+    # 24 sample turns plus the 6 of the learning scene (two tiny users)
+    assert "message_recorded   30" in out and "message_classified 30" in out
+    assert "feedback_detected  4" in out and "memory_adjusted    6" in out and "adjustment_reverted 2" in out
+    # The learning loop, English and Chinese: invalidated after the second correction, explained, reverted.
+    learning = out.split("=== 10b.")[1].split("=== 11.")[0]
+    assert learning.count("stable invalidate") == 2 and learning.count("the stale note is gone from the context") == 2
+    assert learning.count("invalidated at") == 2 and learning.count("the note is back in the context") == 2
+    assert "cues stale:我说过" in learning
 
 
-def test_demo_shows_a_preference_superseded_with_its_chain_and_sources_and_archival(ray_cluster, tmp_path, capsys):
-    assert run_demo(tmp_path / "demo-store") == 0
-    out = capsys.readouterr().out
-
+def test_demo_shows_a_preference_superseded_with_its_chain_and_sources_and_archival(out):
     notes = out.split("=== 7. notes")[1].split("=== 8.")[0]
     assert "[preference] v2 Maya switched to coffee in the morning" in notes
     assert "v1 superseded 2024-03-04 → 2024-05-06  Maya prefers green tea in the morning" in notes

@@ -16,7 +16,9 @@ from actors import commands as c
 from actors.consolidation import run_consolidation
 from actors.core import DECIDERS, ShardCore
 from actors.spec import ShardSpec
+from events.envelope import PendingEvent
 from events.errors import InvalidInputError
+from events.learning_events import PolicyChanged
 from projections.adapters.embedding import HashEmbedder
 from projections.decisions.graph_staging import staged_event
 from projections.rules.tool_calls import validate_tool_call
@@ -63,6 +65,12 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
     [merge] = core.query(c.GraphMerges(**USER))
     core.handle([c.ArchiveMemories(**USER, memory_ids=ids[1:2], now=NOW, reason="setup")])
     core.handle([c.StageGraphMemories(**USER, memories=(staged(topic="book", object="camping trips"),))])
+    change = PolicyChanged(parameters={"retention_weight": 0.3}, previous={"retention_weight": 0.1}, metric="m",
+                           before=0.1, after=0.2, queries=3, at=NOW, reason="setup", controller="molt-v1")
+    core.commit([PendingEvent("acme", "mel", "change-1", change)])
+    vector = EMBED.encode(["sister"])[0]
+    [judged] = core.handle([c.JudgeFeedback(**USER, user_input="That's wrong", agent_response="Your sister is a nurse",
+                                            memory_ids=ids[1:2], now=NOW)])
     return {
         "RecordMessages": record_command([command("We repainted the kitchen yellow", 5, user_id="mel"),
                                           command("我喜欢在周末去爬山", 6, user_id="mel")]),
@@ -80,11 +88,16 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
         "JudgeFeedback": c.JudgeFeedback(**USER, user_input="不对，我说过她在芝加哥", agent_response="Boston",
                                          memory_ids=ids[1:2]),
         "ForgetUser": c.ForgetUser(**USER, now=NOW),
+        "RevertAdjustment": c.RevertAdjustment(**USER, adjustment_id=judged["adjustments"][0]["adjustment_id"],
+                                               reason="by hand", now=NOW),
+        "Molt": c.Molt(**USER, now=NOW, force=True, queries=tuple(("sister", vector, NOW, ids[1:2]) for _ in range(3))),
+        "RevertPolicy": c.RevertPolicy(**USER, change_id="change-1", reason="by hand", now=NOW),
     }
 
 
 KINDS = ["RecordMessages", "StageGraphMemories", "LinkMemories", "ApplyConsolidation", "Unmerge", "SweepArchive",
-         "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback", "ForgetUser"]
+         "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback",
+         "RevertAdjustment", "Molt", "RevertPolicy", "ForgetUser"]
 
 
 def test_every_command_kind_is_covered():

@@ -149,3 +149,16 @@ def test_stored_v1_classification_decodes_to_v2_without_key_terms():
     assert env.schema_version == MessageClassified.schema_version == 2
     assert env.event == MessageClassified(message_event_id="a1b2c3d4e5f60718293a4b5c6d7e8f90", memory_type="fact",
                                           confidence=0.7, classifier="rules-v1", key_terms=None)
+
+
+def test_stored_v1_feedback_signal_decodes_to_v2_timed_by_its_envelope():
+    from events.feedback_events import FeedbackDetected
+
+    row = _v1_row("feedback_detected_v1.json")
+    assert row["schema_version"] == 1 and "at" not in json.loads(row["payload"])  # the fixture really is v1
+
+    [env] = from_arrow(pa.Table.from_pylist([row], schema=ENVELOPE_SCHEMA))
+
+    assert env.schema_version == FeedbackDetected.schema_version == 2
+    assert env.event.at is None and env.event.cues == ("stale:我说过", "wrong:不对")
+    assert env.event.occurred(env.recorded_at) == env.recorded_at

@@ -34,7 +34,8 @@ def test_a_correction_is_recorded_as_a_signal_naming_the_context_and_changes_no_
 
     def projections() -> dict:
         memory = core.state.user("acme", "mel")
-        return {name: repr(getattr(memory, name).canonical()) for name in PROJECTION_NAMES if name != "feedback"}
+        return {name: repr(getattr(memory, name).canonical()) for name in PROJECTION_NAMES
+                if name not in ("feedback", "adjustments")}
 
     before = projections()
 
@@ -44,12 +45,13 @@ def test_a_correction_is_recorded_as_a_signal_naming_the_context_and_changes_no_
 
     assert verdict["type"] == "negative" and "invalidate" in verdict["action_hints"]
     assert verdict["memory_ids"] == list(used) and used
-    assert kinds(core)[-1] == "feedback_detected"
+    # the signal, then the dispatcher's working-layer reaction to it (tests/unit/test_dispatcher.py)
+    assert kinds(core)[-2:] == ["feedback_detected", "memory_adjusted"]
     [signal] = core.query(c.Feedback(**USER))
     assert signal["event_id"] == verdict["event_id"] and signal["memory_ids"] == list(used)
     assert core.query(c.Feedback(**USER, memory_id=used[0])) == [signal]
     assert core.query(c.Feedback(**USER, memory_id="nothing")) == []
-    assert projections() == before  # a signal, not a change: every other projection is as it was
+    assert projections() == before  # a signal and an adjustment: no memory, note or touch changed
     assert core.query(c.Replay()).equal
 
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from events.graph_events import GraphConclusionRecorded, GraphEdgeLinked, GraphNodesMerged
-from projections.queries.graph_export import EDGE_COLOURS, GRAPHML_NS, NODE_COLOURS, to_graphml, to_html
+from projections.queries.graph_export import EDGE_COLOURS, GRAPHML_NS, NODE_COLOURS, to_graphml, to_html, view_data
 from tests.graph_builders import E0, T0, at_cosine, graph, memory
 
 NS = {"g": GRAPHML_NS}
@@ -85,3 +85,15 @@ def test_the_html_page_is_self_contained_and_names_no_url():
                                                   "member", "source"}
     assert data["nodeColours"] == NODE_COLOURS and data["edgeColours"] == EDGE_COLOURS
     assert any(n["label"].endswith("https://evil.example/x") for n in data["nodes"])  # intact once decoded
+
+
+def test_the_view_data_is_what_the_page_embeds_and_names_each_memory_s_source_message():
+    state = sample()
+    data = view_data(state)
+    assert embedded(to_html(state)) == data
+    ids = {n["id"] for n in data["nodes"]}
+    assert all(e["source"] in ids and e["target"] in ids for e in data["edges"])
+    by_id = {n["id"]: n for n in data["nodes"]}
+    assert by_id["memory:m1"]["message_ids"] == ["msg-t1"] and by_id["memory:m2"]["message_ids"] == []
+    assert "turn_ids: t1" in by_id["memory:m1"]["info"] and by_id["topic:mood"]["message_ids"] == []
+    assert "PalimpsestGraph.mount(" in to_html(state)  # the shared component, inlined

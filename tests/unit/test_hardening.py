@@ -109,3 +109,23 @@ def test_bad_files_are_refused_naming_the_file(tmp_path):
     flat.write_text(json.dumps([{"sample_id": "s", "conversation": {"session_1": "hello"}}]))
     with pytest.raises(InvalidInputError, match="session_1: expected a list of turns"):
         read_locomo(flat)
+
+
+@pytest.mark.parametrize("how", ["truncated", "scrambled", "zeroed"])
+def test_a_damaged_log_file_is_named_with_its_fix_not_called_locked(tmp_path, how):
+    path = tmp_path / "shard-000.duckdb"
+    log = DuckDBEventLog(path)
+    log.close()
+    data = bytearray(path.read_bytes())
+    if how == "truncated":
+        data = data[: len(data) // 3]
+    elif how == "zeroed":
+        data[:4096] = bytes(4096)
+    else:
+        for i in range(0, len(data), 7):
+            data[i] = (data[i] * 31 + 7) % 256
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError) as err:
+        DuckDBEventLog(path)
+    assert str(path) in str(err.value) and "damaged" in str(err.value) and "restore" in str(err.value)
+    assert "another process" not in str(err.value)

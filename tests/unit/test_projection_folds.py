@@ -192,7 +192,8 @@ def test_digest_changes_only_in_the_projections_an_event_change_reaches():
     other_touch = digest(fold(ShardState(), _base_events(reason="context")))
 
     assert set(base) == {"messages", "lexical", "vectors", "touches", "archive", "notes", "profile", "retention", "graph", "titles", "feedback",
-                         "erasure", "episodes", "tiers", "working", "combined"}
+                         "adjustments", "molt", "erasure",
+                         "episodes", "tiers", "working", "combined"}
     # The text reaches the pages' keywords in the tiers too ("puppy" → "kitten"); no note is stated in either.
     assert {k for k in base if base[k] != other_text[k]} == {"messages", "lexical", "tiers", "combined"}
     # A context touch counts as an access under the default policy: it reinforces retention too.

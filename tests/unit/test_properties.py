@@ -19,6 +19,7 @@ from events.duckdb_log import DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA, PendingEvent, from_arrow, seal, to_arrow
 from events.erasure_events import UserForgotten
 from events.feedback_events import FeedbackDetected
+from events.learning_events import AdjustmentReverted, MemoryAdjusted, PolicyChanged, PolicyProposalRejected
 from events.graph_events import (
     GraphConclusionRecorded,
     GraphEdgeLinked,
@@ -194,7 +195,7 @@ def graph_memory_staged(draw):
     labels = [topic] + ([obj] if obj else [])
     return GraphMemoryStaged(
         subject=draw(TEXT), memory_type=draw(st.sampled_from(["event", "fact", "relation", "opinion"])), topic=topic,
-        object=obj, attributes=draw(st.dictionaries(IDS, TEXT, max_size=2)), importance=draw(st.floats(0.0, 1.0)),
+        object=obj, attributes=draw(st.dictionaries(IDS.filter(str.strip), TEXT.filter(str.strip), max_size=2)), importance=draw(st.floats(0.0, 1.0)),
         source_message_ids=draw(st.lists(IDS, max_size=2).map(tuple)), occurred_at=draw(WHEN),
         extractor="rules-v1", dim=dim, llm_call_id=draw(st.none() | IDS), reason=draw(st.none() | TEXT),
         vectors={label: draw(st.binary(min_size=4 * dim, max_size=4 * dim)) for label in labels},
@@ -225,17 +226,35 @@ feedback_detected = st.sampled_from(["negative", "positive", "neutral", "mixed"]
         targets=st.lists(st.sampled_from(["reasoning", "final_answer", "style", "tool_choice"]), max_size=2).map(tuple),
         action_hints=st.lists(st.sampled_from(["penalty", "invalidate", "prefer"]), max_size=2).map(tuple),
         memory_ids=st.lists(IDS, max_size=3).map(tuple), cues=st.lists(TEXT, max_size=2).map(tuple),
-        judge=st.just("feedback-rules-v1"), llm_call_id=st.none() | IDS,
+        judge=st.just("feedback-rules-v1"), llm_call_id=st.none() | IDS, at=st.none() | WHEN,
     )
 )
 
 user_forgotten = st.builds(UserForgotten, key_generation=st.integers(1, 10), through_seq=st.integers(0, 2**40),
                            at=st.datetimes(timezones=OFFSETS))
+WEIGHTS = st.dictionaries(st.sampled_from(["retention_weight", "note_weight"]), st.floats(0.0, 2.0), min_size=1)
+learning_events = st.one_of(
+    st.builds(MemoryAdjusted, action=st.sampled_from(["penalty", "invalidate"]), layer=st.sampled_from(["working", "stable"]),
+              target_ids=st.lists(IDS, min_size=1, max_size=3).map(tuple), factor=st.floats(0.01, 1.0),
+              until=st.none() | WHEN, signal_ids=st.lists(IDS, min_size=1, max_size=2).map(tuple), at=WHEN, reason=TEXT,
+              dispatcher=st.just("dispatcher-v1")),
+    st.builds(MemoryAdjusted, action=st.just("prefer"), layer=st.sampled_from(["working", "stable"]),
+              skill=st.sampled_from(["style", "tool_choice"]), preference=TEXT, weight=st.floats(0.0, 1.0),
+              version=st.integers(1, 5), signal_ids=st.lists(IDS, min_size=1, max_size=2).map(tuple), at=WHEN,
+              reason=TEXT, dispatcher=st.just("dispatcher-v1")),
+    st.builds(AdjustmentReverted, adjustment_id=IDS, at=WHEN, reason=TEXT),
+    st.builds(PolicyChanged, parameters=WEIGHTS, previous=WEIGHTS, metric=TEXT, before=st.floats(0.0, 1.0),
+              after=st.floats(0.0, 1.0), queries=st.integers(0, 50), trigger=TEXT, reverts=st.none() | IDS, at=WHEN,
+              reason=TEXT, controller=st.just("molt-v1")),
+    st.builds(PolicyProposalRejected, parameters=WEIGHTS, previous=WEIGHTS, metric=TEXT, before=st.floats(0.0, 1.0),
+              after=st.floats(0.0, 1.0), queries=st.integers(0, 50), trigger=TEXT, at=WHEN, reason=TEXT,
+              controller=st.just("molt-v1")),
+)
 
 ANY_EVENT = st.one_of(
     message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded, note_operation,
     note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled, graph_events,
-    feedback_detected, user_forgotten,
+    feedback_detected, learning_events, user_forgotten,
 )
 
 
@@ -246,7 +265,8 @@ def test_the_strategies_cover_every_event_kind():
         "note_operation", "note_reviewed", "memory_archived", "memory_restored", "profile_distilled", "episode_titled",
         "graph_memory_staged", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
         "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded", "graph_proposal_rejected",
-        "feedback_detected", "user_forgotten",
+        "feedback_detected", "memory_adjusted", "adjustment_reverted", "policy_changed", "policy_proposal_rejected",
+        "user_forgotten",
     }
 
 

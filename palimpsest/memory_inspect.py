@@ -1,0 +1,33 @@
+"""Reads for looking at one user's memory (a mixin of :class:`palimpsest.Memory`; the inspector at ``/ui`` uses
+them): one memory with its forgetting curve, and the memory graph as the graph view's data."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from actors import commands as c
+from events.errors import InvalidInputError
+from palimpsest.remote import Shards
+from palimpsest.remote import aware as _aware
+
+
+class InspectApiMixin:
+    shards: Shards  # set by Memory.__init__
+
+    def memory_retention(self, tenant: str, user_id: str, memory_id: str, *, now: datetime | None = None,
+                         until: datetime | None = None, points: int = 80) -> dict:
+        """One memory: the recorded message, its retention at ``now`` with why, its forgetting curve from creation
+        to ``until`` (default: past the projected archival date) with each counted access, its touches by reason,
+        and its archival if it was archived. A ``now`` in the past shows the retention as it was then."""
+        if isinstance(points, bool) or not isinstance(points, int) or not 2 <= points <= 2000:
+            raise InvalidInputError([("points", f"{points!r}; give an integer from 2 to 2000")], what="memory")
+        if until is not None and (not isinstance(until, datetime) or until.tzinfo is None):
+            raise InvalidInputError([("until", f"{until!r} is not a timezone-aware datetime")], what="memory")
+        now = _aware(now, "memory")
+        return self.shards.ask(tenant, user_id, c.MemoryRetention(tenant=tenant, user_id=user_id, memory_id=memory_id,
+                                                                  now=now, until=until, points=points))
+
+    def graph_data(self, tenant: str, user_id: str) -> dict:
+        """The user's memory graph as the graph view draws it (``data``: nodes, edges, colours) with counts."""
+        return self.shards.ask(tenant, user_id, c.GraphExport(tenant=tenant, user_id=user_id, title="",
+                                                              data_only=True))

@@ -1,0 +1,184 @@
+"""The Evolution Dispatcher (``dispatcher-v1``, seed 003 §5–§6): feedback signals in, gradual adjustments out.
+
+Pure: the user's folded memory (earlier signals and adjustments), the new
+``feedback_detected`` signal and its time in, ``memory_adjusted`` events out.
+The per-layer rules (seed 003 §6):
+
+- **Blame.** A signal names everything in the judged reply's context; the
+  dispatcher blames what the reply drew on (the offline usage judge,
+  :mod:`projections.rules.usage`, over the recorded reply and the memories'
+  texts); a blamed note brings its source turns along (a context shows the
+  note instead of them, and they state the same claim). When the reply
+  repeats none of them, the whole context is blamed, but only the working
+  layer reacts to that.
+- **Working layer (at once).** A negative (or mixed, see below) signal about
+  the answer or the reasoning with confidence ≥ ``working_confidence``
+  penalises the blamed memories and notes by ``working_factor`` for
+  ``working_hours`` (a temporary ranking factor).
+- **Stable layer (after repeated, consistent, confident signals).** A memory
+  or note the reply drew on is invalidated (it leaves default retrieval) when
+  the last ``stable_signals`` signals naming it, since its last stable
+  adjustment, were all negative with confidence ≥ ``stable_confidence``, all
+  blamed it, and all said it is stale (hint ``invalidate``); if they did not
+  all say stale, it gets a lasting penalty (``stable_factor``) instead. A
+  positive signal naming it breaks the streak; a neutral one does not count.
+- **Skills.** A style or tool-choice signal with the hint ``prefer`` and
+  confidence ≥ ``working_confidence`` writes the next version of that skill:
+  the user's words as the preference, its weight growing with each
+  confirmation; working layer until ``stable_signals`` signals confirmed it.
+- A mixed signal is split (seed §5 ``split_targets``): its style and
+  tool-choice parts act as above; its answer part is ambiguous, so only the
+  working layer reacts, and it does not count towards the stable layer.
+
+Every adjustment names the signals it aggregates; each is reversible by an
+``adjustment_reverted`` event, and the signals an adjustment used are not
+counted again after it is reverted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from events.feedback_events import FeedbackDetected
+from events.learning_events import MemoryAdjusted
+from projections.folds.state import UserMemory
+from projections.rules.usage import judge_usage
+
+DISPATCHER_ID = "dispatcher-v1"
+ANSWER_TARGETS = ("final_answer", "reasoning")
+SKILL_TARGETS = ("style", "tool_choice")
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchConfig:
+    working_confidence: float = 0.6
+    stable_confidence: float = 0.8
+    stable_signals: int = 2
+    working_factor: float = 0.5
+    working_hours: float = 24.0
+    stable_factor: float = 0.5
+    skill_step: float = 0.35  # a confirmation adds this times the signal's confidence to the skill's weight
+
+
+DEFAULT_DISPATCH = DispatchConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class Blame:
+    ids: tuple[str, ...]
+    used: bool  # the reply drew on them (False: the whole context, nothing repeated)
+
+
+def item_text(memory: UserMemory, item_id: str) -> str | None:
+    if item_id in memory.notes.notes:
+        return memory.notes.notes[item_id].text
+    message = memory.messages.by_id.get(item_id)
+    return message.text if message is not None else None
+
+
+def blame(memory: UserMemory, signal: FeedbackDetected) -> Blame:
+    """What the judged reply drew on among the memories and notes of its context (all of them if none)."""
+    items = [(m, text) for m in signal.memory_ids if (text := item_text(memory, m)) is not None]
+    used = [m for m, _ in judge_usage(signal.agent_response, items)]
+    chosen = used or [m for m, _ in items]
+    out: list[str] = []
+    for m in chosen:
+        out.append(m)
+        note = memory.notes.notes.get(m)
+        if note is not None:
+            out += [s for s in note.source_message_ids if s in memory.messages.by_id]
+    return Blame(tuple(dict.fromkeys(out)), bool(used))
+
+
+def _signal_blamed(memory: UserMemory, signal_id: str, target: str) -> bool:
+    """Whether an earlier signal's working adjustment blamed ``target`` as drawn on by its reply."""
+    for adjustment_id in memory.adjustments.by_signal.get(signal_id, ()):
+        a = memory.adjustments.adjustments[adjustment_id]
+        if a.layer == "working" and target in a.target_ids and "blame:used" in a.reason:
+            return True
+    return False
+
+
+def _streak(memory: UserMemory, target: str, config: DispatchConfig) -> list[tuple[str, bool]]:
+    """The earlier consistent signals about ``target``, newest first: (signal id, said stale)."""
+    consumed = {s for a in memory.adjustments.about(target) if a.layer == "stable" for s in a.signal_ids}
+    last_stable = max((a.seq for a in memory.adjustments.about(target) if a.layer == "stable"), default=0)
+    signals = {s.event_id: s for s in memory.feedback.about(target)}
+    if target in memory.messages.by_id:  # a context may have named the turn through its note
+        for note in memory.notes.by_source(target):
+            signals.update((s.event_id, s) for s in memory.feedback.about(note.note_id))
+    out: list[tuple[str, bool]] = []
+    for s in sorted(signals.values(), key=lambda s: -s.seq):
+        if s.seq <= last_stable or s.event_id in consumed:
+            break
+        if s.type == "neutral":
+            continue
+        if s.type != "negative" or s.confidence < config.stable_confidence:
+            break
+        if not _signal_blamed(memory, s.event_id, target):
+            break
+        out.append((s.event_id, "invalidate" in s.action_hints))
+    return out
+
+
+def dispatch(
+    memory: UserMemory, signal_id: str, signal: FeedbackDetected, at: datetime, new_id: Callable[[], str],
+    config: DispatchConfig = DEFAULT_DISPATCH,
+) -> list[tuple[str, MemoryAdjusted]]:
+    """The adjustments one new signal calls for, given the user's earlier signals and adjustments."""
+    if signal.type == "neutral" or signal.confidence < config.working_confidence:
+        return []
+    out: list[tuple[str, MemoryAdjusted]] = []
+
+    def emit(**fields) -> None:
+        out.append((new_id(), MemoryAdjusted(at=at, dispatcher=DISPATCHER_ID, **fields)))
+
+    negative = signal.type in ("negative", "mixed")
+    if negative and any(t in ANSWER_TARGETS for t in signal.targets) and signal.memory_ids:
+        blamed = blame(memory, signal)
+        if blamed.ids:
+            emit(action="penalty", layer="working", target_ids=blamed.ids, factor=config.working_factor,
+                 until=at + timedelta(hours=config.working_hours), signal_ids=(signal_id,),
+                 reason=f"{signal.type} feedback ({signal.confidence:.2f}) on the reply; "
+                        f"blame:{'used' if blamed.used else 'context'}")
+        if signal.type == "negative" and blamed.used and signal.confidence >= config.stable_confidence:
+            out += _stable(memory, signal_id, signal, blamed, at, new_id, config)
+    if "prefer" in signal.action_hints:
+        for skill in (t for t in signal.targets if t in SKILL_TARGETS):
+            previous = next((a for a in reversed(list(memory.adjustments.adjustments.values()))
+                             if a.action == "prefer" and a.skill == skill and a.reverted_at is None), None)
+            version = (previous.version or 0) + 1 if previous else 1
+            weight = min(1.0, ((previous.weight or 0.0) if previous else 0.0) + config.skill_step * signal.confidence)
+            signals = ((*previous.signal_ids, signal_id) if previous else (signal_id,))
+            emit(action="prefer", layer="stable" if len(signals) >= config.stable_signals else "working",
+                 skill=skill, preference=signal.user_input.strip()[:300], weight=round(weight, 4), version=version,
+                 signal_ids=signals, reason=f"{skill} preference stated ({signal.confidence:.2f}), version {version}")
+    return out
+
+
+def _stable(memory: UserMemory, signal_id: str, signal: FeedbackDetected, blamed: Blame, at: datetime,
+            new_id: Callable[[], str], config: DispatchConfig) -> list[tuple[str, MemoryAdjusted]]:
+    stale_now = "invalidate" in signal.action_hints
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # (action, signals) -> targets
+    for target in blamed.ids:
+        if memory.adjustments.invalidated(target, None) is not None:
+            continue
+        streak = [(signal_id, stale_now), *_streak(memory, target, config)][: config.stable_signals]
+        if len(streak) < config.stable_signals:
+            continue
+        action = "invalidate" if all(stale for _, stale in streak) else "penalty"
+        signals = tuple(reversed([s for s, _ in streak]))
+        groups.setdefault((action, signals), []).append(target)
+    out = []
+    for (action, signals), targets in groups.items():
+        what = "stale (the user corrected it)" if action == "invalidate" else "wrong (the user rejected it)"
+        event = MemoryAdjusted(
+            action=action, layer="stable", target_ids=tuple(targets),
+            factor=config.stable_factor if action == "penalty" else None, signal_ids=signals, at=at,
+            reason=f"{len(signals)} consistent negative signals (confidence ≥ {config.stable_confidence}) on replies "
+                   f"that drew on it: {what}",
+            dispatcher=DISPATCHER_ID)
+        out.append((new_id(), event))
+    return out

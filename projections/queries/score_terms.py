@@ -1,0 +1,44 @@
+"""A hit's fused score split into the terms that made it (what the inspector draws as a stacked bar).
+
+Pure: from a hit's ``breakdown`` (ranks and values recorded by
+:func:`projections.queries.retrieval.fuse` and its stages) and the
+:class:`FusionConfig` it was ranked with, each term's contribution is
+recomputed with the fusion's own formulas; the terms add up to the fused
+score (``breakdown["rrf"]``, a test holds them to it). The learned ranker
+re-orders the best rows after fusion: its probability is reported beside
+the terms, not as one of them.
+"""
+
+from __future__ import annotations
+
+from projections.queries.retrieval import FusionConfig
+from projections.rules.text import has_cjk
+
+# Display order of the terms (the inspector draws them left to right in this order).
+TERMS: tuple[str, ...] = ("dense", "bm25", "episode", "note", "graph", "retention", "neighbour", "speaker", "time",
+                          "clause", "session")
+
+
+def score_terms(breakdown: dict, query: str, config: FusionConfig) -> dict[str, float]:
+    """term name → its share of the fused score, for the terms present in ``breakdown`` (others left out)."""
+    k = config.rrf_k
+    dense_weight = config.dense_weight
+    if config.cjk_dense_weight is not None and has_cjk(query):
+        dense_weight = config.cjk_dense_weight
+    ranked = (("dense", "dense_rank", dense_weight), ("bm25", "lexical_rank", config.lexical_weight),
+              ("episode", "episode_rank", config.episode_weight), ("note", "note_rank", config.note_weight),
+              ("graph", "graph_rank", config.graph_weight), ("clause", "clause_rank", config.clause_weight),
+              ("session", "session_rank", config.session_weight))
+    terms: dict[str, float] = {}
+    for name, key, weight in ranked:
+        if key in breakdown:
+            terms[name] = weight / (k + breakdown[key])
+    if "retention" in breakdown:
+        terms["retention"] = config.retention_weight * min(breakdown["retention"], 2.0) / (k + 1)
+    if "neighbour_term" in breakdown:
+        terms["neighbour"] = breakdown["neighbour_term"]
+    if breakdown.get("speaker_named"):
+        terms["speaker"] = config.speaker_weight / (k + 1)
+    if breakdown.get("states_time"):
+        terms["time"] = config.time_weight / (k + 1)
+    return {name: round(terms[name], 8) for name in TERMS if name in terms}

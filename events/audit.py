@@ -21,7 +21,8 @@ Read-only means read-only, whatever the query text says:
 An encrypted store's payloads are sealed per user: given the shards' ciphers
 (the operator's CLI opens the key stores read-only with the master key), the
 view ``events`` shows each payload opened, and a forgotten user's as
-``{"erased": true, ...}``; without them it shows the stored ciphertext. An
+``{"erased": true, ...}``; without them it shows the stub ``{"sealed":true}``
+(the ciphertext is in the log's own ``sealed`` column, not in the view). An
 export is therefore plaintext: a copy outside the store that a later forget
 cannot reach.
 
@@ -92,7 +93,7 @@ class AuditReader:
         payload = "payload"
         if ciphers is not None:
             _register_opener(self._con, ciphers)
-            payload = "palimpsest_open({i}, tenant, user_id, event_id, kind, schema_version, payload) AS payload"
+            payload = "palimpsest_open({i}, tenant, user_id, event_id, kind, schema_version, payload, sealed) AS payload"
         columns = ", ".join(payload if n == "payload" else n for n in ENVELOPE_SCHEMA.names)
         selects, aliases = [], []
         for i, path in enumerate(sorted(log_files)):
@@ -180,19 +181,20 @@ class AuditReader:
 
 
 def _register_opener(con: duckdb.DuckDBPyConnection, ciphers: list[PayloadCipher]) -> None:
-    """``palimpsest_open(shard, tenant, user_id, event_id, kind, schema_version, payload)``: the payload opened
-    with its shard's cipher (a vectorised Python function over Arrow arrays)."""
-    names = ("tenant", "user_id", "event_id", "kind", "schema_version", "payload")
+    """``palimpsest_open(shard, tenant, user_id, event_id, kind, schema_version, payload, sealed)``: the payload
+    opened with its shard's cipher (a vectorised Python function over Arrow arrays)."""
+    names = ("tenant", "user_id", "event_id", "kind", "schema_version", "payload", "sealed")
 
-    def opened(shard, tenant, user_id, event_id, kind, schema_version, payload):
-        table = pa.table(dict(zip(names, (tenant, user_id, event_id, kind, schema_version, payload))))
+    def opened(shard, tenant, user_id, event_id, kind, schema_version, payload, sealed):
+        table = pa.table(dict(zip(names, (tenant, user_id, event_id, kind, schema_version, payload, sealed))))
         shards = shard.to_pylist()
         if len(set(shards)) == 1:
             return ciphers[shards[0]].open_column(table)
         return pa.concat_arrays([ciphers[s].open_column(table.slice(i, 1)) for i, s in enumerate(shards)])
 
     con.create_function("palimpsest_open", opened, ["INTEGER", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
-                                                    "SMALLINT", "VARCHAR"], "VARCHAR", type="arrow")
+                                                    "SMALLINT", "VARCHAR", "BLOB"], "VARCHAR", type="arrow",
+                        null_handling="special")  # a clear row (sealed NULL) is passed in too
 
 
 def _quoted(path: Path) -> str:

@@ -3,9 +3,20 @@
 An encrypted store seals the whole ``payload`` of every event of a user (its JSON: text, speaker, metadata,
 note and graph texts, model calls, vectors) and the recorded outcome of the user's commands. The envelope
 columns (tenant, user, seq, event id, kind, version, times, causation) stay clear: they route, order and
-audit, and hold no content. A sealed value is ``pe1:<generation>:<base64(nonce + ciphertext + tag)>``
-(plain JSON starts with ``{`` or ``[``, so both can sit in one log); its associated data binds it to its
-row (tenant, user, event id, kind, version), so a sealed payload moved to another row does not open.
+audit, and hold no content.
+
+An event's sealed payload is stored as bytes in the log's ``sealed`` column (a BLOB; its ``payload`` column
+then holds only :data:`SEALED_STUB`)::
+
+    0x02 | key generation (4 bytes, big-endian) | nonce (12) | AES-GCM(codec byte + body) with its 16-byte tag
+
+The body is the payload JSON compressed with zlib (codec ``z``) or, when that does not make it smaller,
+as it is (codec ``j``): one event at a time, no dictionary shared across events or users. The associated
+data binds the sealed bytes to their row (tenant, user, event id, kind, version) and to their header, so
+a sealed payload moved to another row, or given another generation, does not open. Nonces are random
+(96 bits) under a key of one user: far below the 2**32 messages a random-nonce key may seal.
+
+A command's outcome stays text: ``pe1:<generation>:<base64(nonce + ciphertext + tag)>`` (one per command).
 
 ``user_forgotten`` events stay clear: they carry no personal data and say which key was destroyed.
 Once a user's key is destroyed its sealed payloads open to ``None``: the decoder turns them into
@@ -17,6 +28,7 @@ from __future__ import annotations
 import binascii
 import json
 import os
+import zlib
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -25,9 +37,13 @@ from cryptography.exceptions import InvalidTag
 from events.errors import StoreError
 from events.keystore import NONCE_BYTES, KeyStore
 
-SEALED = "pe1:"
+SEALED = "pe1:"  # a sealed command outcome (text)
+SEALED_STUB = '{"sealed":true}'  # the ``payload`` of a row whose payload is in ``sealed``
+FORMAT = 2
+HEADER = 5  # format byte + generation
 CLEAR_KINDS = frozenset({"user_forgotten"})
 CLEAR_OUTCOMES = frozenset({"ForgetUser"})  # ids, seqs and a key generation: it must outlive the key it destroys
+MIN_COMPRESS = 64  # shorter JSON is stored as it is (zlib's header would outweigh the gain)
 Stream = tuple[str, str]
 
 
@@ -40,12 +56,25 @@ def _outcome_aad(command_id: str, tenant: str, user_id: str) -> bytes:
 
 
 def is_sealed(value: str) -> bool:
+    """Whether a stored command outcome is sealed (event payloads are sealed when their ``sealed`` is set)."""
     return value.startswith(SEALED)
 
 
 def erased_json(kind: str, gen: int) -> str:
     """What the audit shows for the payload of a forgotten user's event."""
     return json.dumps({"erased": True, "kind": kind, "key_generation": gen})
+
+
+def _pack(plain: bytes) -> bytes:
+    if len(plain) >= MIN_COMPRESS:
+        packed = zlib.compress(plain, 1)
+        if len(packed) < len(plain):
+            return b"z" + packed
+    return b"j" + plain
+
+
+def _unpack(body: bytes) -> bytes:
+    return zlib.decompress(memoryview(body)[1:]) if body[:1] == b"z" else body[1:]
 
 
 class PayloadCipher:
@@ -55,38 +84,58 @@ class PayloadCipher:
         self.keys = keys
 
     # -- events ------------------------------------------------------------
-    def seal_payloads(self, rows: Sequence[tuple[str, str, str, str, int, str]]) -> list[str]:
-        """``(tenant, user_id, event_id, kind, version, payload_json)`` → stored payloads (one key per stream)."""
-        keys = self.keys.ensure(dict.fromkeys((t, u) for t, u, _, kind, _, _ in rows if kind not in CLEAR_KINDS))
-        out = []
-        for tenant, user_id, event_id, kind, version, payload in rows:
+    def seal_payloads(self, tenants: Sequence[str], user_ids: Sequence[str], event_ids: Sequence[str],
+                      kinds: Sequence[str], versions: Sequence[int],
+                      payloads: Sequence[str]) -> tuple[list[str], list[bytes | None]]:
+        """Columns of rows to store → their ``payload`` and ``sealed`` columns (one key lookup per stream)."""
+        streams = dict.fromkeys((t, u) for t, u, k in zip(tenants, user_ids, kinds) if k not in CLEAR_KINDS)
+        keys = self.keys.ensure(streams)
+        heads = {s: bytes([FORMAT]) + gen.to_bytes(4, "big") for s, (gen, _) in keys.items()}
+        out_payload, out_sealed = [], []
+        urandom = os.urandom
+        for tenant, user_id, event_id, kind, version, payload in zip(tenants, user_ids, event_ids, kinds, versions,
+                                                                     payloads):
             if kind in CLEAR_KINDS:
-                out.append(payload)
+                out_payload.append(payload)
+                out_sealed.append(None)
                 continue
-            gen, aead = keys[(tenant, user_id)]
-            nonce = os.urandom(NONCE_BYTES)
-            sealed = aead.encrypt(nonce, payload.encode("utf-8"), payload_aad(tenant, user_id, event_id, kind, version))
-            out.append(f"{SEALED}{gen}:{binascii.b2a_base64(nonce + sealed, newline=False).decode('ascii')}")
-        return out
+            stream = (tenant, user_id)
+            aead, head = keys[stream][1], heads[stream]
+            nonce = urandom(NONCE_BYTES)
+            body = aead.encrypt(nonce, _pack(payload.encode("utf-8")),
+                                payload_aad(tenant, user_id, event_id, kind, version) + head)
+            out_payload.append(SEALED_STUB)
+            out_sealed.append(head + nonce + body)
+        return out_payload, out_sealed
 
     def open_payload(self, tenant: str, user_id: str, event_id: str, kind: str, version: int,
-                     stored: str) -> tuple[bytes | None, int]:
+                     sealed: bytes) -> tuple[bytes | None, int]:
         """The payload JSON (UTF-8 bytes) and its key generation; ``None`` when the key was destroyed."""
-        gen, aead = self._key((tenant, user_id), stored)
+        if len(sealed) < HEADER + NONCE_BYTES or sealed[0] != FORMAT:
+            raise StoreError(f"the sealed payload of {event_id} is not of format {FORMAT}; the log is corrupt or "
+                             "newer than this palimpsest: restore it from a backup, or upgrade palimpsest")
+        gen = int.from_bytes(sealed[1:HEADER], "big")
+        aead = self.keys.key((tenant, user_id), gen)
         if aead is None:
             return None, gen
-        return self._open(aead, stored, payload_aad(tenant, user_id, event_id, kind, version), event_id), gen
+        try:
+            body = aead.decrypt(sealed[HEADER:HEADER + NONCE_BYTES], sealed[HEADER + NONCE_BYTES:],
+                                payload_aad(tenant, user_id, event_id, kind, version) + sealed[:HEADER])
+            return _unpack(body), gen
+        except (InvalidTag, zlib.error):
+            raise StoreError(f"the sealed payload of {event_id} does not open under its user's key: it was altered "
+                             "or moved from another row; restore the log from a backup") from None
 
     def open_column(self, table: pa.Table) -> pa.Array:
-        """The ``payload`` column of stored rows, opened (erased ones as :func:`erased_json`): the audit's view."""
+        """The ``payload`` column of stored rows (with ``sealed``), opened (erased ones as :func:`erased_json`)."""
         cols = [table.column(n).to_pylist() for n in ("tenant", "user_id", "event_id", "kind", "schema_version",
-                                                      "payload")]
+                                                      "payload", "sealed")]
         out = []
-        for tenant, user_id, event_id, kind, version, stored in zip(*cols, strict=True):
-            if stored is None or not is_sealed(stored):
-                out.append(stored)
+        for tenant, user_id, event_id, kind, version, payload, sealed in zip(*cols, strict=True):
+            if sealed is None:
+                out.append(payload)
                 continue
-            text, gen = self.open_payload(tenant, user_id, event_id, kind, version, stored)
+            text, gen = self.open_payload(tenant, user_id, event_id, kind, version, sealed)
             out.append(erased_json(kind, gen) if text is None else text.decode("utf-8"))
         return pa.array(out, type=pa.string())
 

@@ -8,7 +8,9 @@ batch back.
 With a :class:`~events.crypto.PayloadCipher` (an encrypted store) every
 payload and command outcome of a user is sealed under that user's data key
 on the way in and opened on the way out; keys are looked up once per stream
-per batch. ``rows`` (the served audit) returns payloads opened.
+per batch. An encrypted log's ``events`` table has one more column,
+``sealed`` (BLOB: the compressed, sealed payload; ``payload`` holds a stub).
+``rows`` (the served audit) returns payloads opened.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ CREATE TABLE IF NOT EXISTS commands (
     outcome VARCHAR NOT NULL
 )
 """
+SEALED_DDL = DDL.replace("    payload VARCHAR NOT NULL,\n", "    payload VARCHAR NOT NULL,\n    sealed BLOB,\n", 1)
 SCAN_BATCH = 20_000
 LOG_ERRORS = (duckdb.Error,)  # what reading a damaged log file raises (the shard turns it into ``open_error``)
 
@@ -109,11 +112,22 @@ class DuckDBEventLog(EventLog):
         try:
             self._con = duckdb.connect(str(self.path))
             self._con.execute("SET TimeZone = 'UTC'")
-            self._con.execute(DDL)
+            self._con.execute(DDL if cipher is None else SEALED_DDL)
             rows = self._con.execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
+            has_sealed = bool(self._con.execute("SELECT count(*) FROM duckdb_columns() WHERE database_name = "
+                                                "current_database() AND table_name = 'events' AND column_name = "
+                                                "'sealed'").fetchone()[0])
         except duckdb.Error as exc:
             raise open_error(self.path, exc) from None
+        if has_sealed != (cipher is not None):
+            self._con.close()
+            raise StoreError(
+                f"the event log {self.path} is {'encrypted' if has_sealed else 'plaintext'}, but it was opened "
+                f"{'without' if has_sealed else 'with'} a key store; open the store through palimpsest (store.json "
+                "says whether it is encrypted; `palimpsest encrypt --out NEW` copies a plaintext store into an "
+                "encrypted one)")
         self._heads = {(t, u): int(s) for t, u, s in rows}
+        self._columns = ", ".join(ENVELOPE_SCHEMA.names + (["sealed"] if has_sealed else []))
 
     def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
         batch = to_arrow(envelopes, self.cipher)
@@ -145,7 +159,7 @@ class DuckDBEventLog(EventLog):
         where, params = where_clause(flt)
         # A cursor of its own, so a scan being consumed never sees a later append half-way.
         rel = self._con.cursor().sql(
-            f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events WHERE {where} ORDER BY tenant, user_id, seq",
+            f"SELECT {self._columns} FROM events WHERE {where} ORDER BY tenant, user_id, seq",
             params=params or None,
         )
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
@@ -154,17 +168,17 @@ class DuckDBEventLog(EventLog):
     def rows(self, flt: ScanFilter | None = None) -> pa.Table:
         """The stored rows as written (payloads not upcast; sealed ones opened, erased ones marked), in scan order."""
         where, params = where_clause(flt or ScanFilter())
-        sql = f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events WHERE {where} ORDER BY tenant, user_id, seq"
+        sql = f"SELECT {self._columns} FROM events WHERE {where} ORDER BY tenant, user_id, seq"
         table = fetch_arrow(self._con.cursor(), sql, params)
-        if self.cipher is None or not table.num_rows:
+        if self.cipher is None:
             return table
+        opened = self.cipher.open_column(table) if table.num_rows else pa.array([], pa.string())
         return table.set_column(table.schema.get_field_index("payload"), ENVELOPE_SCHEMA.field("payload"),
-                                self.cipher.open_column(table))
+                                opened).select(ENVELOPE_SCHEMA.names)
 
     def model_id(self) -> str | None:
         if self.cipher is not None:  # sealed payloads: the first one that still opens
-            rel = self._con.cursor().sql(f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events "
-                                         "WHERE kind = 'message_embedded'")
+            rel = self._con.cursor().sql(f"SELECT {self._columns} FROM events WHERE kind = 'message_embedded'")
             for batch in rel.fetch_arrow_reader(64):
                 for env in from_arrow(pa.Table.from_batches([batch]), self.cipher):
                     if env.event.kind == "message_embedded":
@@ -196,7 +210,7 @@ class DuckDBEventLog(EventLog):
             yield from self._read(ScanFilter())
             return
         rel = self._with_heads(heads).sql(
-            f"SELECT {', '.join('e.' + n for n in ENVELOPE_SCHEMA.names)} FROM events e "
+            f"SELECT {', '.join('e.' + n for n in self._columns.split(', '))} FROM events e "
             "LEFT JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq > coalesce(h.head, 0) ORDER BY e.tenant, e.user_id, e.seq"
         )
@@ -207,8 +221,10 @@ class DuckDBEventLog(EventLog):
         """One aggregate query: per stream, ``bit_xor(hash(...))`` of its stored rows up to its given head."""
         if not heads:
             return {}
+        sealed = ", e.sealed" if self.cipher is not None else ""
         rows = self._with_heads(heads).execute(
-            "SELECT e.tenant, e.user_id, bit_xor(hash(e.event_id, e.seq, e.kind, e.schema_version, e.payload)) "
+            "SELECT e.tenant, e.user_id, "
+            f"bit_xor(hash(e.event_id, e.seq, e.kind, e.schema_version, e.payload{sealed})) "
             "FROM events e JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq <= h.head GROUP BY e.tenant, e.user_id"
         ).fetchall()

@@ -16,10 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from events.crypto import PayloadCipher
-from events.duckdb_log import DDL, fetch_arrow
-from events.envelope import ENVELOPE_SCHEMA
+from events.duckdb_log import SEALED_DDL, fetch_arrow
+from events.envelope import ENVELOPE_SCHEMA, SEALED_FIELD
 from events.errors import StoreError
 from events.keystore import KeyStore
 from palimpsest import config as store_config
@@ -67,14 +68,15 @@ def _copy_log(source: Path, target: Path, cipher: PayloadCipher) -> tuple[int, i
         src.close()
     cols = [events.column(n).to_pylist() for n in ("tenant", "user_id", "event_id", "kind", "schema_version",
                                                    "payload")]
-    sealed = cipher.seal_payloads(list(zip(*cols, strict=True)))
+    payloads, sealed = cipher.seal_payloads(*cols)
     events = events.set_column(events.schema.get_field_index("payload"), ENVELOPE_SCHEMA.field("payload"),
-                               [sealed]) if events.num_rows else events
+                               pa.array(payloads, pa.string())).append_column(SEALED_FIELD,
+                                                                              pa.array(sealed, pa.binary()))
     target.parent.mkdir(parents=True, exist_ok=True)
     dst = duckdb.connect(str(target))
     try:
         dst.execute("SET TimeZone = 'UTC'")
-        dst.execute(DDL)
+        dst.execute(SEALED_DDL)
         dst.execute("BEGIN TRANSACTION")
         dst.register("_copied", events)
         dst.execute("INSERT INTO events SELECT * FROM _copied")

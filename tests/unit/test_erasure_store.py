@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from events.crypto import SEALED_STUB
 from events.errors import StoreError
 from palimpsest import config as store_config
 from palimpsest.cli import main
@@ -113,7 +114,7 @@ def test_encrypt_copies_a_plaintext_store_into_one_that_folds_alike_and_can_forg
     assert store_config.StoreConfig.load(old) == cfg  # the old store is only read
     master = store_config.master_key(new, store_config.StoreConfig.load(new))
     payloads = duckdb_payloads(store_config.log_path(new, 0))
-    assert payloads and all(p.startswith("pe1:") for p in payloads)
+    assert payloads and all(p == SEALED_STUB for p in payloads)
     copy = ShardCore(spec(new, master))
     assert shard_state.digest(copy.state) == folded
     assert search(copy, "puppy Biscuit")[0].text == "I adopted a puppy named Biscuit"

@@ -111,8 +111,7 @@ READERS: dict[type, Callable] = {
     c.Digest: lambda core, q: Answer(core.digest()),
     c.Stats: lambda core, q: Answer(core.stats()),
     c.Replay: lambda core, q: Answer(core.replay()),
-    c.Backup: lambda core, q: Answer({"shard": core.spec.index,
-                                      **core.log.copy_to(Path(q.target) / core.spec.log_path.name)}),
+    c.Backup: lambda core, q: Answer(core.backup(Path(q.target), q.keys_target and Path(q.keys_target))),
 }
 
 
@@ -158,6 +157,16 @@ class ShardCore:
         self.start_seconds = time.perf_counter() - started
         logger.info("shard_recovered", shard=spec.index, events=self.log.count(), seconds=round(self.start_seconds, 3),
                     **report)
+
+    def backup(self, log_dir: Path, keys_dir: Path | None) -> dict:
+        """This shard's log copied (checkpointed) into ``log_dir``, then its key store into ``keys_dir``."""
+        out = {"shard": self.spec.index, **self.log.copy_to(log_dir / self.spec.log_path.name)}
+        if self.log.cipher is not None:
+            if keys_dir is None:
+                raise InvalidInputError([("keys_target", "missing; the store is encrypted, a backup needs the "
+                                                         "key stores")], what="backup")
+            out["keys"] = self.log.cipher.keys.copy_to(keys_dir / self.spec.key_store.name)
+        return out
 
     def _check_model_id(self) -> None:
         """Refuse to open a log whose vectors come from another model than the store's (``store.json`` edited)."""

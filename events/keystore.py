@@ -22,6 +22,7 @@ is below this guarantee (see the README's erasure section).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 from datetime import UTC, datetime
@@ -51,6 +52,25 @@ def _seal(aead: AESGCM, plain: bytes, aad: bytes) -> str:
 def _open(aead: AESGCM, sealed: str, aad: bytes) -> bytes:
     raw = base64.b64decode(sealed)
     return aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], aad)
+
+
+def tombstones(path: Path) -> dict[Stream, int]:
+    """Per user, the newest generation a key store file records as destroyed (read without the master key:
+    tombstones hold ids and generations only)."""
+    out: dict[Stream, int] = {}
+    try:
+        lines = Path(path).read_bytes().splitlines()
+    except OSError as exc:
+        raise StoreError(f"cannot read the key store {path} ({exc}); give a store or backup whose keys/ is readable")
+    for n, line in enumerate(lines[1:], start=2):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise StoreError(f"{path}: line {n} is not JSON; give an intact store or backup") from None
+        if isinstance(row, dict) and "destroyed" in row:
+            stream = (row["tenant"], row["user_id"])
+            out[stream] = max(out.get(stream, 0), int(row["gen"]))
+    return out
 
 
 class KeyStore:
@@ -177,6 +197,22 @@ class KeyStore:
             del self._live[stream][g]
             self._destroyed.setdefault(stream, set()).add(g)
         return len(doomed)
+
+    def copy_to(self, target: Path) -> dict:
+        """A copy of the file at ``target`` (mode 0600, synced, renamed into place): its name, size, sha256."""
+        data = self.path.read_bytes()
+        tmp = target.with_name(target.name + ".partial")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+        return {"file": target.name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+    def destroyed(self) -> dict[Stream, int]:
+        """Per user, the newest generation destroyed (the forgets this key store records)."""
+        return {stream: max(gens) for stream, gens in self._destroyed.items() if gens}
 
     def _rewrite(self, rows: list[dict]) -> None:
         header = {"format": FORMAT, "check": _seal(self._master, CHECK, b"check")}

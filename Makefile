@@ -8,7 +8,7 @@ export TOKENIZERS_PARALLELISM := false
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode serve install browser clean
+.PHONY: demo test test-unit bench bench-all bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure serve install browser clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -66,6 +66,10 @@ bench-graph: $(STAMP)
 
 bench-scale: $(STAMP)
 	$(BIN)/python -m benchmarks.scale --out bench/scale.json
+
+# Encryption's cost on ingest, search and replay, and the erasure scan with its positive controls (bench/erasure.json).
+bench-erasure: $(STAMP)
+	$(BIN)/python -m benchmarks.erasure --out bench/erasure.json
 
 # The served store under a mixed open-loop load at 1, 8, 32 and 64 clients (bench/serve.json).
 bench-serve: $(STAMP)

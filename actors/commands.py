@@ -183,6 +183,13 @@ class RevertPolicy(UserCommand):
     now: AwareDatetime
 
 
+class ForgetUser(UserCommand):
+    """Erase a user: a ``user_forgotten`` event, its data keys destroyed, its projections, vectors and snapshot
+    removed. Only an encrypted store can forget (its log holds the user's events sealed under those keys)."""
+
+    now: AwareDatetime
+
+
 # -- queries ----------------------------------------------------------------
 class Search(UserQuery):
     query: str
@@ -356,11 +363,14 @@ class Stats(Query):
 
 
 class Backup(Query):
-    """Copy this shard's log, checkpointed, into ``target`` (a directory): consistent, since the shard is its
-    only writer and answers one call at a time. Writes no event."""
+    """Copy this shard's log, checkpointed, into ``target`` (a directory), and in an encrypted store its key
+    store into ``keys_target``, after the log: consistent, since the shard is the only writer of both and
+    answers one call at a time (every key the copied log needs is in the copied key store; a user forgotten
+    before the call has no key in it). Writes no event."""
 
     flushes_first: ClassVar[bool] = True
     target: str
+    keys_target: str | None = None
 
 
 class Replay(Query):

@@ -9,6 +9,8 @@ of the users routed to it, and its LanceDB table.
   appends them with the command's record in one transaction (expected heads:
   the folded ones), folds them, adds the new vectors to LanceDB, then applies
   the follow-up rule (:mod:`actors.followups`) for the streams written.
+  A committed ``user_forgotten`` is followed by the erasure of the user's
+  vectors, snapshot, caches and keys (:mod:`actors.erasure`).
 - ``query(q)``: its reader (``READERS``) answers from the projections; the
   touch events it returns wait in a buffer and are group-committed by
   ``flush_touches``: before the next command, before any query that reads
@@ -17,7 +19,8 @@ of the users routed to it, and its LanceDB table.
   at that flush, never on the query path.
 
 Recovery: folding the log rebuilds the projections; ``reconcile`` brings the
-LanceDB table in line; the follow-ups a crash left unwritten are written.
+LanceDB table in line; the follow-ups a crash left unwritten are written, and
+an erasure a crash interrupted (its key still live) is finished.
 Idempotent: every command (by id), every query, ``flush_touches``.
 """
 
@@ -39,12 +42,14 @@ from actors import commands as c
 from actors import feedback, reads, reads_graph, reads_inspect, reads_learning, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
+from actors.decide_erasure import decide_forget
 from actors.decide_graph import decide_consolidation, decide_link, decide_stage, decide_unmerge
 from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
 from actors.decide_notes import decide_reply, decide_review
 from actors.deciders import decide_record_messages
 from actors.decision import Answer, Deps
 from actors.dense import DenseIndex
+from actors.erasure import cipher_of, counting_erased, erase_user, unfinished
 from actors.followups import decide_user_followups, latest_time
 from actors.llm import LlmClient
 from actors.residency import ResidentUsers
@@ -73,6 +78,7 @@ DECIDERS: dict[type, Callable] = {
     c.RecordReply: decide_reply,
     c.ReviewNotes: decide_review,
     c.JudgeFeedback: feedback.decide_feedback,
+    c.ForgetUser: decide_forget,
     c.RevertAdjustment: feedback.decide_revert,
     c.Molt: decide_molt,
     c.RevertPolicy: decide_revert_policy,
@@ -104,8 +110,7 @@ READERS: dict[type, Callable] = {
     c.Digest: lambda core, q: Answer(core.digest()),
     c.Stats: lambda core, q: Answer(core.stats()),
     c.Replay: lambda core, q: Answer(core.replay()),
-    c.Backup: lambda core, q: Answer({"shard": core.spec.index,
-                                      **core.log.copy_to(Path(q.target) / core.spec.log_path.name)}),
+    c.Backup: lambda core, q: Answer(core.backup(Path(q.target), q.keys_target and Path(q.keys_target))),
 }
 
 
@@ -129,10 +134,12 @@ class ShardCore:
         self, spec: ShardSpec, *, log: EventLog | None = None, counter: TokenCounter | None = None
     ) -> None:
         self.spec = spec
-        self.log = log or DuckDBEventLog(spec.log_path)
+        self.log = log or DuckDBEventLog(spec.log_path, cipher=cipher_of(spec))
         self.counter = counter or default_counter()
         self.llm = LlmClient(spec.llm) if spec.llm is not None else None
-        self.deps = Deps(spec.model_id, spec.dim, self.llm, self._embed_labels)
+        keys = self.log.cipher.keys if self.log.cipher is not None else None
+        self.deps = Deps(spec.model_id, spec.dim, self.llm, self._embed_labels,
+                         keys.current if keys is not None else None)
         self._titled: set = set()  # episodes whose model title was asked for in this process
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         self._touches: list[PendingEvent] = []
@@ -147,6 +154,8 @@ class ShardCore:
         except LOG_ERRORS as exc:
             self.log.close()
             raise open_error(spec.log_path, exc) from None
+        for stream, generation in unfinished(self.log):  # a forget the last process died inside
+            erase_user(self, stream, generation)
         # Evictions a crash may have left unwritten (pending in the tier fold): write them now. Nothing else is
         # decided on start-up: opening a store does not write to it.
         self._react({s: t for s, m in self.state.users.resident.items()
@@ -154,6 +163,16 @@ class ShardCore:
         self.start_seconds = time.perf_counter() - started
         logger.info("shard_recovered", shard=spec.index, events=self.log.count(), seconds=round(self.start_seconds, 3),
                     **report)
+
+    def backup(self, log_dir: Path, keys_dir: Path | None) -> dict:
+        """This shard's log copied (checkpointed) into ``log_dir``, then its key store into ``keys_dir``."""
+        out = {"shard": self.spec.index, **self.log.copy_to(log_dir / self.spec.log_path.name)}
+        if self.log.cipher is not None:
+            if keys_dir is None:
+                raise InvalidInputError([("keys_target", "missing; the store is encrypted, a backup needs the "
+                                                         "key stores")], what="backup")
+            out["keys"] = self.log.cipher.keys.copy_to(keys_dir / self.spec.key_store.name)
+        return out
 
     def _check_model_id(self) -> None:
         """Refuse to open a log whose vectors come from another model than the store's (``store.json`` edited)."""
@@ -216,6 +235,9 @@ class ShardCore:
                 (e.tenant, e.user_id, users[e.stream].vectors.rows[e.event.message_event_id])
                 for e in envelopes if e.kind == "message_embedded"
             ])
+            for e in envelopes:
+                if e.kind == "user_forgotten":
+                    erase_user(self, e.stream, e.event.key_generation)
             self.users.checkpoint(users, streams)
         if react and envelopes:
             latest: dict[tuple[str, str], datetime] = {}
@@ -286,6 +308,10 @@ class ShardCore:
             return {}
         return dict(zip(labels, make_embedder(name).encode(labels)))
 
+    def forget_caches(self) -> None:
+        """Drop the derived caches that may hold a forgotten user's text (the token counts of context lines)."""
+        self._line_tokens.clear()
+
     def count_tokens(self, lines: list[str]) -> list[int]:
         cache = self._line_tokens
         missing = [line for line in lines if line not in cache]
@@ -321,14 +347,16 @@ class ShardCore:
         store = UserStore(self.spec, self.log, self.vectors)  # fresh: no snapshot heads, nothing to reconcile
         rebuilt = store.empty_state()
         rebuilt.users = ResidentUsers((), store.load, store.evict, self.spec.max_resident_users)
-        shard_state.fold(rebuilt, self.log.scan())
+        erased = [0]
+        shard_state.fold(rebuilt, counting_erased(self.log.scan(), erased))
         self.vectors.rebuild([])
         for stream in rebuilt.users:
             self.vectors.add([(*stream, row) for row in rebuilt.users[stream].vectors.rows.values()])
         seconds = time.perf_counter() - started
         self.state, self.users = rebuilt, store
-        report = ReplayReport(self.spec.index, self.log.count(), seconds, live, self.digest())
-        logger.info("shard_replayed", shard=self.spec.index, events=report.events, equal=report.equal)
+        report = ReplayReport(self.spec.index, self.log.count(), seconds, live, self.digest(), erased[0])
+        logger.info("shard_replayed", shard=self.spec.index, events=report.events, equal=report.equal,
+                    erased=report.erased)
         return report
 
     def stats(self) -> dict:
@@ -359,3 +387,4 @@ class ShardCore:
 
     def empty_state(self) -> shard_state.ShardState:
         return self.users.empty_state()
+

@@ -39,6 +39,8 @@ class Deps:
     dim: int = 0
     llm: Any = None  # actors.llm.LlmClient
     embed_labels: Callable[[list[str]], dict[str, np.ndarray]] | None = None
+    # The generation of a user's current data key (None: no live key); None itself: the log is not encrypted.
+    key_generation: Callable[[tuple[str, str]], int | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,10 @@ class DenseIndex:
         top = top[np.lexsort((top, -sims[top]))]
         return [(ids[i], float(sims[i])) for i in top]
 
+    def forget(self, stream: tuple[str, str]) -> None:
+        """Drop the user's cached matrix (an erased user's vectors must not stay in memory either)."""
+        self._cache.pop(stream, None)
+
     def _matrix(self, stream: tuple[str, str], memory: UserMemory) -> tuple[list[str], np.ndarray]:
         rows = memory.vectors.rows
         key = (id(memory.vectors), len(rows))

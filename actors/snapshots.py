@@ -164,6 +164,16 @@ class SnapshotStore:
             return self._reject(stream, "no log checksum")
         return memory, header["log_checksum"]
 
+    def remove(self, stream: Stream) -> bool:
+        """Delete the user's snapshot (and a temporary one a crash left); whether there was one."""
+        path = self.path(stream)
+        path.with_suffix(".tmp").unlink(missing_ok=True)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
     def reject(self, stream: Stream, why: str, level: str = "warning") -> None:
         return self._reject(stream, why, level)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from actors.llm import LlmConfig
@@ -37,6 +37,10 @@ class ShardSpec:
     # Test hook (fault injection): when this file exists after a command was committed, the actor removes it
     # and its process exits before replying: a crash between the commit and the acknowledgement.
     crash_marker: Path | None = None
+    # An encrypted store: the shard's key store file and the store's master key (never printed: repr=False).
+    # Without them the log is plaintext (a store created before encryption, or a test).
+    key_store: Path | None = None
+    master_key: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def table(self) -> str:
@@ -50,6 +54,7 @@ class ReplayReport:
     seconds: float
     live: dict
     rebuilt: dict
+    erased: int = 0  # events of forgotten users met by the replay: their keys are gone, the folds skip them
 
     @property
     def equal(self) -> bool:

@@ -103,6 +103,13 @@ class UserStore:
             self.snapshot_heads[stream] = memory.head
         return len(behind)
 
+    def forget(self, stream: Stream) -> bool:
+        """A forgotten user: its snapshot removed (whether there was one), nothing left to reconcile."""
+        self.snapshot_heads.pop(stream, None)
+        if self.lance_unreconciled is not None:
+            self.lance_unreconciled.pop(stream, None)
+        return self.snapshots.remove(stream) if self.snapshots is not None else False
+
     def checkpoint(self, users: ResidentUsers, streams) -> None:
         """Snapshot the users written to that are ``snapshot_every`` events past their snapshot."""
         if self.snapshots is None:

@@ -47,7 +47,7 @@ def _seeded_store(work: Path) -> Path:
     from palimpsest import config as store_config
 
     store = work / "store"
-    store_config.StoreConfig.create(store, 2, "hash")
+    store_config.StoreConfig.create(store, 2, "hash", encrypted=False)  # its shards are written without keys
     for i in range(2):
         core, embed, _ = _shard(work, i, store)
         fc.check_record(core, embed, [{**fc.VALID, "user_id": f"u{i}", "text": t} for t in ("tea at nine", "我喜欢爬山")])

@@ -18,6 +18,14 @@ Read-only means read-only, whatever the query text says:
   detaches the logs before any query runs: the other tenants' rows are not
   reachable from it, whatever the SQL names.
 
+An encrypted store's payloads are sealed per user: given the shards' ciphers
+(the operator's CLI opens the key stores read-only with the master key), the
+view ``events`` shows each payload opened, and a forgotten user's as
+``{"erased": true, ...}``; without them it shows the stub ``{"sealed":true}``
+(the ciphertext is in the log's own ``sealed`` column, not in the view). An
+export is therefore plaintext: a copy outside the store that a later forget
+cannot reach.
+
 A served store's logs are held open by its shard actors: its server builds the
 reader from the rows the shards hand over (:meth:`AuditReader.of_tables`), with
 the same checks and the same tenant scoping.
@@ -34,6 +42,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from events.crypto import PayloadCipher
 from events.duckdb_log import fetch_arrow, where_clause
 from events.envelope import ENVELOPE_SCHEMA
 from events.errors import InvalidInputError, StoreError
@@ -75,11 +84,17 @@ class AuditReader:
     that tenant's rows exist for its queries.
     """
 
-    def __init__(self, log_files: list[Path], tenant: str | None = None) -> None:
+    def __init__(self, log_files: list[Path], tenant: str | None = None,
+                 ciphers: list[PayloadCipher] | None = None) -> None:
         if not log_files:
             raise StoreError("no shard logs found; is this a palimpsest store directory?")
         self._con = duckdb.connect(":memory:")
         self._con.execute("SET TimeZone = 'UTC'")
+        payload = "payload"
+        if ciphers is not None:
+            _register_opener(self._con, ciphers)
+            payload = "palimpsest_open({i}, tenant, user_id, event_id, kind, schema_version, payload, sealed) AS payload"
+        columns = ", ".join(payload if n == "payload" else n for n in ENVELOPE_SCHEMA.names)
         selects, aliases = [], []
         for i, path in enumerate(sorted(log_files)):
             alias = f"shard_{i}"
@@ -90,7 +105,7 @@ class AuditReader:
                     f"cannot attach {path} read-only: {exc}. A running store holds it; "
                     "close that store, or audit it through its server (`palimpsest --server URL sql ...`)"
                 ) from exc
-            selects.append(f"SELECT {i} AS shard, * FROM {alias}.events")
+            selects.append(f"SELECT {i} AS shard, {columns.format(i=i)} FROM {alias}.events")
             aliases.append(alias)
         union = " UNION ALL ".join(selects)
         if tenant is None:
@@ -163,6 +178,23 @@ class AuditReader:
 
     def close(self) -> None:
         self._con.close()
+
+
+def _register_opener(con: duckdb.DuckDBPyConnection, ciphers: list[PayloadCipher]) -> None:
+    """``palimpsest_open(shard, tenant, user_id, event_id, kind, schema_version, payload, sealed)``: the payload
+    opened with its shard's cipher (a vectorised Python function over Arrow arrays)."""
+    names = ("tenant", "user_id", "event_id", "kind", "schema_version", "payload", "sealed")
+
+    def opened(shard, tenant, user_id, event_id, kind, schema_version, payload, sealed):
+        table = pa.table(dict(zip(names, (tenant, user_id, event_id, kind, schema_version, payload, sealed))))
+        shards = shard.to_pylist()
+        if len(set(shards)) == 1:
+            return ciphers[shards[0]].open_column(table)
+        return pa.concat_arrays([ciphers[s].open_column(table.slice(i, 1)) for i, s in enumerate(shards)])
+
+    con.create_function("palimpsest_open", opened, ["INTEGER", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
+                                                    "SMALLINT", "VARCHAR", "BLOB"], "VARCHAR", type="arrow",
+                        null_handling="special")  # a clear row (sealed NULL) is passed in too
 
 
 def _quoted(path: Path) -> str:

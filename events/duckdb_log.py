@@ -4,6 +4,13 @@ DuckDB writes each commit to its write-ahead log and syncs it before the
 commit returns, so an acknowledged append survives a crash of the process.
 A constraint violation or any error inside the transaction rolls the whole
 batch back.
+
+With a :class:`~events.crypto.PayloadCipher` (an encrypted store) every
+payload and command outcome of a user is sealed under that user's data key
+on the way in and opened on the way out; keys are looked up once per stream
+per batch. An encrypted log's ``events`` table has one more column,
+``sealed`` (BLOB: the compressed, sealed payload; ``payload`` holds a stub).
+``rows`` (the served audit) returns payloads opened.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from events.crypto import PayloadCipher
 from events.envelope import ENVELOPE_SCHEMA, Envelope, from_arrow, to_arrow
 from events.errors import ConcurrencyError, StoreError
 from events.log import CommandRecord, EventLog, ScanFilter
@@ -45,6 +53,7 @@ CREATE TABLE IF NOT EXISTS commands (
     outcome VARCHAR NOT NULL
 )
 """
+SEALED_DDL = DDL.replace("    payload VARCHAR NOT NULL,\n", "    payload VARCHAR NOT NULL,\n    sealed BLOB,\n", 1)
 SCAN_BATCH = 20_000
 LOG_ERRORS = (duckdb.Error,)  # what reading a damaged log file raises (the shard turns it into ``open_error``)
 
@@ -95,24 +104,39 @@ def open_error(path: Path, exc: Exception) -> StoreError:
 class DuckDBEventLog(EventLog):
     """Append-only event table in one DuckDB file."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, cipher: PayloadCipher | None = None) -> None:
         super().__init__()
         self.path = Path(path)
+        self.cipher = cipher
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._con = duckdb.connect(str(self.path))
             self._con.execute("SET TimeZone = 'UTC'")
-            self._con.execute(DDL)
+            self._con.execute(DDL if cipher is None else SEALED_DDL)
             rows = self._con.execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
+            has_sealed = bool(self._con.execute("SELECT count(*) FROM duckdb_columns() WHERE database_name = "
+                                                "current_database() AND table_name = 'events' AND column_name = "
+                                                "'sealed'").fetchone()[0])
         except duckdb.Error as exc:
             raise open_error(self.path, exc) from None
+        if has_sealed != (cipher is not None):
+            self._con.close()
+            raise StoreError(
+                f"the event log {self.path} is {'encrypted' if has_sealed else 'plaintext'}, but it was opened "
+                f"{'without' if has_sealed else 'with'} a key store; open the store through palimpsest (store.json "
+                "says whether it is encrypted; `palimpsest encrypt --out NEW` copies a plaintext store into an "
+                "encrypted one)")
         self._heads = {(t, u): int(s) for t, u, s in rows}
+        self._columns = ", ".join(ENVELOPE_SCHEMA.names + (["sealed"] if has_sealed else []))
         # Appends go through a connection of their own: a writer thread (the shard's touch flush) may append
         # while another thread reads through cursors of ``_con`` (DuckDB connections are not shared by threads).
         self._writer = self._con.cursor()
 
     def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
-        batch = to_arrow(envelopes)
+        batch = to_arrow(envelopes, self.cipher)
+        outcome = command.outcome if command is not None else None
+        if command is not None and self.cipher is not None:
+            outcome = self.cipher.seal_outcome(command.command_id, command.kind, command.tenant, command.user_id, outcome)
         con = self._writer
         con.execute("BEGIN TRANSACTION")
         try:
@@ -122,7 +146,7 @@ class DuckDBEventLog(EventLog):
                 con.execute(
                     "INSERT INTO commands VALUES (?, ?, ?, ?, now(), ?, ?)",
                     [command.command_id, command.kind, command.tenant, command.user_id, list(command.event_ids),
-                     command.outcome],
+                     outcome],
                 )
             con.execute("COMMIT")
         except duckdb.ConstraintException as exc:
@@ -138,23 +162,42 @@ class DuckDBEventLog(EventLog):
         where, params = where_clause(flt)
         # A cursor of its own, so a scan being consumed never sees a later append half-way.
         rel = self._con.cursor().sql(
-            f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events WHERE {where} ORDER BY tenant, user_id, seq",
+            f"SELECT {self._columns} FROM events WHERE {where} ORDER BY tenant, user_id, seq",
             params=params or None,
         )
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
-            yield from from_arrow(pa.Table.from_batches([batch]))
+            yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
 
     def rows(self, flt: ScanFilter | None = None) -> pa.Table:
-        """The stored rows, exactly as written (payloads not upcast), in scan order."""
+        """The stored rows as written (payloads not upcast; sealed ones opened, erased ones marked), in scan order."""
         where, params = where_clause(flt or ScanFilter())
-        sql = f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events WHERE {where} ORDER BY tenant, user_id, seq"
-        return fetch_arrow(self._con.cursor(), sql, params)
+        sql = f"SELECT {self._columns} FROM events WHERE {where} ORDER BY tenant, user_id, seq"
+        table = fetch_arrow(self._con.cursor(), sql, params)
+        if self.cipher is None:
+            return table
+        opened = self.cipher.open_column(table) if table.num_rows else pa.array([], pa.string())
+        return table.set_column(table.schema.get_field_index("payload"), ENVELOPE_SCHEMA.field("payload"),
+                                opened).select(ENVELOPE_SCHEMA.names)
 
     def model_id(self) -> str | None:
+        if self.cipher is not None:  # sealed payloads: the first one that still opens
+            rel = self._con.cursor().sql(f"SELECT {self._columns} FROM events WHERE kind = 'message_embedded'")
+            for batch in rel.fetch_arrow_reader(64):
+                for env in from_arrow(pa.Table.from_batches([batch]), self.cipher):
+                    if env.event.kind == "message_embedded":
+                        return env.event.model_id
+            return None
         row = self._con.cursor().execute(
             "SELECT json_extract_string(payload, '$.model_id') FROM events WHERE kind = 'message_embedded' LIMIT 1"
         ).fetchone()
         return row[0] if row else None
+
+    def forgotten(self) -> list[tuple[str, str, int, int]]:
+        """Every ``user_forgotten`` event (clear payloads): (tenant, user, seq, key generation), in log order."""
+        rows = self._con.cursor().execute(
+            "SELECT tenant, user_id, seq, json_extract(payload, '$.key_generation')::BIGINT FROM events "
+            "WHERE kind = 'user_forgotten' ORDER BY tenant, user_id, seq").fetchall()
+        return [(t, u, int(s), int(g)) for t, u, s, g in rows]
 
     def _with_heads(self, heads) -> duckdb.DuckDBPyConnection:
         """A cursor of its own with ``heads`` (stream → seq) registered as the table ``_heads``."""
@@ -170,19 +213,21 @@ class DuckDBEventLog(EventLog):
             yield from self._read(ScanFilter())
             return
         rel = self._with_heads(heads).sql(
-            f"SELECT {', '.join('e.' + n for n in ENVELOPE_SCHEMA.names)} FROM events e "
+            f"SELECT {', '.join('e.' + n for n in self._columns.split(', '))} FROM events e "
             "LEFT JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq > coalesce(h.head, 0) ORDER BY e.tenant, e.user_id, e.seq"
         )
         for batch in rel.fetch_arrow_reader(SCAN_BATCH):
-            yield from from_arrow(pa.Table.from_batches([batch]))
+            yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
 
     def checksums(self, heads) -> dict:
         """One aggregate query: per stream, ``bit_xor(hash(...))`` of its stored rows up to its given head."""
         if not heads:
             return {}
+        sealed = ", e.sealed" if self.cipher is not None else ""
         rows = self._with_heads(heads).execute(
-            "SELECT e.tenant, e.user_id, bit_xor(hash(e.event_id, e.seq, e.kind, e.schema_version, e.payload)) "
+            "SELECT e.tenant, e.user_id, "
+            f"bit_xor(hash(e.event_id, e.seq, e.kind, e.schema_version, e.payload{sealed})) "
             "FROM events e JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq <= h.head GROUP BY e.tenant, e.user_id"
         ).fetchall()
@@ -193,7 +238,12 @@ class DuckDBEventLog(EventLog):
             "SELECT command_id, kind, outcome, tenant, user_id, event_ids FROM commands WHERE command_id = ?",
             [command_id],
         ).fetchone()
-        return None if row is None else CommandRecord(*row[:5], tuple(row[5]))
+        if row is None:
+            return None
+        command_id, kind, outcome, tenant, user_id, event_ids = row
+        if self.cipher is not None:
+            outcome = self.cipher.open_outcome(command_id, tenant, user_id, outcome)
+        return CommandRecord(command_id, kind, outcome, tenant, user_id, tuple(event_ids))
 
     def copy_to(self, target: Path) -> dict:
         """A consistent copy of this log at ``target``: checkpointed (the WAL folded into the file), copied,

@@ -2,7 +2,10 @@
 
 The schema is written once here and asserted in tests. ``payload`` is the
 event's JSON (bytes fields base64-encoded), so any DuckDB or Arrow tool can
-audit the log without this code.
+audit the log without this code. In an encrypted store a row also has
+``sealed`` (:data:`SEALED_SCHEMA`): that JSON compressed and sealed under the
+user's data key (:mod:`events.crypto`), ``payload`` then only a stub; given a
+cipher, the codec here seals and opens it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from datetime import UTC, datetime
 import pyarrow as pa
 from pydantic import ValidationError
 
-from events.errors import UnknownEventError
+from events.crypto import PayloadCipher
+from events.erasure_events import PayloadErased
+from events.errors import StoreError, UnknownEventError
 from events.model import Event
 from events.registry import EVENT_TYPES
 from events.upcasting import upcast
@@ -34,6 +39,8 @@ ENVELOPE_SCHEMA = pa.schema(
         pa.field("payload", pa.string(), nullable=False),
     ]
 )
+SEALED_FIELD = pa.field("sealed", pa.binary(), nullable=True)
+SEALED_SCHEMA = ENVELOPE_SCHEMA.append(SEALED_FIELD)  # the rows of an encrypted log
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +93,9 @@ def seal(pending: PendingEvent, seq: int, recorded_at: datetime) -> Envelope:
     )
 
 
-def to_arrow(envelopes: list[Envelope]) -> pa.Table:
-    """Encode envelopes as a table with exactly :data:`ENVELOPE_SCHEMA`."""
+def to_arrow(envelopes: list[Envelope], cipher: PayloadCipher | None = None) -> pa.Table:
+    """Encode envelopes as a table with exactly :data:`ENVELOPE_SCHEMA`; with ``cipher``, :data:`SEALED_SCHEMA`
+    (payloads sealed)."""
     cols: dict[str, list] = {name: [] for name in ENVELOPE_SCHEMA.names}
     for env in envelopes:
         cols["tenant"].append(env.tenant)
@@ -101,10 +109,14 @@ def to_arrow(envelopes: list[Envelope]) -> pa.Table:
         cols["causation_id"].append(env.causation_id)
         cols["correlation_id"].append(env.correlation_id)
         cols["payload"].append(env.event.model_dump_json())
-    return pa.Table.from_pydict(cols, schema=ENVELOPE_SCHEMA)
+    if cipher is None:
+        return pa.Table.from_pydict(cols, schema=ENVELOPE_SCHEMA)
+    cols["payload"], cols["sealed"] = cipher.seal_payloads(cols["tenant"], cols["user_id"], cols["event_id"],
+                                                           cols["kind"], cols["schema_version"], cols["payload"])
+    return pa.Table.from_pydict(cols, schema=SEALED_SCHEMA)
 
 
-def decode_payload(kind: str, version: int, payload: str) -> Event:
+def decode_payload(kind: str, version: int, payload: str | bytes) -> Event:
     cls = EVENT_TYPES.get(kind)
     if cls is None:
         raise UnknownEventError(f"unknown event kind {kind!r}; upgrade palimpsest to read this log")
@@ -136,12 +148,30 @@ def _pylist(column: pa.ChunkedArray) -> list:
     return [None if i is None else values[i] for i in encoded.indices.to_pylist()]
 
 
-def from_arrow(table: pa.Table) -> list[Envelope]:
-    """Decode rows (any column order) into envelopes, upcasting old payload versions."""
-    table = table.select(ENVELOPE_SCHEMA.names)
-    rows = zip(*(_pylist(table.column(name)) for name in ENVELOPE_SCHEMA.names), strict=True)
+def from_arrow(table: pa.Table, cipher: PayloadCipher | None = None) -> list[Envelope]:
+    """Decode rows (any column order) into envelopes, upcasting old payload versions.
+
+    A row with ``sealed`` set is opened with ``cipher``; one whose key was destroyed (a forgotten user)
+    decodes as :class:`PayloadErased`, its stored kind and version kept in the envelope.
+    """
+    names = ENVELOPE_SCHEMA.names
+    sealed_col = [None] * table.num_rows
+    if "sealed" in table.column_names:
+        sealed_col = table.column("sealed").to_pylist()
+        if cipher is None and any(x is not None for x in sealed_col):
+            raise StoreError("the log's payloads are encrypted, but it was opened without its key store; open the "
+                             "store through palimpsest (store.json says whether it is encrypted)")
+    table = table.select(names)
+    rows = zip(*(_pylist(table.column(name)) for name in names), sealed_col, strict=True)
     out: list[Envelope] = []
-    for tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at, causation_id, correlation_id, payload in rows:
+    for (tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at, causation_id, correlation_id,
+         payload, sealed) in rows:
+        if sealed is not None:
+            payload, gen = cipher.open_payload(tenant, user_id, event_id, kind, version, sealed)
+            if payload is None:
+                out.append(Envelope(tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at,
+                                    causation_id, correlation_id, PayloadErased(key_generation=gen)))
+                continue
         event = decode_payload(kind, version, payload)
         out.append(Envelope(tenant, user_id, seq, event_id, kind, event.schema_version, occurred_at, recorded_at,
                             causation_id, correlation_id, event))

@@ -69,6 +69,7 @@ class EventLog:
 
     def __init__(self) -> None:
         self._heads: dict[Stream, int] = {}
+        self.cipher = None  # an events.crypto.PayloadCipher when the backend seals payloads (an encrypted store)
 
     # -- the contract -------------------------------------------------
     def append(
@@ -146,6 +147,11 @@ class EventLog:
 
     def count(self) -> int:
         return sum(self._heads.values())
+
+    def forgotten(self) -> list[tuple[str, str, int, int]]:
+        """Every ``user_forgotten`` event: (tenant, user, seq, key generation), in log order."""
+        return [(e.tenant, e.user_id, e.seq, e.event.key_generation)
+                for e in self._read(ScanFilter(kinds=("user_forgotten",)))]
 
     def close(self) -> None:  # pragma: no cover - backends override when they hold resources
         pass

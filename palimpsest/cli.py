@@ -13,7 +13,9 @@ from datetime import datetime
 from pathlib import Path
 
 from events.errors import InvalidInputError, PalimpsestError
-from palimpsest import cli_archive, cli_backup, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes, cli_serve
+from palimpsest import (
+    cli_archive, cli_backup, cli_erasure, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes, cli_serve,
+)
 from palimpsest.cli_common import DEFAULT_STORE, SCOPES, open_store, print_json, parse_when, remote, stream_args
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -157,6 +159,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         ok &= r.equal
         rate = r.events / r.seconds if r.seconds else 0.0
         print(f"shard {r.shard}: {r.events} events rebuilt in {r.seconds:.2f}s ({rate:,.0f} events/s)")
+        if getattr(r, "erased", 0):
+            print(f"   {r.erased} events of forgotten users replayed as erased (their keys are destroyed)")
         for name in r.live:
             mark = "==" if r.live[name] == r.rebuilt[name] else "!="
             print(f"   {name:<9} live {r.live[name][:16]} {mark} rebuilt {r.rebuilt[name][:16]}")
@@ -181,7 +185,9 @@ def _audit(args: argparse.Namespace, tenant: str | None = None):
                  and value < 0]
     if problems:
         raise InvalidInputError(problems, what=args.command)
-    return AuditReader(store_config.log_files(Path(args.store)), tenant=tenant)
+    files = store_config.log_files(Path(args.store))
+    ciphers = cli_erasure.audit_ciphers(Path(args.store), files) if files else None
+    return AuditReader(files, tenant=tenant, ciphers=ciphers)
 
 
 def _iso(value) -> str:
@@ -324,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_graph.register(sub)
     cli_serve.register(sub)
     cli_mcp.register(sub)
+    cli_erasure.register(sub)
     cli_backup.register(sub)
 
     sp = sub.add_parser("events", help="audit the log (read-only, no actors)")

@@ -21,10 +21,13 @@ def cmd_backup(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     from palimpsest.backup import restore
 
-    manifest = restore(args.dir, args.store)
+    manifest = restore(args.dir, args.store, forgets_from=args.forgets_from)
     events = sum(s["events"] for s in manifest["shards"])
     print(f"restored {events} events in {len(manifest['shards'])} shard logs from {args.dir} (taken "
           f"{manifest['finished']}) into {args.store}; the vectors are rebuilt from the logs on first open")
+    if manifest["forgets_applied"]:
+        print(f"kept forgotten: {len(manifest['forgets_applied'])} user(s) forgotten since the backup, their keys "
+              "destroyed in the restored store")
     return 0
 
 
@@ -34,4 +37,7 @@ def register(sub) -> None:
     sp.set_defaults(func=cmd_backup)
     sp = sub.add_parser("restore", help="restore a backup into --store (a new directory)")
     sp.add_argument("dir", help="the backup directory (holding manifest.json)")
+    sp.add_argument("--forgets-from", metavar="STORE",
+                    help="where to read the users forgotten since the backup (default: the store it was taken "
+                         "from); 'none' to restore without")
     sp.set_defaults(func=cmd_restore)

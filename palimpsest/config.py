@@ -1,10 +1,13 @@
-"""A store directory and its ``store.json``: fixed at creation, read on every open."""
+"""A store directory and its ``store.json``: fixed at creation, read on every open; and its master key."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
+import stat
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -12,6 +15,11 @@ from events.errors import StoreError
 from projections.adapters.embedding import EMBEDDERS, MODEL_IDS
 
 FORMAT_VERSION = 1
+ENCRYPTION = "aes-256-gcm"  # store.json "encryption" of a store whose payloads are sealed per user
+PLAINTEXT = "none"  # a store created before encryption (store.json has no "encryption" entry): still opens
+MASTER_KEY_ENV = "PALIMPSEST_MASTER_KEY"
+MASTER_KEY_HOWTO = ("a base64-encoded 32-byte key, e.g. from "
+                    "`python -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())'`")
 
 
 @dataclass(frozen=True)
@@ -24,6 +32,11 @@ class StoreConfig:
     dim: int = 384
     format_version: int = FORMAT_VERSION
     settings: dict = field(default_factory=dict)  # palimpsest.settings.StoreSettings as JSON
+    encryption: str = PLAINTEXT  # fixed at creation: new stores are encrypted (ENCRYPTION) unless asked not to be
+
+    @property
+    def encrypted(self) -> bool:
+        return self.encryption == ENCRYPTION
 
     def save(self, path: Path) -> None:
         tmp = path / "store.json.tmp"
@@ -35,14 +48,17 @@ class StoreConfig:
 
     @classmethod
     def create(cls, path: Path, num_shards: int | None = None, embedder: str = "minilm",
-               settings: dict | None = None) -> StoreConfig:
+               settings: dict | None = None, encrypted: bool = True) -> StoreConfig:
         if embedder not in EMBEDDERS:
             raise StoreError(f"unknown embedder {embedder!r}; use one of {sorted(EMBEDDERS)}")
         n = num_shards or os.cpu_count() or 1
         if n < 1:
             raise StoreError(f"num_shards must be at least 1, got {n}")
-        cfg = cls(num_shards=n, embedder=embedder, model_id=MODEL_IDS[embedder], settings=settings or {})
+        cfg = cls(num_shards=n, embedder=embedder, model_id=MODEL_IDS[embedder], settings=settings or {},
+                  encryption=ENCRYPTION if encrypted else PLAINTEXT)
         path.mkdir(parents=True, exist_ok=True)
+        if encrypted:
+            master_key(path, cfg, create=True)  # the key file, unless PALIMPSEST_MASTER_KEY holds the key
         cfg.save(path)
         return cfg
 
@@ -86,7 +102,52 @@ class StoreConfig:
         if data.get("model_id", MODEL_IDS[embedder]) != MODEL_IDS[embedder]:
             raise StoreError(f"{file}: embedder {embedder!r} encodes with {MODEL_IDS[embedder]!r}, but model_id says "
                              f"{data.get('model_id')!r}; the embedder cannot change after creation: set both back")
+        if data.get("encryption", PLAINTEXT) not in (PLAINTEXT, ENCRYPTION):
+            raise StoreError(f"{file}: unknown encryption {data['encryption']!r}; it is {ENCRYPTION!r} or "
+                             f"{PLAINTEXT!r}, fixed when the store was created: set it back")
         return cls(**data)
+
+
+def master_key_file(path: Path) -> Path:
+    return path / "master.key"
+
+
+def key_store(path: Path, shard: int) -> Path:
+    return path / "keys" / f"shard-{shard:03d}.keys"
+
+
+def master_key(path: Path, cfg: StoreConfig, *, create: bool = False) -> bytes | None:
+    """The master key of an encrypted store (None for a plaintext one): ``PALIMPSEST_MASTER_KEY`` if set, else
+    the store's ``master.key`` (created, mode 0600, with ``create``: when the store is created)."""
+    if not cfg.encrypted:
+        return None
+    env = os.environ.get(MASTER_KEY_ENV, "").strip()
+    if env:
+        return _decoded(env, MASTER_KEY_ENV)
+    file = master_key_file(path)
+    if create and not file.exists():
+        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(base64.b64encode(os.urandom(32)).decode() + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    if not file.exists():
+        raise StoreError(f"the store {path} is encrypted, but {MASTER_KEY_ENV} is not set and {file} does not "
+                         f"exist; set {MASTER_KEY_ENV} to the key the store was created with, or restore the file")
+    mode = stat.S_IMODE(file.stat().st_mode)
+    if mode & 0o077:
+        raise StoreError(f"{file} is readable by other users (mode {mode:o}); run `chmod 600 {file}`")
+    return _decoded(file.read_text().strip(), str(file))
+
+
+def _decoded(text: str, where: str) -> bytes:
+    try:
+        key = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        key = b""
+    if len(key) != 32:
+        raise StoreError(f"{where} is not a master key; give {MASTER_KEY_HOWTO}")
+    return key
 
 
 def store_id(path: Path) -> str:
@@ -135,3 +196,9 @@ def check_layout(path: Path, cfg: StoreConfig) -> None:
             f"the event log {missing[0]} is missing, but the store holds data in {len(present)} other shard log(s); "
             "restore the file from a backup (palimpsest will not recreate a shard log empty), or, if "
             "num_shards in store.json was raised by hand, set it back to the number of shard logs")
+    if cfg.encrypted:
+        lost = [key_store(path, i) for i in sorted(present) if not key_store(path, i).exists()]
+        if lost:
+            raise StoreError(
+                f"the key store {lost[0]} is missing, but its shard log holds (sealed) events; restore it from a "
+                "backup (without it those events cannot be read)")

@@ -28,12 +28,14 @@ from events.commands import MAX_BATCH_SIZE, RecordMessage, validate_messages
 from events.envelope import Envelope
 from events.errors import InvalidInputError
 from palimpsest import config as store_config
+from palimpsest.memory_erasure import ErasureApiMixin
 from palimpsest.memory_graph import GraphApiMixin
 from palimpsest.memory_inspect import InspectApiMixin
 from palimpsest.memory_learning import LearningApiMixin
 from palimpsest.memory_signals import SignalsApiMixin
 from palimpsest.remote import aware as _aware
 from palimpsest.ingest import send_batches
+from palimpsest.query_vectors import QueryVectors
 from palimpsest.reports import IngestReport
 from palimpsest.settings import StoreSettings, record_settings
 from palimpsest.remote import Shards
@@ -47,11 +49,10 @@ from projections.queries.context import Context
 from projections.queries.retrieval import FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
-QUERY_VECTORS = 1024  # recent query texts whose vectors are kept (search, then context, for one question)
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
 
 
-class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
+class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, ErasureApiMixin):
     """A Palimpsest store: shard actors on Ray over a directory of DuckDB logs and a LanceDB directory."""
 
     def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:
@@ -59,6 +60,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
         self.config = cfg
         self.settings = settings = StoreSettings.from_json(cfg.settings, str(path / "store.json"))
         store_config.check_layout(path, cfg)
+        master_key = store_config.master_key(path, cfg)  # None for a plaintext store; read before Ray starts
         ensure_ray(address)
         llm = LlmConfig.from_env()  # PALIMPSEST_LLM_BASE_URL / _MODEL / _API_KEY; None: the offline rules decide
         specs = [
@@ -76,6 +78,8 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
                 snapshot_dir=store_config.snapshot_dir(path).resolve(),
                 snapshot_every=settings.snapshot_every,
                 max_resident_users=settings.max_resident_users,
+                key_store=store_config.key_store(path, i).resolve() if cfg.encrypted else None,
+                master_key=master_key,
             )
             for i in range(cfg.num_shards)
         ]
@@ -84,8 +88,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
         self.llm_config = llm  # the consolidation tasks ask it which linked memories are causal
         self._embedder: Embedder | None = None
         self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
-        self._query_vectors: dict[str, np.ndarray] = {}  # recent query texts → their vectors (the encoder is pure)
-        self._query_lock = threading.Lock()
+        self._query_vectors = QueryVectors()  # search, then context, for one question: encoded once
         self.consolidate_every = CONSOLIDATE_EVERY  # staged graph memories between automatic rounds; 0: on demand
         self._since_consolidation = 0
         self._scheduler: threading.Timer | None = None
@@ -100,9 +103,15 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
         embedder: str = "minilm",
         address: str | None = None,
         create: bool = True,
+        encrypted: bool = True,
         **settings: Any,
     ) -> Memory:
-        """Open the store at ``path``, creating it (with ``num_shards`` and ``embedder``) if it is new.
+        """Open the store at ``path``, creating it (with ``num_shards``, ``embedder`` and ``encrypted``) if it is new.
+
+        A new store is encrypted unless ``encrypted=False``: each user's events are sealed under its own data
+        key, which :meth:`forget` destroys. The master key is ``PALIMPSEST_MASTER_KEY`` or, if that is not
+        set, the store's ``master.key`` file (created with mode 0600). A store created before encryption opens
+        as it is (plaintext; ``encryption: none`` in ``store.json``).
 
         ``settings`` are :class:`~palimpsest.settings.StoreSettings` fields:
         ``retention_policy``, ``segmentation``, ``tiers``, ``working``,
@@ -116,7 +125,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
         if (path / "store.json").exists() or not create:
             cfg = store_config.StoreConfig.load(path)
         else:
-            cfg = store_config.StoreConfig.create(path, num_shards, embedder)
+            cfg = store_config.StoreConfig.create(path, num_shards, embedder, encrypted=encrypted)
         cfg = record_settings(path, cfg, settings)
         return cls(path, cfg, address=address)
 
@@ -187,16 +196,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin):
     def _query_vector(self, query: str) -> np.ndarray:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError([("query", "empty; give the text to search for")], what="query")
-        with self._query_lock:
-            vec = self._query_vectors.get(query)
-        if vec is None:  # an agent searches and then builds a context for the same question: encoded once
-            vec = self.embedder.encode([query])[0]
-            vec.setflags(write=False)  # shared by the calls that ask the same text
-            with self._query_lock:
-                if len(self._query_vectors) >= QUERY_VECTORS:
-                    self._query_vectors.pop(next(iter(self._query_vectors)))  # the oldest first
-                self._query_vectors[query] = vec
-        return vec
+        return self._query_vectors.get(query, self.embedder.encode)
 
     def search(
         self,

@@ -122,6 +122,18 @@ def restore(user_id: str, body: MemoryIds, who: Caller = Authorized) -> dict:
     return {"restored": ids}
 
 
+@router.post("/forget", summary="Erase the user for good: data key destroyed, projections, vectors, snapshot removed")
+def forget(user_id: str, who: Caller = Authorized, tenant: str | None = None) -> dict:
+    """Your tenant's user; an admin key may name another tenant (``?tenant=``)."""
+    if tenant is not None and tenant != who.tenant:
+        who.require_admin("forgetting another tenant's user")
+        if (tenant, user_id) not in who.served.streams:
+            raise ApiError(404, "not_found", f"no user {user_id!r} in tenant {tenant!r}",
+                           [("user_id", "user ids are per tenant")])
+        return who.memory.forget(tenant, user_id)
+    return who.memory.forget(who.tenant, who.user(user_id))
+
+
 @router.post("/tools/{name}", summary="A seed-001 tool call: create_memory, link_memories or search_memories")
 def tool_call(user_id: str, name: str, body: ToolCall, who: Caller = Authorized) -> dict:
     if name not in TOOLS:

@@ -10,7 +10,9 @@ not know), and ``rebuild`` rewrites it from scratch.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Iterable
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +115,26 @@ class LanceVectorTable:
             )
         self.add(missing)
         return len(missing), len(extra)
+
+    def erase_stream(self, tenant: str, user_id: str) -> int:
+        """Remove one user's rows from every file of the table; returns how many rows it had.
+
+        A delete only marks rows (their vectors stay in the fragment until a compaction materialises it, and
+        compaction skips fragments with few deletions), so the table is rewritten from the rows of the other
+        users and every older version is cleaned up. Costs a copy of the shard's vectors: erasure is rare.
+        """
+        mine = f"tenant = {_quote(tenant)} AND user_id = {_quote(user_id)}"
+        removed = self._table.count_rows(mine)
+        if not removed:
+            return 0
+        keep = self._table.search().where(f"NOT ({mine})", prefilter=True).limit(None).to_arrow()
+        self._table = self._db.create_table(self.table_name, data=keep.select(self.schema.names).cast(self.schema),
+                                            schema=self.schema, mode="overwrite")
+        with warnings.catch_warnings():  # "removes every version except the latest": that is the point here
+            warnings.simplefilter("ignore", UserWarning)
+            self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        self._adds_since_optimize = 0
+        return removed
 
     def rebuild(self, rows: list[tuple[str, str, VectorRow]]) -> None:
         data = self._batch(rows) if rows else self.schema.empty_table()

@@ -18,9 +18,10 @@ from itertools import groupby, islice
 
 from events.envelope import Envelope
 from events.model import Event
+from events.erasure_events import UserForgotten
 from projections.folds import (
-    adjustments, archive, episode_titles, episodes, feedback, graph, lexical, messages, molt, notes, profile, retention,
-    tiers, touches, vectors, working,
+    adjustments, archive, episode_titles, episodes, erasure, feedback, graph, lexical, messages, molt, notes, profile,
+    retention, tiers, touches, vectors, working,
 )
 from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
@@ -46,6 +47,7 @@ class UserMemory:
     graph: graph.GraphState = field(default_factory=graph.GraphState)
     titles: episode_titles.TitleState = field(default_factory=episode_titles.TitleState)
     feedback: feedback.FeedbackLog = field(default_factory=feedback.FeedbackLog)
+    erasure: erasure.ErasureState = field(default_factory=erasure.ErasureState)
     adjustments: adjustments.AdjustmentState = field(default_factory=adjustments.AdjustmentState)
     molt: molt.PolicyHistory = field(default_factory=molt.PolicyHistory)
     head: int = 0
@@ -62,6 +64,7 @@ PROJECTIONS: dict[str, Callable] = {
     "graph": graph.evolve,
     "titles": episode_titles.evolve,
     "feedback": feedback.evolve,
+    "erasure": erasure.evolve,
     "adjustments": adjustments.evolve,
     "molt": molt.evolve,
 }
@@ -86,6 +89,7 @@ HANDLED: dict[str, tuple[type[Event], ...]] = {
     "graph": graph.HANDLES,
     "titles": episode_titles.HANDLES,
     "feedback": feedback.HANDLES,
+    "erasure": erasure.HANDLES,
     "adjustments": adjustments.HANDLES,
     "molt": molt.HANDLES,
     "retention": retention.HANDLES,
@@ -148,12 +152,18 @@ def _bind(memory: UserMemory, state: ShardState, seq: int) -> None:
 
 
 def evolve(state: ShardState, env: Envelope) -> ShardState:
-    """Apply one envelope to every projection; each one that reads its event class folds it."""
+    """Apply one envelope to every projection; each one that reads its event class folds it.
+
+    A ``user_forgotten`` event replaces the user's projections by empty ones, its erasure record kept.
+    """
     memory = state.users.get(env.stream)
     if memory is None:
         memory = state.users[env.stream] = UserMemory()
     if env.seq != memory.head + 1:
         raise ProjectionOrderError(f"{env.stream}: got seq {env.seq} after {memory.head}")
+    if type(env.event) is UserForgotten:
+        _forget(state, env)
+        return state
     _bind(memory, state, env.seq)
     for step in route(type(env.event)):
         step(memory, state, env)
@@ -187,7 +197,32 @@ def _names(event_type: type[Event]) -> tuple[str, ...]:
     return tuple(name for name in [*PROJECTIONS, *CONFIGURED_PROJECTIONS] if issubclass(event_type, HANDLED[name]))
 
 
+def _forget(state: ShardState, env: Envelope) -> None:
+    """The user's projections, emptied at a ``user_forgotten`` event: only its erasure record remains."""
+    memory = state.users.get(env.stream) or UserMemory()
+    fresh = UserMemory(erasure=erasure.evolve(memory.erasure, env))
+    _bind(fresh, state, env.seq)
+    fresh.head = env.seq
+    state.users[env.stream] = fresh
+
+
 def _fold_run(state: ShardState, stream: Stream, run: list[Envelope]) -> None:
+    """Apply the consecutive envelopes of one stream, split at each ``user_forgotten`` (which empties the user)."""
+    start = 0
+    for i, env in enumerate(run):
+        if type(env.event) is UserForgotten:
+            if i > start:
+                _fold_segment(state, stream, run[start:i])
+            memory = state.users.get(stream)
+            if env.seq != (memory.head if memory is not None else 0) + 1:
+                raise ProjectionOrderError(f"{stream}: got seq {env.seq} after {memory.head if memory else 0}")
+            _forget(state, env)
+            start = i + 1
+    if start < len(run):
+        _fold_segment(state, stream, run[start:] if start else run)
+
+
+def _fold_segment(state: ShardState, stream: Stream, run: list[Envelope]) -> None:
     """Apply the consecutive envelopes of one stream: each projection over the events it reads, in seq order."""
     memory = state.users.get(stream)
     if memory is None:

@@ -44,3 +44,28 @@ def test_a_backup_of_an_open_store_restores_to_equal_digests(ray_cluster, tmp_pa
     log.write_bytes(bytes(data))
     rc, err = run_cli(["--store", str(tmp_path / "other"), "restore", str(backup)])
     assert rc == 2 and "differs from the checksum" in err and not (tmp_path / "other").exists()
+
+
+
+def test_a_user_forgotten_after_a_backup_stays_forgotten_when_it_is_restored(ray_cluster, tmp_path):
+    src, backup, new, blind = tmp_path / "src", tmp_path / "backup", tmp_path / "new", tmp_path / "blind"
+    secret = "my locker code is 7319-QZ"
+    with Memory.open(src, num_shards=2, embedder="hash") as mem:
+        mem.add_messages([*MESSAGES, {"text": secret, "occurred_at": "2024-05-09T09:00:00+00:00"}],
+                         tenant="acme", user_id="alice")
+        mem.add_messages(MESSAGES, tenant="globex", user_id="李雷")
+        mem.backup(backup)
+        assert sorted(p.name for p in (backup / "keys").iterdir()) == ["shard-000.keys", "shard-001.keys"]
+        assert mem.forget("acme", "alice")["forgotten"]
+
+    assert run_cli(["--store", str(new), "restore", str(backup)]) == (0, "")
+    with Memory.open(new) as restored:
+        assert restored.search("acme", "alice", "locker code") == []  # its keys were destroyed in the copy
+        assert {e.event.kind for e in restored.events("acme", "alice")} == {"payload_erased"}
+        assert [h.text for h in restored.search("globex", "李雷", "爬山", k=1)] == ["周末去爬山"]
+        assert all(r.equal for r in restored.replay())
+    assert not [p for p in new.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+    (src / "store.json").rename(src / "moved.json")  # the store the backup came from is gone
+    rc, err = run_cli(["--store", str(blind), "restore", str(backup)])
+    assert rc == 2 and "--forgets-from" in err and not (blind / "store.json").exists()

@@ -217,3 +217,27 @@ def test_adding_again_by_client_id_is_idempotent(served):
              "client_message_id": "alice-0", "speaker": "alice"}]
     r = client.post("/v1/users/alice/messages", json={"messages": msgs}, headers=_auth(key)).json()
     assert r["created"] == 0 and r["duplicates"] == 1 and r["memory_ids"] == served["memory_ids"]["beta"][:1]
+
+
+def test_forget_is_for_the_keys_own_tenant_or_an_admin_and_erases_only_that_user(served, monkeypatch, capsys):
+    from palimpsest.cli import main
+
+    c, keys = served["client"], served["keys"]
+    for tenant in ("acme", "beta"):
+        msgs = [{"text": f"{tenant.upper()}MARK dave keeps bees on the roof", "occurred_at": WHEN.format(5),
+                 "client_message_id": "dave-1"}]
+        assert c.post("/v1/users/dave/messages", json={"messages": msgs}, headers=_auth(keys[tenant])).status_code == 200
+    search = {"query": "who keeps bees", "k": 5}
+
+    assert c.post("/v1/users/dave/forget", params={"tenant": "acme"}, headers=_auth(keys["beta"])).status_code == 403
+    assert c.post("/v1/users/nobody/forget", headers=_auth(keys["beta"])).status_code == 404
+    monkeypatch.setenv("PALIMPSEST_API_KEY", keys["beta"])  # the CLI as a client of the server
+    assert main(["--server", served["running"].url, "forget", "--tenant", "beta", "--user", "dave", "--yes"]) == 0
+    assert "forgot beta/dave" in capsys.readouterr().out
+    assert c.post("/v1/users/dave/search", json=search, headers=_auth(keys["beta"])).json()["hits"] == []
+    acme = c.post("/v1/users/dave/search", json=search, headers=_auth(keys["acme"])).json()["hits"]
+    assert [h["text"] for h in acme] == ["ACMEMARK dave keeps bees on the roof"]  # the same id at acme: kept
+
+    r = c.post("/v1/users/dave/forget", params={"tenant": "acme"}, headers=_auth(keys["admin"]))
+    assert r.status_code == 200 and r.json()["forgotten"] is True
+    assert c.post("/v1/users/dave/search", json=search, headers=_auth(keys["acme"])).json()["hits"] == []

@@ -1,8 +1,9 @@
 """Every command kind is idempotent under retries: the same command (same id) sent twice has one effect and
 gives the same outcome, also when the shard restarted in between (a crash after the commit, before the reply).
 
-The shard runs on a real DuckDB log file; "restart" is a new :class:`ShardCore` on the same files, as Ray
-does when it restarts a dead actor and retries the call in flight with the same arguments.
+The shard runs on a real DuckDB log file of an encrypted store (payloads and outcomes sealed per user);
+"restart" is a new :class:`ShardCore` on the same files, as Ray does when it restarts a dead actor and
+retries the call in flight with the same arguments.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tests.builders import command
 from tests.shard_helpers import EMBED, record, record_command
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
+MASTER_KEY = bytes(range(32))
 USER = {"tenant": "acme", "user_id": "mel"}
 TURNS = [
     command("I adopted a puppy named Biscuit last week", 0, user_id="mel", client_message_id="t1"),
@@ -35,7 +37,8 @@ TURNS = [
 
 def spec_for(tmp_path) -> ShardSpec:
     return ShardSpec(index=0, log_path=tmp_path / "shard-000.duckdb", lance_dir=tmp_path / "vectors",
-                     model_id=HashEmbedder.model_id, dim=384)
+                     model_id=HashEmbedder.model_id, dim=384, key_store=tmp_path / "shard-000.keys",
+                     master_key=MASTER_KEY)
 
 
 def staged(**arguments):
@@ -84,6 +87,7 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
         "ReviewNotes": c.ReviewNotes(now=datetime(2026, 1, 1, tzinfo=UTC)),
         "JudgeFeedback": c.JudgeFeedback(**USER, user_input="不对，我说过她在芝加哥", agent_response="Boston",
                                          memory_ids=ids[1:2]),
+        "ForgetUser": c.ForgetUser(**USER, now=NOW),
         "RevertAdjustment": c.RevertAdjustment(**USER, adjustment_id=judged["adjustments"][0]["adjustment_id"],
                                                reason="by hand", now=NOW),
         "Molt": c.Molt(**USER, now=NOW, force=True, queries=tuple(("sister", vector, NOW, ids[1:2]) for _ in range(3))),
@@ -93,7 +97,7 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
 
 KINDS = ["RecordMessages", "StageGraphMemories", "LinkMemories", "ApplyConsolidation", "Unmerge", "SweepArchive",
          "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback",
-         "RevertAdjustment", "Molt", "RevertPolicy"]
+         "RevertAdjustment", "Molt", "RevertPolicy", "ForgetUser"]
 
 
 def test_every_command_kind_is_covered():

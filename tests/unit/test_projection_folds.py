@@ -192,7 +192,7 @@ def test_digest_changes_only_in_the_projections_an_event_change_reaches():
     other_touch = digest(fold(ShardState(), _base_events(reason="context")))
 
     assert set(base) == {"messages", "lexical", "vectors", "touches", "archive", "notes", "profile", "retention", "graph", "titles", "feedback",
-                         "adjustments", "molt",
+                         "adjustments", "molt", "erasure",
                          "episodes", "tiers", "working", "combined"}
     # The text reaches the pages' keywords in the tiers too ("puppy" → "kitten"); no note is stated in either.
     assert {k for k in base if base[k] != other_text[k]} == {"messages", "lexical", "tiers", "combined"}
@@ -230,3 +230,25 @@ def test_fold_rejects_a_gap_before_applying_any_envelope_of_the_run():
     with pytest.raises(ProjectionOrderError, match="got seq 3 after 1"):
         fold(state, envs)
     assert state.users[("acme", "alice")].head == 0
+
+
+def test_user_forgotten_empties_the_user_in_fold_and_evolve_alike_and_keeps_only_its_erasure():
+    from events.erasure_events import PayloadErased, UserForgotten
+
+    forgotten = UserForgotten(key_generation=1, through_seq=3, at=RECORDED_AT)
+    live = stream(("m1", message("I adopted a puppy", "c1")), ("v1", embedding("m1", [0.6, 0.8])),
+                  ("t1", touch("m1")), ("f1", forgotten), ("m2", message("我搬到了里斯本", "c2")))
+    # Replay after the key is gone: the first three payloads no longer open.
+    replayed = [*stream(*((e.event_id, PayloadErased(key_generation=1)) for e in live[:3])), *live[3:]]
+    one_by_one = ShardState()
+    for env in live:
+        evolve(one_by_one, env)
+
+    folded, refolded = fold(ShardState(), live), fold(ShardState(), replayed)
+
+    assert digest(folded) == digest(one_by_one) == digest(refolded)
+    memory = folded.users[("acme", "alice")]
+    assert [m.text for m in memory.messages.by_id.values()] == ["我搬到了里斯本"]
+    assert memory.touches.total == 0 and memory.head == 5
+    assert [(e.seq, e.through_seq) for e in memory.erasure.erasures] == [(4, 3)]
+    assert digest(fold(ShardState(), live[:3]))["erasure"] != digest(folded)["erasure"]

@@ -14,8 +14,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from events.crypto import PayloadCipher
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA, PendingEvent, from_arrow, seal, to_arrow
+from events.erasure_events import UserForgotten
 from events.feedback_events import FeedbackDetected
 from events.learning_events import AdjustmentReverted, MemoryAdjusted, PolicyChanged, PolicyProposalRejected
 from events.graph_events import (
@@ -28,6 +30,7 @@ from events.graph_events import (
     GraphNodesUnmerged,
     GraphProposalRejected,
 )
+from events.keystore import KeyStore
 from events.log import InMemoryEventLog
 from events.model import (
     MEMORY_TYPES,
@@ -227,6 +230,8 @@ feedback_detected = st.sampled_from(["negative", "positive", "neutral", "mixed"]
     )
 )
 
+user_forgotten = st.builds(UserForgotten, key_generation=st.integers(1, 10), through_seq=st.integers(0, 2**40),
+                           at=st.datetimes(timezones=OFFSETS))
 WEIGHTS = st.dictionaries(st.sampled_from(["retention_weight", "note_weight"]), st.floats(0.0, 2.0), min_size=1)
 learning_events = st.one_of(
     st.builds(MemoryAdjusted, action=st.sampled_from(["penalty", "invalidate"]), layer=st.sampled_from(["working", "stable"]),
@@ -249,7 +254,7 @@ learning_events = st.one_of(
 ANY_EVENT = st.one_of(
     message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded, note_operation,
     note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled, graph_events,
-    feedback_detected, learning_events,
+    feedback_detected, learning_events, user_forgotten,
 )
 
 
@@ -261,6 +266,7 @@ def test_the_strategies_cover_every_event_kind():
         "graph_memory_staged", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
         "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded", "graph_proposal_rejected",
         "feedback_detected", "memory_adjusted", "adjustment_reverted", "policy_changed", "policy_proposal_rejected",
+        "user_forgotten",
     }
 
 
@@ -281,6 +287,24 @@ def test_every_event_kind_round_trips_through_the_arrow_envelope(events, recorde
 
     assert table.schema == ENVELOPE_SCHEMA
     assert from_arrow(table) == envelopes
+
+
+@given(events=st.lists(st.tuples(ANY_EVENT, st.sampled_from(["acme", "globex"]), st.sampled_from(["alice", "bob"])),
+                       min_size=1, max_size=5))
+@settings(max_examples=100)
+def test_every_event_kind_round_trips_sealed_under_its_users_key(events):
+    envelopes = [seal(PendingEvent(tenant, user, f"e{i}", event), i + 1, datetime(2024, 5, 1, tzinfo=UTC))
+                 for i, (event, tenant, user) in enumerate(events)]
+    with tempfile.TemporaryDirectory() as tmp:
+        cipher = PayloadCipher(KeyStore(Path(tmp) / "shard.keys", bytes(32)))
+
+        table = to_arrow(envelopes, cipher)
+
+        stored = table.column("sealed").to_pylist()
+        assert [p is not None for p in stored] == [e.kind != "user_forgotten" for e in envelopes]
+        assert all(p[0] == 2 and bytes(e.event.model_dump_json(), "utf-8") not in p
+                   for p, e in zip(stored, envelopes) if p is not None)
+        assert from_arrow(table, cipher) == envelopes
 
 
 STREAMS = [("acme", "alice"), ("acme", "bob"), ("globex", "alice")]

@@ -167,7 +167,7 @@ def test_replay_rebuilds_equal_projections(service):
 
     assert report.equal
     assert report.live == before == report.rebuilt
-    assert set(report.live) == {"messages", "lexical", "vectors", "touches", "archive", "notes", "profile", "retention", "episodes", "tiers", "working", "graph", "titles", "feedback", "adjustments", "molt", "combined", "lancedb"}
+    assert set(report.live) == {"messages", "lexical", "vectors", "touches", "archive", "notes", "profile", "retention", "episodes", "tiers", "working", "graph", "titles", "feedback", "adjustments", "molt", "erasure", "combined", "lancedb"}
     assert report.events == service.log.count() == 18
     assert search(service, "puppy")[0].turn_id == "D1:1"  # still serves queries after the rebuild
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.envelope import PendingEvent
+from events.erasure_events import UserForgotten
 from events.log import InMemoryEventLog
 from events.model import MessageRecorded
 from events.registry import EVENT_TYPES
@@ -22,6 +23,8 @@ from tests.unit.test_properties import ANY_EVENT, STREAMS, memory_touched, messa
 def fold_every_projection(state: ShardState, envelopes) -> ShardState:
     for env in envelopes:
         memory = state.users.setdefault(env.stream, UserMemory())
+        if isinstance(env.event, UserForgotten):  # the user's projections start afresh, its erasure record kept
+            memory = state.users[env.stream] = UserMemory(erasure=memory.erasure)
         for name, step in PROJECTIONS.items():
             setattr(memory, name, step(getattr(memory, name), env))
         for name, (step, config) in CONFIGURED_PROJECTIONS.items():

@@ -1,18 +1,36 @@
-"""A real local Ray for the integration tests: one per test module, as Ray's own tests do."""
+"""A real local Ray for the integration tests, started once and shared by the modules.
+
+Starting Ray (and warming its workers) costs seconds per module; the modules use stores of their own (their
+actors are named after the store's path), so they can share one cluster. A module that needs a Ray of its own
+(test_multinode's multi-node cluster) shuts the shared one down first; the next module starts it again.
+"""
 
 from __future__ import annotations
 
 import pytest
 import ray
 
+from actors.ray_init import NAMESPACE
 from palimpsest import Memory
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(address="local", num_cpus=2, include_dashboard=False)
+def start_shared_ray() -> None:
+    """The local Ray the integration modules share (the namespace :func:`actors.ray_init.ensure_ray` gives)."""
+    if not ray.is_initialized():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
+
+
+@pytest.fixture(scope="session")
+def _shared_ray_session():
     yield
-    ray.shutdown()
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(_shared_ray_session):
+    start_shared_ray()
+    yield
 
 
 @pytest.fixture

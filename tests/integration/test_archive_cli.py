@@ -1,4 +1,8 @@
-"""Archival end to end through the CLI: sweep by retention, archive search, restore, counterfactual rankings."""
+"""Archival end to end through the CLI: sweep by retention, archive search, restore, counterfactual rankings.
+
+The sample store is ingested once and copied for each test; each test holds its copy open, so its commands
+re-attach to the running actors (tests/integration/cli_store.py), and counts the logged events through it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import json
 
 import pytest
 
-from tests.integration.test_cli import SAMPLE, run
+from tests.integration.cli_store import copy_store, held, ingest_sample, logged_events, run
 
 pytestmark = pytest.mark.integration
 
@@ -14,24 +18,26 @@ USER = ("--tenant", "demo", "--user", "maya")
 JUNE = "2024-06-01T00:00:00+00:00"  # two to ten weeks after the sample's conversations
 
 
-@pytest.fixture
-def store(ray_cluster, tmp_path, capsys) -> str:
-    path = str(tmp_path / "store")
-    rc, _, _ = run(capsys, "--store", path, "ingest", str(SAMPLE), "--embedder", "hash", "--num-shards", "2", "--quiet")
-    assert rc == 0
+@pytest.fixture(scope="module")
+def sample_store(ray_cluster, tmp_path_factory):
+    path = tmp_path_factory.mktemp("sample") / "store"
+    ingest_sample(path)
     return path
 
 
-def count_events(store: str, capsys) -> int:
-    _, out, _ = run(capsys, "--store", store, "sql", "SELECT count(*) AS n FROM events", "--json")
-    return json.loads(out)[0]["n"]
+@pytest.fixture
+def store(sample_store, tmp_path):
+    path = copy_store(sample_store, tmp_path / "store")
+    with held(path) as mem:
+        yield path, mem
 
 
 def test_sweep_archives_faded_memories_without_deleting_and_restore_brings_one_back(store, capsys):
-    before = count_events(store, capsys)
+    store, mem = store
+    before = logged_events(mem)
     rc, out, _ = run(capsys, "--store", store, "archive", "sweep", "--at", JUNE, "--dry-run", "--json")
     [planned] = json.loads(out)
-    assert rc == 0 and planned["reason"] == "retention_floor" and count_events(store, capsys) == before
+    assert rc == 0 and planned["reason"] == "retention_floor" and logged_events(mem) == before
 
     rc, out, _ = run(capsys, "--store", store, "retention", *USER, "--at", JUNE, "--json")
     faded = {r["memory_id"] for r in json.loads(out) if r["archive"]}
@@ -39,7 +45,7 @@ def test_sweep_archives_faded_memories_without_deleting_and_restore_brings_one_b
 
     rc, out, _ = run(capsys, "--store", store, "archive", "sweep", "--at", JUNE, "--json")
     assert [set(r["memory_ids"]) for r in json.loads(out)] == [faded]
-    assert count_events(store, capsys) == before + 1  # one memory_archived event, nothing removed
+    assert logged_events(mem) == before + 1  # one memory_archived event, nothing removed
     rc, out, _ = run(capsys, "--store", store, "archive", "sweep", "--at", JUNE, "--json")
     assert json.loads(out) == []  # already archived: a second sweep writes nothing
 
@@ -70,11 +76,12 @@ def test_sweep_archives_faded_memories_without_deleting_and_restore_brings_one_b
 
 
 def test_replay_with_a_policy_and_queries_reports_rank_changes_and_writes_nothing(store, capsys, tmp_path):
+    store, mem = store
     forgetful = tmp_path / "forgetful.json"
     forgetful.write_text(json.dumps({"name": "forgetful", "stability_days": {"decision": 1, "preference": 1}}))
     queries = tmp_path / "queries.txt"
     queries.write_text("which database does Atlas use?\nwhat does maya drink in the morning?\n")
-    before = count_events(store, capsys)
+    before = logged_events(mem)
 
     rc, out, _ = run(capsys, "--store", store, "replay", "--policy", str(forgetful), "--at", JUNE,
                      "--queries", str(queries), *USER, "-k", "5", "--json")
@@ -86,7 +93,7 @@ def test_replay_with_a_policy_and_queries_reports_rank_changes_and_writes_nothin
     dropped = [r for r in db if r["rank_current"] is not None and r["rank_other"] is None]
     assert dropped and all(r["turn_id"] in {"atlas-1:4", "atlas-4:1", "atlas-3:3", "atlas-5:3", "atlas-5:1",
                                             "atlas-1:3", "atlas-2:3"} for r in dropped)
-    assert count_events(store, capsys) == before  # no touches, no archival: the log was only read
+    assert logged_events(mem) == before  # no touches, no archival: the log was only read
 
     rc, _, err = run(capsys, "--store", store, "replay", "--policy", str(forgetful), "--queries", str(queries))
     assert rc == 2 and "queries.txt:1: a query needs a tenant and a user; pass --tenant/--user" in err

@@ -1,54 +1,54 @@
-"""The `palimpsest` command line end to end, in-process on the module's local Ray."""
+"""The `palimpsest` command line end to end, in-process on the module's local Ray.
+
+The sample store is ingested once (the first `palimpsest ingest`), then copied for each test; tests that run
+several commands needing the actors hold their copy open meanwhile (tests/integration/cli_store.py).
+"""
 
 from __future__ import annotations
 
 import json
-from importlib import resources
-from pathlib import Path
 
 import duckdb
 import pytest
 
 from events.errors import StoreError
 from palimpsest import Memory
-from palimpsest.cli import main
+from tests.integration.cli_store import SAMPLE, copy_store, held, ingest_sample, run
 
 pytestmark = pytest.mark.integration
 
-SAMPLE = Path(str(resources.files("palimpsest") / "data" / "sample_dialogue.jsonl"))
 
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(list(argv))
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-@pytest.fixture
-def store(ray_cluster, tmp_path, capsys) -> str:
-    path = str(tmp_path / "store")
-    rc, out, _ = run(capsys, "--store", path, "ingest", str(SAMPLE), "--embedder", "hash", "--num-shards", "2", "--quiet")
-    assert rc == 0
-    assert "ingested 24 messages (24 new, 0 already stored)" in out
+@pytest.fixture(scope="module")
+def sample_store(ray_cluster, tmp_path_factory):
+    path = tmp_path_factory.mktemp("sample") / "store"
+    assert "ingested 24 messages (24 new, 0 already stored)" in ingest_sample(path)
     return path
 
 
+@pytest.fixture
+def store(sample_store, tmp_path) -> str:
+    return copy_store(sample_store, tmp_path / "store")
+
+
 def test_ingest_is_idempotent_and_search_context_replay_work(store, capsys):
-    rc, out, _ = run(capsys, "--store", store, "ingest", str(SAMPLE), "--quiet")
-    assert (rc, "(0 new, 24 already stored)" in out) == (0, True)
+    with held(store):
+        rc, out, _ = run(capsys, "--store", store, "ingest", str(SAMPLE), "--quiet")
+        assert (rc, "(0 new, 24 already stored)" in out) == (0, True)
 
-    rc, out, _ = run(capsys, "--store", store, "search", "--tenant", "demo", "--user", "maya", "周末爬山", "-k", "3", "--json")
-    hits = json.loads(out)
-    assert rc == 0 and hits[0]["turn_id"] == "atlas-2:1"
-    assert hits[0]["provenance"]["event_ids"][0] == hits[0]["memory_id"]
+        rc, out, _ = run(capsys, "--store", store, "search", "--tenant", "demo", "--user", "maya", "周末爬山", "-k", "3",
+                         "--json")
+        hits = json.loads(out)
+        assert rc == 0 and hits[0]["turn_id"] == "atlas-2:1"
+        assert hits[0]["provenance"]["event_ids"][0] == hits[0]["memory_id"]
 
-    rc, out, _ = run(capsys, "--store", store, "context", "--tenant", "demo", "--user", "maya", "database", "--budget", "60", "--json")
-    ctx = json.loads(out)
-    assert rc == 0 and 0 < ctx["tokens"] <= 60
-    assert all(item["provenance"]["turn_id"] for item in ctx["items"])
+        rc, out, _ = run(capsys, "--store", store, "context", "--tenant", "demo", "--user", "maya", "database",
+                         "--budget", "60", "--json")
+        ctx = json.loads(out)
+        assert rc == 0 and 0 < ctx["tokens"] <= 60
+        assert all(item["provenance"]["turn_id"] for item in ctx["items"])
 
-    rc, out, _ = run(capsys, "--store", store, "replay")
-    assert rc == 0 and "digests match" in out
+        rc, out, _ = run(capsys, "--store", store, "replay")
+        assert rc == 0 and "digests match" in out
 
 
 def test_audit_commands_read_the_logs_without_actors(store, capsys):
@@ -77,15 +77,16 @@ def test_sql_refuses_writes_and_file_access_and_scopes_to_a_tenant(store, capsys
 
 
 def test_feedback_judge_and_list_from_the_command_line(store, capsys):
-    rc, out, _ = run(capsys, "--store", store, "feedback", "judge", "--tenant", "demo", "--user", "maya",
-                     "--input", "No, I told you we moved to MySQL", "--reply", "You use PostgreSQL", "--json")
-    verdict = json.loads(out)
-    assert rc == 0 and verdict["type"] == "negative" and "invalidate" in verdict["action_hints"]
-    rc, out, _ = run(capsys, "--store", store, "feedback", "list", "--tenant", "demo", "--user", "maya")
-    assert rc == 0 and out.startswith("negative") and "-- 1 signals" in out
-    rc, _, err = run(capsys, "--store", store, "feedback", "judge", "--tenant", "demo", "--user", "maya",
-                     "--input", "wrong", "--reply", "x", "--memory-id", "no-such-id")
-    assert rc == 2 and "memory_ids" in err and "no-such-id" in err
+    with held(store):
+        rc, out, _ = run(capsys, "--store", store, "feedback", "judge", "--tenant", "demo", "--user", "maya",
+                         "--input", "No, I told you we moved to MySQL", "--reply", "You use PostgreSQL", "--json")
+        verdict = json.loads(out)
+        assert rc == 0 and verdict["type"] == "negative" and "invalidate" in verdict["action_hints"]
+        rc, out, _ = run(capsys, "--store", store, "feedback", "list", "--tenant", "demo", "--user", "maya")
+        assert rc == 0 and out.startswith("negative") and "-- 1 signals" in out
+        rc, _, err = run(capsys, "--store", store, "feedback", "judge", "--tenant", "demo", "--user", "maya",
+                         "--input", "wrong", "--reply", "x", "--memory-id", "no-such-id")
+        assert rc == 2 and "memory_ids" in err and "no-such-id" in err
 
 
 def test_a_bad_file_is_rejected_whole_with_the_line_named(store, capsys, tmp_path):
@@ -147,13 +148,18 @@ def test_a_log_that_does_not_decode_stops_the_store_with_the_reason(ray_cluster,
 
 
 def test_retention_shows_types_and_that_only_counted_touches_reinforce(store, capsys):
-    rc, out, _ = run(capsys, "--store", store, "search", "--tenant", "demo", "--user", "maya", "green tea", "--json")
-    searched = {h["memory_id"] for h in json.loads(out)}
-    rc, out, _ = run(capsys, "--store", store, "context", "--tenant", "demo", "--user", "maya", "database", "--budget", "40", "--json")
-    used = {i["memory_id"] for i in json.loads(out)["items"]}
+    with held(store):  # closed before the retention reads: the touches are written, as at the end of a command
+        rc, out, _ = run(capsys, "--store", store, "search", "--tenant", "demo", "--user", "maya", "green tea", "--json")
+        searched = {h["memory_id"] for h in json.loads(out)}
+        rc, out, _ = run(capsys, "--store", store, "context", "--tenant", "demo", "--user", "maya", "database",
+                         "--budget", "40", "--json")
+        used = {i["memory_id"] for i in json.loads(out)["items"]}
 
-    rc, out, _ = run(capsys, "--store", store, "retention", "--tenant", "demo", "--user", "maya", "--json")
-    rows = {r["memory_id"]: r for r in json.loads(out)}
+    with held(store):
+        rc, out, _ = run(capsys, "--store", store, "retention", "--tenant", "demo", "--user", "maya", "--json")
+        rows = {r["memory_id"]: r for r in json.loads(out)}
+        rc_early, out_early, _ = run(capsys, "--store", store, "retention", "--tenant", "demo", "--user", "maya",
+                                     "--at", "2024-03-04T10:00:00+00:00", "--json")
 
     assert rc == 0 and len(rows) == 24
     assert {m for m, r in rows.items() if r["access_count"]} == used  # a context counts as an access
@@ -164,9 +170,8 @@ def test_retention_shows_types_and_that_only_counted_touches_reinforce(store, ca
     assert all(r["archive"] for m, r in rows.items() if m not in used and not r["exempt"])
     assert not any(rows[m]["archive"] for m in used)
 
-    rc, out, _ = run(capsys, "--store", store, "retention", "--tenant", "demo", "--user", "maya",
-                     "--at", "2024-03-04T10:00:00+00:00", "--json")
-    early = {r["turn_id"]: r for r in json.loads(out)}
+    early = {r["turn_id"]: r for r in json.loads(out_early)}
+    assert rc_early == 0
     assert early["atlas-1:4"]["retention"] > 0.99 and not early["atlas-1:4"]["archive"]  # minutes after it was said
 
 

@@ -81,19 +81,20 @@ def test_cli_writes_the_graph_as_html_and_graphml_and_exports_tool_schemas(ray_c
     store = str(tmp_path / "store")
     with Memory.open(store, num_shards=1, embedder="hash") as mem:
         mem.add_messages(TURNS, tenant="acme", user_id="caroline")
-    out = tmp_path / "graph.html"
-    assert main(["--store", store, "graph", "--tenant", "acme", "--user", "caroline", "--out", str(out)]) == 0
-    html = out.read_text(encoding="utf-8")
-    assert "<svg" in html and "http://" not in html and "https://" not in html
-    ET.fromstring(out.with_suffix(".graphml").read_text(encoding="utf-8"))
-    schemas = tmp_path / "tools.json"
-    assert main(["tools", "--out", str(schemas)]) == 0
-    names = [t["function"]["name"] for t in json.loads(schemas.read_text())["tools"]]
-    assert names == ["create_memory", "link_memories", "search_memories"]
-    capsys.readouterr()
-    rc = main(["--store", store, "tool", "--tenant", "acme", "--user", "caroline", "search_memories",
-               '{"query": "puppy", "mode": "fast"}', "--json"])
-    assert rc == 0 and "puppy" in capsys.readouterr().out
-    rc = main(["--store", store, "tool", "--tenant", "acme", "--user", "caroline", "create_memory",
-               '{"subject": "Caroline", "memory_type": "event", "topic": "x", "importance": 3}'])
-    assert rc == 2 and "importance" in capsys.readouterr().err
+        # The CLI commands re-attach to this store's running actors instead of starting their own.
+        out = tmp_path / "graph.html"
+        assert main(["--store", store, "graph", "--tenant", "acme", "--user", "caroline", "--out", str(out)]) == 0
+        html = out.read_text(encoding="utf-8")
+        assert "<svg" in html and "http://" not in html and "https://" not in html
+        ET.fromstring(out.with_suffix(".graphml").read_text(encoding="utf-8"))
+        schemas = tmp_path / "tools.json"
+        assert main(["tools", "--out", str(schemas)]) == 0
+        names = [t["function"]["name"] for t in json.loads(schemas.read_text())["tools"]]
+        assert names == ["create_memory", "link_memories", "search_memories"]
+        capsys.readouterr()
+        rc = main(["--store", store, "tool", "--tenant", "acme", "--user", "caroline", "search_memories",
+                   '{"query": "puppy", "mode": "fast"}', "--json"])
+        assert rc == 0 and "puppy" in capsys.readouterr().out
+        rc = main(["--store", store, "tool", "--tenant", "acme", "--user", "caroline", "create_memory",
+                   '{"subject": "Caroline", "memory_type": "event", "topic": "x", "importance": 3}'])
+        assert rc == 2 and "importance" in capsys.readouterr().err

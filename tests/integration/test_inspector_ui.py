@@ -18,9 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-import ray
 
-from actors.ray_init import NAMESPACE
 from palimpsest.formats import read_jsonl
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.run import start
@@ -43,8 +41,7 @@ DEMO_MARKS = ["Atlas", "PostgreSQL", "Neovim", "麻婆豆腐"]  # words only the
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
+def world(ray_cluster, tmp_path_factory):
     store = tmp_path_factory.mktemp("inspector") / "store"
     # One shard: both tenants' users share its log and its LanceDB table, the harder case for isolation.
     running = start(ServeSettings(store=str(store), port=free_port()), embedder="hash", num_shards=1)
@@ -64,7 +61,6 @@ def world(tmp_path_factory):
     yield {"url": running.url, "keys": keys, "api": apis, "memory": running.memory, "demo_ids": demo_ids}
     client.close()
     running.stop()
-    ray.shutdown()
 
 
 class _Api:

@@ -27,6 +27,7 @@ WRITERS, BATCHES, PER_BATCH = 3, 16, 5
 
 @pytest.fixture(scope="module")
 def cluster():
+    ray.shutdown()  # the local Ray the other modules share (conftest.py): this module needs a cluster of its own
     before = os.environ.get("RAY_TMPDIR")
     c = start_cluster(3)
     yield c

@@ -1,10 +1,11 @@
 """`palimpsest serve` as a user runs it, with the real embedding model: same hits as the embedded API, clean stop.
 
-The embedded store answers a handful of questions first (at a fixed "now"),
+The embedded store answers a handful of questions first (at a fixed "now", on the module's shared local Ray),
 then is closed; `palimpsest keys create` prints a key, `palimpsest serve`
-starts in its own process (its own local Ray), prints its URL and docs, and
+starts in its own process (`python -m palimpsest.cli`, its own local Ray), prints its URL and docs, and
 must answer the same memory ids in the same order; SIGTERM stops it with
-exit code 0 after draining.
+exit code 0 after draining. The key and the audit after the stop go through the CLI's main() in this process
+(neither needs Ray); the served process is the end-to-end proof of the entry point.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-import ray
 
 from palimpsest import Memory
+from palimpsest.cli import main
 from tests.serve_helpers import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -36,29 +37,26 @@ def _env() -> dict:
     return {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "palimpsest.cli", *args], capture_output=True, text=True,
-                          env=_env(), cwd=ROOT, timeout=300)
+def _cli(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(list(args))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
 
 
-def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(tmp_path):
+def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(ray_cluster, tmp_path, capsys):
     from datetime import datetime
 
     store = tmp_path / "store"
     messages = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
-    ray.init(address="local", num_cpus=2, include_dashboard=False)
-    try:
-        with Memory.open(store, num_shards=2) as mem:
-            mem.add_messages(messages)
-            now = datetime.fromisoformat(NOW)
-            embedded = {q: [h.memory_id for h in mem.search("demo", "maya", q, k=5, now=now)] for q in QUESTIONS}
-    finally:
-        ray.shutdown()
+    with Memory.open(store, num_shards=2) as mem:
+        mem.add_messages(messages)
+        now = datetime.fromisoformat(NOW)
+        embedded = {q: [h.memory_id for h in mem.search("demo", "maya", q, k=5, now=now)] for q in QUESTIONS}
     assert all(len(ids) == 5 for ids in embedded.values())
 
-    made = _cli("--store", str(store), "keys", "create", "--tenant", "demo")
-    assert made.returncode == 0, made.stderr
-    key = made.stdout.strip().splitlines()[-1]
+    rc, out, err = _cli(capsys, "--store", str(store), "keys", "create", "--tenant", "demo")
+    assert rc == 0, err
+    key = out.strip().splitlines()[-1]
     assert key.startswith("plm_") and " " not in key
 
     port = free_port()
@@ -81,14 +79,14 @@ def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(tmp_path):
             timings.append(time.perf_counter() - started)
             assert r.status_code == 200, r.text
             assert [h["memory_id"] for h in r.json()["hits"]] == embedded[q], q
-        print(f"served search latency: median {sorted(timings)[len(timings) // 2] * 1000:.0f} ms "
-              f"(max {max(timings) * 1000:.0f} ms, real model)")
         assert client.get("/v1/users/maya/search").status_code == 405
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0
     assert "stopped" in out
-    events = _cli("--store", str(store), "events", "--tenant", "demo", "--user", "maya", "--kind",
-                  "message_recorded", "--json")
-    assert events.returncode == 0 and len(json.loads(events.stdout)) == len(messages)
+    rc, out, _ = _cli(capsys, "--store", str(store), "events", "--tenant", "demo", "--user", "maya", "--kind",
+                      "message_recorded", "--json")
+    assert rc == 0 and len(json.loads(out)) == len(messages)
+    print(f"served search latency: median {sorted(timings)[len(timings) // 2] * 1000:.0f} ms "
+          f"(max {max(timings) * 1000:.0f} ms, real model)")  # after the CLI calls, whose output capsys takes

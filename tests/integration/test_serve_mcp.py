@@ -20,12 +20,10 @@ import anyio
 import httpx
 import httpx2
 import pytest
-import ray
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from actors.ray_init import NAMESPACE
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.run import start
 from palimpsest.server.settings import ServeSettings
@@ -38,15 +36,13 @@ REF = "2024-05-03T20:00:00+00:00"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
+def served(ray_cluster, tmp_path_factory):
     store = tmp_path_factory.mktemp("mcp") / "store"
     running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=2)
     ring = KeyRing(store)
     keys = {t: ring.create(t)[0] for t in ("acme", "beta")} | {"admin": ring.create("ops", admin=True)[0]}
     yield {"url": running.url, "keys": keys, "running": running}
     running.stop()
-    ray.shutdown()
 
 
 @asynccontextmanager

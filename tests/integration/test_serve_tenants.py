@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-import ray
 
-from actors.ray_init import NAMESPACE
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.run import start
 from palimpsest.server.settings import ServeSettings
@@ -32,8 +30,7 @@ DATA = {
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
+def served(ray_cluster, tmp_path_factory):
     store = tmp_path_factory.mktemp("served") / "store"
     settings = ServeSettings(store=str(store), port=free_port(), rate_per_s=5, burst=150, max_body_bytes=64 * 1024)
     running = start(settings, embedder="hash", num_shards=2)
@@ -57,7 +54,6 @@ def served(tmp_path_factory):
     yield world
     client.close()
     running.stop()
-    ray.shutdown()
 
 
 def _auth(key: str) -> dict:

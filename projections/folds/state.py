@@ -97,6 +97,7 @@ HANDLED: dict[str, tuple[type[Event], ...]] = {
 # leaving exactly the state its ``evolve`` leaves after each in turn, with less work per event.
 RUN_FOLDS: dict[str, Callable] = {
     "retention": retention.fold_run,
+    "tiers": tiers.fold_run,
 }
 Step = Callable[["UserMemory", "ShardState", Envelope], None]
 

@@ -20,7 +20,7 @@ from events.envelope import Envelope
 from events.model import Event
 from projections.folds import (
     adjustments, archive, episode_titles, episodes, feedback, graph, lexical, messages, molt, notes, profile, retention,
-    tiers, touches, vectors, working,
+    retention_run, tiers, touches, vectors, working,
 )
 from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
@@ -96,7 +96,7 @@ HANDLED: dict[str, tuple[type[Event], ...]] = {
 # Projections whose module folds a whole run of one user's events at once (``fold_run(value, envelopes, *config)``),
 # leaving exactly the state its ``evolve`` leaves after each in turn, with less work per event.
 RUN_FOLDS: dict[str, Callable] = {
-    "retention": retention.fold_run,
+    "retention": retention_run.fold_run,
     "tiers": tiers.fold_run,
 }
 Step = Callable[["UserMemory", "ShardState", Envelope], None]
@@ -205,11 +205,17 @@ def _fold_run(state: ShardState, stream: Stream, run: list[Envelope]) -> None:
         expected += 1
     _bind(memory, state, run[-1].seq)
     per_projection: dict[str, list[Envelope]] = {}
+    appends: dict[type, tuple] = {}  # event class → the append of each projection list it goes to
     for env in run:
-        for name in _names(type(env.event)):
-            per_projection.setdefault(name, []).append(env)
+        cls = type(env.event)
+        targets = appends.get(cls)
+        if targets is None:
+            targets = appends[cls] = tuple(per_projection.setdefault(name, []).append for name in _names(cls))
+        for append in targets:
+            append(env)
     for name, envs in per_projection.items():
-        _apply(memory, state, name, envs)
+        if envs:
+            _apply(memory, state, name, envs)
     memory.head = run[-1].seq
 
 

@@ -19,6 +19,11 @@ does not skew it; wall seconds are reported beside):
 ``--profile N`` adds the top ``N`` functions by own CPU time (cProfile) of
 one scan + decode + fold. The digest of every run is compared with the first:
 the figures are of a fold that rebuilt the same state. Read-only.
+
+``--memory`` (with ``--store``) measures instead what ``benchmarks.locomo``
+reports: a copy of the store opened through the public API (Ray, every
+shard) and ``Memory.replay()`` run ``--repeat`` times; ``replay_events_per_s``
+is the store's events over the slowest shard's wall seconds, as there.
 """
 
 from __future__ import annotations
@@ -133,6 +138,37 @@ def measure(path: Path, repeat: int, top: int) -> dict:
     return report
 
 
+def memory_replay(store: Path, repeat: int) -> dict:
+    """``Memory.replay()`` of a copy of ``store``: the figure ``benchmarks.locomo`` reports, without the ingest."""
+    import os
+    import shutil
+    import tempfile
+
+    from actors.ray_init import shutdown_ray
+    from palimpsest import Memory
+
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="palimpsest-replay-") as tmp:
+        copy = Path(tmp) / "store"
+        shutil.copytree(store, copy)
+        mem = Memory.open(copy)
+        try:
+            for _ in range(repeat):
+                load = os.getloadavg()[0]
+                replays = mem.replay()
+                if not all(r.equal for r in replays):
+                    raise SystemExit("replay_speed: a shard's rebuilt digests differ from its live ones")
+                events = sum(r.events for r in replays)
+                runs.append({"replay_events_per_s": round(events / max(1e-9, max(r.seconds for r in replays))),
+                             "seconds_per_shard": [round(r.seconds, 3) for r in replays],
+                             "events_per_shard": [r.events for r in replays], "load_1min": load})
+        finally:
+            mem.close()
+            shutdown_ray()
+    return {"store": str(store), "runs": runs,
+            "replay_events_per_s": max(r["replay_events_per_s"] for r in runs)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.replay_speed", description=__doc__.split("\n\n")[0])
     where = p.add_mutually_exclusive_group(required=True)
@@ -141,8 +177,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shard", type=int, default=0)
     p.add_argument("--repeat", type=int, default=3, help="runs per phase; the least CPU time is reported")
     p.add_argument("--profile", type=int, default=0, metavar="N", help="also the top N functions by own CPU time")
+    p.add_argument("--memory", action="store_true",
+                   help="Memory.replay() of a copy of --store through Ray (the locomo benchmark's figure)")
     p.add_argument("--out", type=Path, help="write the JSON here too")
     args = p.parse_args(argv)
+    if args.memory:
+        if args.store is None:
+            p.error("--memory needs --store")
+        report = memory_replay(args.store, max(1, args.repeat))
+        text = json.dumps(report, indent=2)
+        if args.out:
+            args.out.write_text(text + "\n")
+        sys.stdout.write(text + "\n")
+        return 0
     path = args.log or args.store / "log" / f"shard-{args.shard:03d}.duckdb"
     if not path.is_file():
         p.error(f"{path}: no such log file (build a store with benchmarks.locomo --store DIR first)")

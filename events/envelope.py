@@ -148,6 +148,32 @@ def _pylist(column: pa.ChunkedArray) -> list:
     return [None if i is None else values[i] for i in encoded.indices.to_pylist()]
 
 
+# The slot setters of Envelope, in field order. A frozen dataclass's __init__ sets each field through
+# object.__setattr__ (a Python-level call per field, most of the cost of decoding a small event); a replay builds
+# one envelope per stored row, from values the log already holds in the right types, so it sets the slots directly.
+_SLOT_SETTERS = tuple(getattr(Envelope, name).__set__ for name in Envelope.__slots__)
+assert Envelope.__slots__ == (*ENVELOPE_SCHEMA.names[:-1], "event")
+
+
+def _stored(tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at, causation_id, correlation_id,
+            event) -> Envelope:
+    """``Envelope(...)`` of one stored row, without the frozen ``__init__``'s per-field calls (same object)."""
+    env = object.__new__(Envelope)
+    s = _SLOT_SETTERS
+    s[0](env, tenant)
+    s[1](env, user_id)
+    s[2](env, seq)
+    s[3](env, event_id)
+    s[4](env, kind)
+    s[5](env, version)
+    s[6](env, occurred_at)
+    s[7](env, recorded_at)
+    s[8](env, causation_id)
+    s[9](env, correlation_id)
+    s[10](env, event)
+    return env
+
+
 def from_arrow(table: pa.Table, cipher: PayloadCipher | None = None) -> list[Envelope]:
     """Decode rows (any column order) into envelopes, upcasting old payload versions.
 
@@ -164,6 +190,7 @@ def from_arrow(table: pa.Table, cipher: PayloadCipher | None = None) -> list[Env
     table = table.select(names)
     rows = zip(*(_pylist(table.column(name)) for name in names), sealed_col, strict=True)
     out: list[Envelope] = []
+    append = out.append
     for (tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at, causation_id, correlation_id,
          payload, sealed) in rows:
         if sealed is not None:
@@ -173,6 +200,6 @@ def from_arrow(table: pa.Table, cipher: PayloadCipher | None = None) -> list[Env
                                     causation_id, correlation_id, PayloadErased(key_generation=gen)))
                 continue
         event = decode_payload(kind, version, payload)
-        out.append(Envelope(tenant, user_id, seq, event_id, kind, event.schema_version, occurred_at, recorded_at,
-                            causation_id, correlation_id, event))
+        append(_stored(tenant, user_id, seq, event_id, kind, event.schema_version, occurred_at, recorded_at,
+                       causation_id, correlation_id, event))
     return out

@@ -21,7 +21,7 @@ from events.model import Event
 from events.erasure_events import UserForgotten
 from projections.folds import (
     adjustments, archive, episode_titles, episodes, erasure, feedback, graph, lexical, messages, molt, notes, profile,
-    retention, tiers, touches, vectors, working,
+    retention, retention_run, tiers, touches, vectors, working,
 )
 from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
@@ -96,6 +96,12 @@ HANDLED: dict[str, tuple[type[Event], ...]] = {
     "episodes": episodes.HANDLES,
     "tiers": tiers.HANDLES,
     "working": working.HANDLES,
+}
+# Projections whose module folds a whole run of one user's events at once (``fold_run(value, envelopes, *config)``),
+# leaving exactly the state its ``evolve`` leaves after each in turn, with less work per event.
+RUN_FOLDS: dict[str, Callable] = {
+    "retention": retention_run.fold_run,
+    "tiers": tiers.fold_run,
 }
 Step = Callable[["UserMemory", "ShardState", Envelope], None]
 
@@ -234,20 +240,46 @@ def _fold_segment(state: ShardState, stream: Stream, run: list[Envelope]) -> Non
         expected += 1
     _bind(memory, state, run[-1].seq)
     per_projection: dict[str, list[Envelope]] = {}
+    appends: dict[type, tuple] = {}  # event class → the append of each projection list it goes to
     for env in run:
-        for name in _names(type(env.event)):
-            per_projection.setdefault(name, []).append(env)
+        cls = type(env.event)
+        targets = appends.get(cls)
+        if targets is None:
+            targets = appends[cls] = tuple(per_projection.setdefault(name, []).append for name in _names(cls))
+        for append in targets:
+            append(env)
     for name, envs in per_projection.items():
-        if name in PROJECTIONS:
-            step, config = PROJECTIONS[name], ()
-        else:
-            step, attr = CONFIGURED_PROJECTIONS[name]
-            config = (getattr(state, attr),)
-        value = getattr(memory, name)
-        for env in envs:
-            value = step(value, env, *config)
-        setattr(memory, name, value)
+        if envs:
+            _apply(memory, state, name, envs)
     memory.head = run[-1].seq
+
+
+def _apply(memory: UserMemory, state: ShardState, name: str, envs: list[Envelope]) -> None:
+    """Fold one projection of one user over envelopes it reads, in seq order (its ``fold_run`` if it has one)."""
+    if name in PROJECTIONS:
+        step, config = PROJECTIONS[name], ()
+    else:
+        step, attr = CONFIGURED_PROJECTIONS[name]
+        config = (getattr(state, attr),)
+    run = RUN_FOLDS.get(name)
+    if run is not None:
+        setattr(memory, name, run(getattr(memory, name), envs, *config))
+        return
+    value = getattr(memory, name)
+    for env in envs:
+        value = step(value, env, *config)
+    setattr(memory, name, value)
+
+
+def fold_projection(state: ShardState, name: str, envelopes: Iterable[Envelope]) -> ShardState:
+    """Fold only the projection ``name`` (for measuring one fold alone; heads are not moved)."""
+    for stream, run in groupby(envelopes, key=_stream_of):
+        memory = state.users.get(stream)
+        if memory is None:
+            memory = state.users[stream] = UserMemory()
+        _bind(memory, state, 0)
+        _apply(memory, state, name, list(run))
+    return state
 
 
 def digest(state: ShardState) -> dict[str, str]:

@@ -78,6 +78,7 @@ from projections.folds.tier_model import (
     TierConfigMismatchError,
     TierState,
 )
+from projections.folds.tier_index import SessionIndex
 from projections.rules.extraction import key_terms
 
 __all__ = [  # the model is re-exported: callers import the tiers from one place
@@ -163,11 +164,14 @@ def similarities(page: Page, sessions: list[Session], config: TierConfig) -> np.
     return np.nan_to_num(scores, nan=-math.inf)
 
 
-def _to_mid_term(state: TierState, page: Page, at: datetime, config: TierConfig) -> None:
+def _to_mid_term(state: TierState, page: Page, at: datetime, config: TierConfig, index: SessionIndex | None) -> None:
     best, best_score = None, -math.inf
-    sessions = list(state.active.values())
+    if index is not None:
+        sessions, scores = index.similarities(state, page, config)
+    else:
+        sessions = list(state.active.values())
+        scores = similarities(page, sessions, config) if sessions else None
     if sessions:
-        scores = similarities(page, sessions, config)
         i = int(np.argmax(scores))  # the first of equals: the oldest session wins a tie
         best, best_score = sessions[i], float(scores[i])
     if best is not None and best_score >= config.session_similarity:
@@ -180,10 +184,10 @@ def _to_mid_term(state: TierState, page: Page, at: datetime, config: TierConfig)
         _evict_lfu(state)
 
 
-def _enter_short_term(state: TierState, page: Page, config: TierConfig) -> None:
+def _enter_short_term(state: TierState, page: Page, config: TierConfig, index: SessionIndex | None) -> None:
     state.short.append(page)
     while len(state.short) > config.short_term_capacity:
-        _to_mid_term(state, state.short.pop(0), page.occurred_at, config)
+        _to_mid_term(state, state.short.pop(0), page.occurred_at, config, index)
 
 
 def _visit(state: TierState, event: MemoryTouched, at: datetime) -> None:
@@ -229,16 +233,37 @@ def _take_awaiting(state: TierState) -> Page:
     """The awaiting page, leaving; a v1 log recorded no key terms for it: they are read from its text, as v1 did."""
     page, text = state.awaiting, state.awaiting_text
     state.awaiting = state.awaiting_text = None
-    return page if page.keywords is not None else replace(page, keywords=key_terms(text or ""))
+    return page if page.keywords is not None else _page_with(page, key_terms(text or ""), page.vector)
+
+
+def _page_with(page: Page, keywords: tuple[str, ...] | None, vector: np.ndarray | None) -> Page:
+    # Positional, not dataclasses.replace: twice per recorded message, over a whole replay.
+    return Page(page.page_id, page.seq, page.conversation_id, page.role, page.occurred_at, keywords, vector,
+                page.analysed)
 
 
 def evolve(state: TierState, env: Envelope, config: TierConfig = DEFAULT_TIERS) -> TierState:
     """Apply one envelope: messages and embeddings fill short-term, touches visit, archival and distillation settle."""
     bind(state, config)
+    _apply(state, env, config, None)
+    return state
+
+
+def fold_run(state: TierState, envelopes: Iterable[Envelope], config: TierConfig = DEFAULT_TIERS) -> TierState:
+    """The state :func:`evolve` leaves after each envelope in turn; pages are scored against the sessions through
+    one :class:`~projections.folds.tier_index.SessionIndex` for the whole run (the same scores, bit for bit)."""
+    bind(state, config)
+    index = SessionIndex()
+    for env in envelopes:
+        _apply(state, env, config, index)
+    return state
+
+
+def _apply(state: TierState, env: Envelope, config: TierConfig, index: SessionIndex | None) -> None:
     event = env.event
     if isinstance(event, MessageRecorded):
         if state.awaiting is not None:  # its embedding did not come before this message: it enters without one
-            _enter_short_term(state, _take_awaiting(state), config)
+            _enter_short_term(state, _take_awaiting(state), config, index)
         if event.role in config.page_roles:
             # v1 logs record no key terms (see MessageClassified): read them from the text, as v1 did. A v2
             # classification, which comes next, replaces them with the recorded ones.
@@ -247,11 +272,11 @@ def evolve(state: TierState, env: Envelope, config: TierConfig = DEFAULT_TIERS) 
     elif isinstance(event, MessageClassified):
         if state.awaiting is not None and event.message_event_id == state.awaiting.page_id:
             if event.key_terms is not None:
-                state.awaiting = replace(state.awaiting, keywords=event.key_terms)
+                state.awaiting = _page_with(state.awaiting, event.key_terms, state.awaiting.vector)
     elif isinstance(event, MessageEmbedded):
         if state.awaiting is not None and event.message_event_id == state.awaiting.page_id:
-            page = replace(_take_awaiting(state), vector=_unit(event.array()))
-            _enter_short_term(state, page, config)
+            page = _take_awaiting(state)
+            _enter_short_term(state, _page_with(page, page.keywords, _unit(event.array())), config, index)
     elif isinstance(event, MemoryTouched):
         if event.reason in config.visit_reasons:
             _visit(state, event, env.occurred_at)
@@ -259,7 +284,6 @@ def evolve(state: TierState, env: Envelope, config: TierConfig = DEFAULT_TIERS) 
         _distilled(state, event, env.occurred_at)
     elif isinstance(event, MemoryArchived) and event.reason == "lfu_eviction":
         _archived(state, event)
-    return state
 
 
 def fold(state: TierState, envelopes: Iterable[Envelope], config: TierConfig = DEFAULT_TIERS) -> TierState:

@@ -1,0 +1,94 @@
+"""The active sessions of one user's tiers as a centroid matrix and keyword postings, kept over a run of a fold.
+
+Placing a page scores it against every active session
+(:func:`projections.folds.tiers.similarities`): a matrix of the sessions'
+centroids, stacked anew for every page, and a Jaccard term per session. Over
+a run of events (a replay folds a user's whole log in a few runs) the
+sessions change little between two pages: one gains the page, a touch
+re-creates a session with the same centroid and keywords. :class:`SessionIndex`
+keeps the matrix and, per key term, the sessions holding it, and updates
+only what changed (found by identity: sessions are immutable).
+
+:meth:`SessionIndex.similarities` returns exactly what ``similarities`` does:
+the cosines are one product of the same rows in the same order (the matrix
+``np.stack`` would build), the Jaccard term the same expression, computed
+only for the sessions that share a term with the page (the others add 0.0).
+It holds no state of its own beyond a run: nothing here is in a snapshot.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from projections.folds.tier_model import Page, Session, TierConfig, TierState
+
+
+class SessionIndex:
+    def __init__(self) -> None:
+        self.sessions: list[Session] = []  # the active sessions when last looked at, in order
+        self.shape: tuple[int, ...] | None = None  # the vector shape the matrix is for
+        self.rows: list[int] = []  # positions of the sessions with a centroid of that shape
+        self.row_of: dict[int, int] = {}  # position → its row in the matrix
+        self.matrix: np.ndarray | None = None
+        self.postings: dict[str, set[int]] = {}  # key term → positions of the sessions whose keywords hold it
+
+    def _rebuild(self, sessions: list[Session], shape: tuple[int, ...] | None) -> None:
+        self.sessions, self.shape = sessions, shape
+        self.rows = [i for i, s in enumerate(sessions) if s.centroid is not None and s.centroid.shape == shape]
+        self.row_of = {pos: row for row, pos in enumerate(self.rows)}
+        self.matrix = np.stack([sessions[i].centroid for i in self.rows]) if self.rows else None
+        self.postings = {}
+        for i, s in enumerate(sessions):
+            for term in s.terms:
+                self.postings.setdefault(term, set()).add(i)
+
+    def _sync(self, state: TierState, shape: tuple[int, ...] | None) -> list[Session]:
+        """The active sessions, with the matrix and postings brought in line with them."""
+        sessions = list(state.active.values())
+        old = self.sessions
+        if shape != self.shape or len(old) != len(sessions):
+            self._rebuild(sessions, shape)
+            return sessions
+        for i, (was, now) in enumerate(zip(old, sessions)):
+            if was is now:
+                continue
+            if was.session_id != now.session_id:
+                self._rebuild(sessions, shape)
+                return sessions
+            if was.centroid is not now.centroid:
+                row = self.row_of.get(i)
+                usable = now.centroid is not None and now.centroid.shape == shape
+                if (row is not None) != usable:  # a row appears or leaves: the matrix changes shape
+                    self._rebuild(sessions, shape)
+                    return sessions
+                if row is not None:
+                    self.matrix[row] = now.centroid
+            if was.terms is not now.terms and was.terms != now.terms:
+                for term in was.terms - now.terms:
+                    self.postings[term].discard(i)
+                for term in now.terms - was.terms:
+                    self.postings.setdefault(term, set()).add(i)
+        self.sessions = sessions
+        return sessions
+
+    def similarities(self, state: TierState, page: Page, config: TierConfig) -> tuple[list[Session], np.ndarray]:
+        """The active sessions and ``similarities(page, sessions, config)`` of them (NaN reads as -inf)."""
+        vector = page.vector
+        sessions = self._sync(state, None if vector is None else vector.shape)
+        cos = np.zeros(len(sessions))
+        if vector is not None and self.rows:
+            with np.errstate(invalid="ignore", over="ignore"):
+                cos[self.rows] = self.matrix @ vector.astype(np.float64)
+        terms, weight = page.terms, config.keyword_weight
+        jaccard = np.zeros(len(sessions))
+        if terms:
+            n, common = len(terms), {}
+            postings = self.postings
+            for term in terms:
+                for i in postings.get(term, ()):
+                    common[i] = common.get(i, 0) + 1
+            for i, c in common.items():
+                jaccard[i] = weight * (c / (n + len(sessions[i].terms) - c))
+        return sessions, np.nan_to_num(cos + jaccard, nan=-math.inf)

@@ -1,0 +1,148 @@
+"""Replay's fast paths leave exactly the state of the plain ones.
+
+- a projection's ``fold_run`` (a whole run of one user's events at once) equals its ``evolve`` on each event in
+  turn, whatever the run is cut into;
+- the tiers' :class:`SessionIndex` scores a page exactly (``==``, not approx) as ``similarities`` does, while
+  sessions join, get visited, are distilled and leave;
+- an envelope decoded from a stored row equals the one ``Envelope(...)`` builds.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+
+from events.envelope import ENVELOPE_SCHEMA, Envelope, PendingEvent, _stored, from_arrow, seal, to_arrow
+from events.model import MemoryArchived, MemoryRestored, MessageClassified, ProfileDistilled
+from projections.folds import retention, retention_run, tiers
+from projections.folds.policy import DEFAULT_POLICY
+from projections.folds.state import CONFIGURED_PROJECTIONS, HANDLED, PROJECTIONS, RUN_FOLDS, ShardState
+from projections.folds.tier_index import SessionIndex
+from projections.folds.tiers import TierConfig, TierState, similarities
+from tests.builders import T0, embedding, message, touch
+from tests.unit.test_state_routing import mixed_logs
+
+SMALL = TierConfig(short_term_capacity=1, mid_term_capacity=3, session_similarity=0.5, session_keywords=2)
+
+
+def _by_evolve(name: str, envelopes: list) -> object:
+    evolve = PROJECTIONS.get(name) or CONFIGURED_PROJECTIONS[name][0]
+    config = () if name in PROJECTIONS else (getattr(ShardState(), CONFIGURED_PROJECTIONS[name][1]),)
+    value = type(getattr(_fresh(), name))()
+    for env in envelopes:
+        value = evolve(value, env, *config)
+    return value
+
+
+def _fresh():
+    from projections.folds.state import UserMemory
+
+    return UserMemory()
+
+
+def _by_runs(name: str, envelopes: list, cuts: tuple[int, ...]) -> object:
+    config = () if name in PROJECTIONS else (getattr(ShardState(), CONFIGURED_PROJECTIONS[name][1]),)
+    value = type(getattr(_fresh(), name))()
+    bounds = [0, *(c for c in cuts if 0 < c < len(envelopes)), len(envelopes)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        if hi > lo:  # the shard fold hands a projection a run only when the run holds an event it reads
+            value = RUN_FOLDS[name](value, envelopes[lo:hi], *config)
+    return value
+
+
+@given(mixed_logs())
+@settings(max_examples=10, deadline=None)  # test_state_routing folds more of these logs
+def test_every_run_fold_equals_evolve_event_by_event(envelopes):
+    stream = envelopes[0].stream
+    mine = [e for e in envelopes if e.stream == stream]
+    for name in RUN_FOLDS:
+        read = [e for e in mine if isinstance(e.event, HANDLED[name])]
+        want = _by_evolve(name, read).canonical()
+        for cuts in ((), (len(read) // 2,), (1, 2, 3)):
+            assert _by_runs(name, read, cuts).canonical() == want, (name, cuts)
+
+
+def _at(minutes: float):
+    return T0 + timedelta(minutes=minutes)
+
+
+def _tier_log() -> list:
+    """Pages on three topics (clustered vectors, overlapping terms), touches, a distillation, an LFU archival."""
+    rng = np.random.default_rng(11)
+    topics = [rng.normal(size=8) for _ in range(4)]
+    items, n = [], 0
+    for i in range(40):
+        t = (i * 7) % 4 if i % 5 else i % 4
+        v = topics[t] + 0.3 * rng.normal(size=8)
+        items.append((f"m{i}", message(f"topic {t} line {i}", f"c{i}", occurred_at=_at(i))))
+        items.append((f"k{i}", MessageClassified(message_event_id=f"m{i}", memory_type="fact", confidence=0.9,
+                                                 classifier="rules-v1", key_terms=(f"t{t}", f"w{i % 3}"))))
+        if i % 9 != 4:  # some pages enter without a vector
+            items.append((f"e{i}", embedding(f"m{i}", (v / np.linalg.norm(v)).astype(np.float32))))
+        if i % 4 == 3:
+            items.append((f"q{i}", touch(*(f"m{j}" for j in range(max(0, i - 6), i)))))
+        if i == 20:
+            items.append((f"d{i}", ProfileDistilled(session_id="s-m0", page_ids=("m0",), heat=6.0, at=_at(i),
+                                                    distiller="rules-v1")))
+        if i == 30:
+            items.append((f"r{i}", MemoryRestored(memory_ids=("m1", "m2"), at=_at(i), reason="asked")))
+            items.append((f"a{i}", MemoryArchived(memory_ids=("m3",), reason="manual", at=_at(i))))
+    for event_id, event in items:
+        n += 1
+        yield seal(PendingEvent("acme", "alice", event_id, event), n, _at(n / 10))
+
+
+def test_tiers_fold_run_with_joins_visits_and_evictions_equals_evolve():
+    envelopes = [e for e in _tier_log() if isinstance(e.event, tiers.HANDLES)]
+    want = TierState()
+    for env in envelopes:
+        want = tiers.evolve(want, env, SMALL)
+    assert want.pending_archival and len(want.active) == SMALL.mid_term_capacity  # evictions happened
+    assert any(len(s.pages) > 1 for s in want.active.values())  # and pages joined sessions
+    for cut in (0, 7, len(envelopes) // 2, len(envelopes)):
+        got = tiers.fold_run(tiers.fold_run(TierState(), envelopes[:cut], SMALL), envelopes[cut:], SMALL)
+        assert got.canonical() == want.canonical()
+
+
+def test_session_index_scores_exactly_as_similarities_while_sessions_change():
+    envelopes = [e for e in _tier_log() if isinstance(e.event, tiers.HANDLES)]
+    state, index, checked = TierState(), SessionIndex(), 0
+    for env in envelopes:
+        state = tiers.evolve(state, env, SMALL)
+        for page in state.short:
+            got_sessions, got = index.similarities(state, page, SMALL)
+            want_sessions = list(state.active.values())
+            assert got_sessions == want_sessions
+            if want_sessions:
+                want = similarities(page, want_sessions, SMALL)
+                assert got.tobytes() == want.tobytes()
+                checked += 1
+    assert checked > 30
+
+
+def test_retention_run_counts_restores_and_ignores_uncounted_touches():
+    envelopes = [e for e in _tier_log() if isinstance(e.event, retention.HANDLES)]
+    envelopes.append(seal(PendingEvent("acme", "alice", "late", touch("m5", "m6", reason="context")),
+                          envelopes[-1].seq + 1, _at(-5)))  # an access older than the last: inserted in order
+    want = retention.RetentionState()
+    for env in envelopes:
+        want = retention.evolve(want, env, DEFAULT_POLICY)
+    got = retention_run.fold_run(retention.RetentionState(), envelopes, DEFAULT_POLICY)
+    assert got.canonical() == want.canonical()
+    assert list(got.items) == list(want.items)  # the same order, too
+    assert want.items["m1"].access_count >= 1 and math.isfinite(want.items["m1"].stability)
+
+
+def test_a_decoded_row_is_the_envelope_the_constructor_builds():
+    envelopes = list(_tier_log())[:25]
+    decoded = from_arrow(to_arrow(envelopes).select(ENVELOPE_SCHEMA.names))
+    assert decoded == envelopes
+    e = envelopes[0]
+    values = (e.tenant, e.user_id, e.seq, e.event_id, e.kind, e.schema_version, e.occurred_at, e.recorded_at,
+              e.causation_id, e.correlation_id, e.event)
+    assert _stored(*values) == Envelope(*values)
+    assert isinstance(to_arrow(decoded), pa.Table)

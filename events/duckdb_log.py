@@ -116,7 +116,7 @@ class DuckDBEventLog(EventLog):
             rows = self._con.execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
             has_sealed = bool(self._con.execute("SELECT count(*) FROM duckdb_columns() WHERE database_name = "
                                                 "current_database() AND table_name = 'events' AND column_name = "
-                                                "'sealed'").fetchone()[0])
+                                                "'sealed'").fetchall()[0][0])  # fetched whole: no result left open
         except duckdb.Error as exc:
             raise open_error(self.path, exc) from None
         if has_sealed != (cipher is not None):

@@ -33,7 +33,10 @@ from benchmarks.metrics import aggregate, metric_keys, score
 from benchmarks.systems import BudgetContext, Retrieval, provenance_turns
 from benchmarks.variants import ALL as VARIANTS
 from actors.reads import note_entries
+from events.crypto import PayloadCipher
 from events.duckdb_log import DuckDBEventLog
+from events.keystore import KeyStore
+from palimpsest import config as store_config
 from palimpsest.locomo import TENANT
 from projections.adapters.tokens import default_counter
 from projections.folds.policy import DEFAULT_POLICY
@@ -53,16 +56,20 @@ def load_state(store: Path) -> ShardState:
     cached = CACHE.parent / f"state-{stamp.hexdigest()[:16]}.pkl"
     if cached.exists():
         return pickle.loads(cached.read_bytes())
-    state = fold_logs(logs)
+    state = fold_logs(logs, store)
     cached.parent.mkdir(parents=True, exist_ok=True)
     cached.write_bytes(pickle.dumps(state))
     return state
 
 
-def fold_logs(logs: list[Path]) -> ShardState:
+def fold_logs(logs: list[Path], store: Path) -> ShardState:
+    """The logs folded in this process; an encrypted store's payloads are opened with its key stores."""
+    cfg = store_config.StoreConfig.load(store)
+    master = store_config.master_key(store, cfg)
     state = ShardState()
-    for path in logs:
-        log = DuckDBEventLog(path)
+    for i, path in enumerate(logs):
+        cipher = PayloadCipher(KeyStore(store_config.key_store(store, i), master)) if cfg.encrypted else None
+        log = DuckDBEventLog(path, cipher=cipher)
         try:
             state = fold(state, log.scan())
         finally:

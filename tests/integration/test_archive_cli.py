@@ -89,10 +89,11 @@ def test_replay_with_a_policy_and_queries_reports_rank_changes_and_writes_nothin
 
     assert rc == 0 and [q["query"] for q in user["queries"]] == queries.read_text().splitlines()
     db = user["queries"][0]["ranks"]
-    # Under the forgetful policy the decisions are archived in June: they drop out of the top 5.
+    # Under the forgetful policy the decisions and preferences are archived in June: they drop out of the top 5.
     dropped = [r for r in db if r["rank_current"] is not None and r["rank_other"] is None]
     assert dropped and all(r["turn_id"] in {"atlas-1:4", "atlas-4:1", "atlas-3:3", "atlas-5:3", "atlas-5:1",
-                                            "atlas-1:3", "atlas-2:3"} for r in dropped)
+                                            "atlas-1:3", "atlas-2:3", "atlas-1:6"} for r in dropped)
+    assert any(r["turn_id"] == "atlas-1:4" for r in dropped)  # the PostgreSQL decision itself
     assert logged_events(mem) == before  # no touches, no archival: the log was only read
 
     rc, _, err = run(capsys, "--store", store, "replay", "--policy", str(forgetful), "--queries", str(queries))

@@ -134,16 +134,20 @@ def test_locomo_files_ingest_one_user_per_sample(ray_cluster, tmp_path, capsys):
     assert payloads[0]["occurred_at"].startswith("2023-05-08T13:56:00")
 
 
-def test_a_log_that_does_not_decode_stops_the_store_with_the_reason(ray_cluster, tmp_path, capsys):
+@pytest.mark.parametrize("encrypted, reason", [
+    (False, "memory_touched v1 payload does not decode"),  # a plaintext store reads the edited payload
+    (True, "does not open under its user's key: it was altered or moved"),  # a sealed one refuses the edited row
+])
+def test_a_log_that_does_not_decode_stops_the_store_with_the_reason(ray_cluster, tmp_path, capsys, encrypted, reason):
     path = tmp_path / "store"
-    with Memory.open(path, num_shards=1, embedder="hash") as mem:
+    with Memory.open(path, num_shards=1, embedder="hash", encrypted=encrypted) as mem:
         mem.add_messages([{"text": "hello", "occurred_at": "2024-01-01T00:00:00+00:00"}], tenant="t", user_id="u")
     con = duckdb.connect(str(path / "log" / "shard-000.duckdb"))
     con.execute("UPDATE events SET payload = '{\"reason\": \"search_hit\"}', kind = 'memory_touched' "
                 "WHERE kind = 'message_embedded'")  # a v1 row: its payload no longer fits its kind
     con.close()
 
-    with pytest.raises(StoreError, match="memory_touched v1 payload does not decode"):
+    with pytest.raises(StoreError, match=reason):
         Memory.open(path)
 
 

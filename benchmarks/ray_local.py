@@ -7,6 +7,7 @@ and its own descendants, never another user's Ray on the same machine.
 from __future__ import annotations
 
 import os
+import time
 import tempfile
 from pathlib import Path
 
@@ -60,10 +61,25 @@ def start_cluster(nodes: int, *, pin: bool = False, connect: bool = True, head_c
                 raise
     for _ in range(nodes - 1):
         cluster.add_node(num_cpus=1)
+    if connect:
+        wait_for_resources(cluster, head_cpus + nodes - 1)
     if pin:
         for i, node in enumerate([cluster.head_node, *cluster.worker_nodes]):
             pin_node(node, i % (os.cpu_count() or 1))
     return cluster
+
+
+def wait_for_resources(cluster, cpus: int, timeout: float = 60.0) -> None:
+    """Until every node is alive and the scheduler counts all their CPUs: the resource view lags a node's
+    registration, and actors placed before it catches up all land on the nodes it already counts."""
+    import ray
+
+    cluster.wait_for_nodes(timeout)
+    deadline = time.monotonic() + timeout
+    while ray.cluster_resources().get("CPU", 0) < cpus:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the Ray cluster counts {ray.cluster_resources().get('CPU', 0)} CPUs, not {cpus}")
+        time.sleep(0.2)
 
 
 def pin_node(node, core: int) -> None:

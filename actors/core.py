@@ -240,11 +240,15 @@ class ShardCore:
                     erase_user(self, e.stream, e.event.key_generation)
             self.users.checkpoint(users, streams)
         if react and envelopes:
-            latest: dict[tuple[str, str], datetime] = {}
-            for e in envelopes:
-                latest[e.stream] = max(latest.get(e.stream, e.occurred_at), e.occurred_at)
-            self._react(latest)
+            self._react_to(envelopes)
         return envelopes
+
+    def _react_to(self, envelopes: list[Envelope]) -> None:
+        """The follow-ups for the streams ``envelopes`` wrote, each as of its latest event."""
+        latest: dict[tuple[str, str], datetime] = {}
+        for e in envelopes:
+            latest[e.stream] = max(latest.get(e.stream, e.occurred_at), e.occurred_at)
+        self._react(latest)
 
     def _react(self, streams: dict[tuple[str, str], datetime], *, evictions_only: bool = False) -> None:
         """The follow-up rule: write the decisions the folds now call for (tier evictions, distillations, titles).
@@ -291,10 +295,7 @@ class ShardCore:
                 return
             shard_state.fold(self.state, envelopes)
             self.users.checkpoint(self.state.users, list(taken.expected))
-        latest: dict[tuple[str, str], datetime] = {}
-        for e in envelopes:
-            latest[e.stream] = max(latest.get(e.stream, e.occurred_at), e.occurred_at)
-        self._react(latest)
+        self._react_to(envelopes)
 
     def touches_due(self) -> bool:
         return bool(self._touches) and time.monotonic() - self._touches_since >= self.spec.touch_flush_s

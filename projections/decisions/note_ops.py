@@ -38,10 +38,11 @@ from dataclasses import dataclass, replace
 
 from events.model import MessageRecorded, NoteContent, NoteOperation
 from projections.folds.notes import Note
-from projections.rules.contradiction import ActiveNote, Relation, Verdict, detect
+from projections.rules.contradiction import ActiveNote, Relation, Verdict
 from projections.rules.event_notes import event_notes
 from projections.rules.extraction import CandidateNote, extract_notes
 from projections.rules.graph_extract import CandidateGraphMemory
+from projections.rules.note_pool import NotePool
 
 DECIDER_ID = "rules-v1"
 SHARED_CATEGORIES = ("decision", "constraint")  # about the project, whoever said them
@@ -76,15 +77,14 @@ def _content(candidate: CandidateNote) -> NoteContent:
     )
 
 
-def _identical(candidate: CandidateNote, verdicts: Sequence[Verdict], held: dict[str, _Held]) -> list[Verdict]:
+def _identical(candidate: CandidateNote, pool: NotePool) -> list[Verdict]:
     """Notes with the candidate's very text and subject, as reinforcements.
 
     "My mood is relaxed now", twice: the detector reads a change over time
     (a time word), but it is the same note again.
     """
     return [replace(v, relation=Relation.REINFORCES, rule="identical", reason="the same statement again")
-            for v in verdicts
-            if (held[v.note_id].note.text, held[v.note_id].note.subject) == (candidate.text, candidate.subject)]
+            for v in pool.identical(candidate)]
 
 
 def _decide_one(
@@ -92,14 +92,14 @@ def _decide_one(
     message_id: str,
     message: MessageRecorded,
     held: dict[str, _Held],
+    pool: NotePool,
     new_id: Callable[[], str],
 ) -> list[tuple[str, NoteOperation]]:
-    """The operations for one candidate; ``held`` (note id → active note) is updated to match them."""
-    pool = [h.note for h in held.values() if _comparable(candidate, h.note)]
-    verdicts = detect(candidate, pool)
+    """The operations for one candidate; ``held`` (note id → active note) and ``pool`` are updated to match them."""
+    verdicts = pool.actionable(candidate)  # detect() over the comparable notes, less the CONSISTENT verdicts
     common = {"source_message_ids": (message_id,), "valid_from": message.occurred_at, "decider": DECIDER_ID}
     superseded = [v for v in verdicts if v.relation is Relation.SUPERSEDES]
-    reinforced = [v for v in verdicts if v.relation is Relation.REINFORCES] or _identical(candidate, verdicts, held)
+    reinforced = [v for v in verdicts if v.relation is Relation.REINFORCES] or _identical(candidate, pool)
     new = repr(candidate.text)
 
     def old(v: Verdict) -> str:
@@ -117,7 +117,9 @@ def _decide_one(
             for v in others]
         for v in superseded:
             del held[v.note_id]
+            pool.remove(v.note_id)
         held[op_id] = _Held(ActiveNote.from_candidate(op_id, candidate), (message_id,))
+        pool.add(held[op_id].note)
         return ops
     if reinforced:
         best = max(reinforced, key=lambda v: v.confidence)  # max keeps the first of equals: the oldest note
@@ -136,9 +138,10 @@ def _decide_one(
         relation, reason = Relation.CHANGE_OVER_TIME.value, (
             f"{changed[0].rule}: {new} kept alongside note {old(changed[0])} ({changed[0].reason})")
     else:
-        relation, reason = (Relation.CONSISTENT.value if verdicts else None), f"new note: {new}"
+        relation, reason = (Relation.CONSISTENT.value if pool.has_pool(candidate) else None), f"new note: {new}"
     op_id = new_id()
     held[op_id] = _Held(ActiveNote.from_candidate(op_id, candidate), (message_id,))
+    pool.add(held[op_id].note)
     return [(op_id, NoteOperation(op="add", note=_content(candidate), relation=relation, reason=reason, **common))]
 
 
@@ -159,6 +162,7 @@ def decide_note_operations(
     message's time and says why it was decided.
     """
     held = {n.note_id: _active(n) for n in active if n.status == "active"}
+    pool = NotePool((h.note for h in held.values()), _comparable)
     ops: list[tuple[str, NoteOperation]] = []
     previous = previous_text
     for message_id, message in messages:
@@ -167,6 +171,6 @@ def decide_note_operations(
                 message.text, speaker=message.speaker, occurred_at=message.occurred_at,
                 reading=readings.get(message_id) if readings else None)
             for candidate in candidates:
-                ops += _decide_one(candidate, message_id, message, held, new_id)
+                ops += _decide_one(candidate, message_id, message, held, pool, new_id)
         previous = message.text
     return ops

@@ -220,11 +220,16 @@ def _from_note(note: ActiveNote) -> _Statement:
     )
 
 
+@lru_cache(maxsize=1024)  # a decider reads a candidate twice: for its reach, then for the verdicts
+def _candidate_statement(new: CandidateNote) -> _Statement:
+    return _statement(new.evidence, new.key_terms, new.category, new.polarity, new.slot, new.value, new.subject,
+                      new.evidence)
+
+
 def _from_new(new: CandidateNote | str, speaker: str | None) -> list[_Statement]:
     # States and time words are read from what was said ("now" is trimmed from a note's text).
     if isinstance(new, CandidateNote):
-        return [_statement(new.evidence, new.key_terms, new.category, new.polarity, new.slot, new.value, new.subject,
-                           new.evidence)]
+        return [_candidate_statement(new)]
     found = []
     for clause in split_statements(new):
         notes = extract_notes(clause, speaker=speaker)
@@ -339,6 +344,33 @@ def detect(new: CandidateNote | str, notes: Sequence[ActiveNote], *, speaker: st
         verdicts.append(Verdict(note.note_id, best.relation, best.rule, best.reason, best.matched_terms,
                                 best.confidence, best.detector))
     return tuple(verdicts)
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """What can relate a statement to a note, as :func:`_judge` reads it (see :mod:`projections.rules.note_pool`).
+
+    A pair with no shared exact term, no Chinese containment, no common slot,
+    no states on both sides and no switch is always "no rule relates them".
+    """
+
+    terms: frozenset[str]
+    containment: bool  # Chinese terms of two or more characters: matched by containment too
+    slot: str | None
+    states: bool
+    switch: bool  # a switch ("moved from X to Y") may relate it to any note
+
+
+def reach_of_note(note: ActiveNote) -> Reach:
+    s = _from_note(note)
+    return Reach(frozenset(s.terms), bool(_index(s.terms)[1]), s.slot, bool(s.states),
+                 bool(s.switch_from or s.switch_kinds))
+
+
+def reach_of_candidate(new: CandidateNote) -> Reach:
+    s = _candidate_statement(new)
+    return Reach(frozenset(s.terms), bool(_index(s.terms)[1]), s.slot, bool(s.states),
+                 bool(s.switch_from or s.switch_kinds))
 
 
 def memory_operation(verdicts: Sequence[Verdict]) -> str:

@@ -39,33 +39,47 @@ from pathlib import Path
 
 import duckdb
 
+from events.crypto import PayloadCipher
 from events.duckdb_log import SCAN_BATCH
 from events.envelope import ENVELOPE_SCHEMA, from_arrow
+from events.keystore import KeyStore
 from events.log import ScanFilter
+from palimpsest import config as store_config
 from projections.folds import state as shard_state
 
-SQL = f"SELECT {', '.join(ENVELOPE_SCHEMA.names)} FROM events ORDER BY tenant, user_id, seq"
-
-
 class ReadOnlyLog:
-    """The scan of a shard's DuckDB file opened read-only (a running store's file is not locked against it)."""
+    """The scan of a shard's DuckDB file opened read-only (a running store's file is not locked against it).
 
-    def __init__(self, path: Path) -> None:
+    An encrypted store's log is read with its ``cipher`` (:func:`store_cipher`): decoding then includes opening
+    each sealed payload, as a shard's replay does.
+    """
+
+    def __init__(self, path: Path, cipher: PayloadCipher | None = None) -> None:
         self.con = duckdb.connect(str(path), read_only=True)
         self.con.execute("SET TimeZone = 'UTC'")
+        self.cipher = cipher
+        columns = ENVELOPE_SCHEMA.names + (["sealed"] if cipher is not None else [])
+        self.sql = f"SELECT {', '.join(columns)} FROM events ORDER BY tenant, user_id, seq"
 
     def batches(self) -> list:
-        return list(self.con.cursor().sql(SQL).fetch_arrow_reader(SCAN_BATCH))
+        return list(self.con.cursor().sql(self.sql).fetch_arrow_reader(SCAN_BATCH))
+
+    def decode(self, batch) -> list:
+        import pyarrow as pa
+
+        return from_arrow(pa.Table.from_batches([batch]), self.cipher)
 
     def scan(self, flt: ScanFilter | None = None):
         for batch in self.batches():
-            yield from decode(batch)
+            yield from self.decode(batch)
 
 
-def decode(batch) -> list:
-    import pyarrow as pa
-
-    return from_arrow(pa.Table.from_batches([batch]))
+def store_cipher(store: Path, shard: int) -> PayloadCipher | None:
+    """The payload cipher of ``store``'s shard when the store is encrypted (``store.json``), else None."""
+    config = store_config.StoreConfig.load(store)
+    if not config.encrypted:
+        return None
+    return PayloadCipher(KeyStore(store_config.key_store(store, shard), store_config.master_key(store, config)))
 
 
 def timed(fn, repeat: int) -> tuple[dict, object]:
@@ -111,10 +125,10 @@ def profile(log: ReadOnlyLog, top: int) -> list[str]:
     return [line.rstrip() for line in lines[start - 3: start + 1 + top] if line.strip()]
 
 
-def measure(path: Path, repeat: int, top: int) -> dict:
-    log = ReadOnlyLog(path)
+def measure(path: Path, repeat: int, top: int, cipher: PayloadCipher | None = None) -> dict:
+    log = ReadOnlyLog(path, cipher)
     read, batches = timed(log.batches, repeat)
-    decode_t, envelopes = timed(lambda: [e for b in batches for e in decode(b)], repeat)
+    decode_t, envelopes = timed(lambda: [e for b in batches for e in log.decode(b)], repeat)
     fold_t, state = timed(lambda: fold_all(envelopes), repeat)
     digest_t, digest = timed(lambda: shard_state.digest(state), repeat)
     replay_t, rebuilt = timed(lambda: shard_state.fold(shard_state.ShardState(), log.scan()), repeat)
@@ -123,6 +137,7 @@ def measure(path: Path, repeat: int, top: int) -> dict:
     events = len(envelopes)
     report = {
         "log": str(path),
+        "encrypted": cipher is not None,
         "events": events,
         "streams": len(state.users),
         "repeat": repeat,
@@ -193,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     path = args.log or args.store / "log" / f"shard-{args.shard:03d}.duckdb"
     if not path.is_file():
         p.error(f"{path}: no such log file (build a store with benchmarks.locomo --store DIR first)")
-    report = measure(path, max(1, args.repeat), args.profile)
+    cipher = store_cipher(args.store, args.shard) if args.store else None
+    report = measure(path, max(1, args.repeat), args.profile, cipher)
     text = json.dumps(report, indent=2)
     if args.out:
         args.out.write_text(text + "\n")

@@ -67,7 +67,7 @@ class TierConfigMismatchError(PalimpsestError, ValueError):
     """A tier state is being evolved with a config other than the one it was folded with."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: a frozen __init__ costs 3x in a replay
 class Page:
     """One message as a page: provenance, key terms and its unit-length recorded vector (None if never recorded)."""
 
@@ -82,14 +82,14 @@ class Page:
     terms: frozenset[str] = field(init=False, repr=False, compare=False)  # the keywords as a set, for jaccard
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "terms", frozenset(self.keywords or ()))
+        self.terms = frozenset(self.keywords or ())
 
     def canonical(self) -> tuple:
         return (self.page_id, self.seq, self.conversation_id, self.role, self.occurred_at.isoformat(),
                 self.keywords, self.analysed, None if self.vector is None else self.vector.tobytes())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention (never assigned to): see Page
 class Session:
     """A mid-term session; replaced (never edited) when a page joins, a touch visits it, or it is distilled."""
 
@@ -106,7 +106,7 @@ class Session:
     terms: frozenset[str] = field(init=False, repr=False, compare=False)  # the keywords as a set, for jaccard
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "terms", frozenset(self.keywords))
+        self.terms = frozenset(self.keywords)
 
     @property
     def page_ids(self) -> tuple[str, ...]:

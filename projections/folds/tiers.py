@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -204,8 +204,11 @@ def _distilled(state: TierState, event: ProfileDistilled, at: datetime) -> None:
     if session is None:  # evicted before the distillation was recorded: nothing to reset
         return
     done = set(event.page_ids)
-    pages = tuple(replace(p, analysed=True) if p.page_id in done else p for p in session.pages)
-    state.active[session.session_id] = replace(session, pages=pages, visits=0, last_access=max(session.last_access, at))
+    pages = tuple(Page(p.page_id, p.seq, p.conversation_id, p.role, p.occurred_at, p.keywords, p.vector, True)
+                  if p.page_id in done else p for p in session.pages)
+    s = session
+    state.active[s.session_id] = Session(s.session_id, pages, s.created_at, max(s.last_access, at), 0,
+                                         s.access_count, s.vector_sum, s.centroid, s.keyword_counts, s.keywords)
 
 
 def _archived(state: TierState, event: MemoryArchived) -> None:

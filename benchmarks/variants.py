@@ -85,3 +85,9 @@ EXPERIMENTS.update({f"covl_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w,
                                               coverage_lists_only=True)
                     for w in (0.1, 0.2, 0.3, 0.5, 0.8) for d in (10, 20, 30, 50)})
 ALL = {**VARIANTS, **EXPERIMENTS}
+
+# Issue 12, fourth round: pseudo-relevance feedback over the turn vectors (projections.queries.prf).
+EXPERIMENTS.update({f"prf_{w}_s{s}_c{c}_b{b}{'_l' if lists else ''}": replace(
+    DEFAULT_FUSION, prf_weight=w, prf_seeds=s, prf_candidates=c, prf_beta=b, prf_lists_only=lists)
+    for w in (0.2, 0.5, 1.0) for s in (2, 3, 5) for c in (20,) for b in (0.5, 1.0) for lists in (False, True)})
+ALL = {**VARIANTS, **EXPERIMENTS}

@@ -34,6 +34,10 @@ VARIANTS: dict[str, FusionConfig] = {
     # one mechanism of the loop alone: the dispatcher's penalties and invalidations, or the Molt policy
     "palimpsest_penalties_only": replace(DEFAULT_FUSION, feedback_policy=False),
     "palimpsest_policy_only": replace(DEFAULT_FUSION, feedback_adjustments=False),
+    # a stage that is off by default, switched on: pseudo-relevance feedback for list questions
+    # (projections.queries.prf; parameters chosen leave-conversations-out in the lab on the LoCoMo dev file)
+    "palimpsest_prf": replace(DEFAULT_FUSION, prf_weight=1.0, prf_seeds=3, prf_candidates=20, prf_beta=1.0,
+                              prf_lists_only=True),
 }
 
 NB, SPK, TIME, CL = dict(neighbour_weight=0.3), dict(speaker_weight=0.3), dict(time_weight=0.3), dict(clause_weight=0.5)

@@ -34,6 +34,10 @@ VARIANTS: dict[str, FusionConfig] = {
     # one mechanism of the loop alone: the dispatcher's penalties and invalidations, or the Molt policy
     "palimpsest_penalties_only": replace(DEFAULT_FUSION, feedback_policy=False),
     "palimpsest_policy_only": replace(DEFAULT_FUSION, feedback_adjustments=False),
+    # a stage that is off by default, switched on: pseudo-relevance feedback for list questions
+    # (projections.queries.prf; parameters chosen leave-conversations-out in the lab on the LoCoMo dev file)
+    "palimpsest_prf": replace(DEFAULT_FUSION, prf_weight=1.0, prf_seeds=3, prf_candidates=20, prf_beta=1.0,
+                              prf_lists_only=True),
 }
 
 NB, SPK, TIME, CL = dict(neighbour_weight=0.3), dict(speaker_weight=0.3), dict(time_weight=0.3), dict(clause_weight=0.5)
@@ -84,4 +88,10 @@ EXPERIMENTS.update({f"covd_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w,
 EXPERIMENTS.update({f"covl_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d,
                                               coverage_lists_only=True)
                     for w in (0.1, 0.2, 0.3, 0.5, 0.8) for d in (10, 20, 30, 50)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+
+# Issue 12, fourth round: pseudo-relevance feedback over the turn vectors (projections.queries.prf).
+EXPERIMENTS.update({f"prf_{w}_s{s}_c{c}_b{b}{'_l' if lists else ''}": replace(
+    DEFAULT_FUSION, prf_weight=w, prf_seeds=s, prf_candidates=c, prf_beta=b, prf_lists_only=lists)
+    for w in (0.2, 0.5, 1.0) for s in (2, 3, 5) for c in (20,) for b in (0.5, 1.0) for lists in (False, True)})
 ALL = {**VARIANTS, **EXPERIMENTS}

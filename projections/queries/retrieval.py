@@ -19,7 +19,7 @@ from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import coverage, graph_search, rerank, session_docs
+from projections.queries import coverage, graph_search, prf, rerank, session_docs
 from projections.queries.graph_expand import expand_hits
 from projections.queries.learned import adjusted, hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
@@ -122,6 +122,13 @@ class FusionConfig:
     coverage_depth: int = 30
     coverage_mode: str = "terms"  # redundancy by shared non-query terms, or "dense": cosine of the stored vectors
     coverage_lists_only: bool = False  # only for questions that ask for several items (coverage.list_intent)
+    # Pseudo-relevance feedback over the stored turn vectors (projections.queries.prf): the query vector moved
+    # toward the best prf_seeds rows ranks every turn; the best prf_candidates get an RRF term. 0 turns it off.
+    prf_weight: float = 0.0
+    prf_seeds: int = 3
+    prf_candidates: int = 20
+    prf_beta: float = 1.0
+    prf_lists_only: bool = False  # only for questions that ask for several items (coverage.list_intent)
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
@@ -279,6 +286,10 @@ def fuse(
     _rerank_stages(memory, query, scored, config, allowed)
     if config.graph_weight > 0 and memory.graph.memories:
         _graph_term(memory, query, dense, scored, config)
+    if config.prf_weight > 0 and (not config.prf_lists_only or coverage.list_intent(query)):
+        prf.prf_term(memory, query_vector, scored, config.prf_weight, config.rrf_k, config.prf_seeds,
+                     config.prf_candidates, config.prf_beta, allowed)
+        scored.sort(key=lambda s: (-s[0], s[1]))
     for row in scored:
         row[3]["rrf"] = row[0]
     if config.ranker is not None and (config.ranker_cjk or not has_cjk(query)):

@@ -179,3 +179,32 @@ def test_list_intent_gates_the_coverage_stage_in_english_and_chinese():
 
     assert list_intent("What movies have both Joanna and Nate seen?") and list_intent("有几个人在下半年过生日？")
     assert not list_intent("When did Joanna go to Woodhaven?") and not list_intent("她住在哪个城市？")
+
+
+def test_prf_stage_reaches_the_turns_near_the_best_hit_that_the_query_missed():
+    envs = stream(
+        ("p1", message("We watched Little Women last night", "q1", speaker="Nate", turn_id="D1:1")),
+        ("p2", message("Lord of the Rings is my favourite", "q2", speaker="Nate", turn_id="D2:1",
+                       occurred_at=T0 + timedelta(days=1))),
+        ("p3", message("My turtles need a bigger tank", "q3", speaker="Nate", turn_id="D3:1",
+                       occurred_at=T0 + timedelta(days=2))),
+        ("w1", embedding("p1", [0.6, 0.8, 0.0])),
+        ("w2", embedding("p2", [0.0, 1.0, 0.0])),
+        ("w3", embedding("p3", [0.0, 0.0, 1.0])),
+    )
+    memory = fold(ShardState(), envs).user("acme", "alice")
+    query, vec = "what film did he like", np.array([1.0, 0.0, 0.0])
+    plain = fuse(memory, query, [("p1", 0.6)], k=10, config=BASE, query_vector=vec)
+    assert [h.memory_id for h in plain] == ["p1"]
+    cfg = dataclasses.replace(BASE, prf_weight=0.5, prf_seeds=1, prf_candidates=1, prf_beta=1.0)
+    hits = fuse(memory, query, [("p1", 0.6)], k=10, config=cfg, query_vector=vec)
+    # the query moved toward p1 is nearest p2 (the other movie turn); the seed itself gets no term; one candidate
+    assert [h.memory_id for h in hits] == ["p1", "p2"]
+    assert hits[1].breakdown["prf_rank"] == 1 and "prf_rank" not in hits[0].breakdown
+    assert hits[1].score == pytest.approx(0.5 / (cfg.rrf_k + 1))
+    # gated to list questions: this one asks for one item, so nothing changes; no query vector: nothing either
+    gated = dataclasses.replace(cfg, prf_lists_only=True)
+    assert [h.memory_id for h in fuse(memory, query, [("p1", 0.6)], k=10, config=gated, query_vector=vec)] == ["p1"]
+    assert [h.memory_id for h in fuse(memory, "what films did he like both times", [("p1", 0.6)], k=10,
+                                      config=gated, query_vector=vec)] == ["p1", "p2"]
+    assert [h.memory_id for h in fuse(memory, query, [("p1", 0.6)], k=10, config=cfg)] == ["p1"]

@@ -40,7 +40,7 @@ from pathlib import Path
 import duckdb
 
 from events.crypto import PayloadCipher
-from events.duckdb_log import SCAN_BATCH
+from events.duckdb_log import SCAN_BATCH, arrow_batches
 from events.envelope import ENVELOPE_SCHEMA, from_arrow
 from events.keystore import KeyStore
 from events.log import ScanFilter
@@ -62,7 +62,7 @@ class ReadOnlyLog:
         self.sql = f"SELECT {', '.join(columns)} FROM events ORDER BY tenant, user_id, seq"
 
     def batches(self) -> list:
-        return list(self.con.cursor().sql(self.sql).fetch_arrow_reader(SCAN_BATCH))
+        return list(arrow_batches(self.con.cursor().sql(self.sql), SCAN_BATCH))
 
     def decode(self, batch) -> list:
         import pyarrow as pa

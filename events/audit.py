@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from events.crypto import PayloadCipher
-from events.duckdb_log import fetch_arrow, where_clause
+from events.duckdb_log import arrow_batches, fetch_arrow, where_clause
 from events.envelope import ENVELOPE_SCHEMA
 from events.errors import InvalidInputError, StoreError
 from events.log import ScanFilter
@@ -165,8 +165,7 @@ class AuditReader:
         out_dir.mkdir(parents=True, exist_ok=True)
         target = out_dir / "events.parquet"
         partial = out_dir / "events.parquet.part"
-        reader = self._con.sql("SELECT * FROM events ORDER BY tenant, user_id, seq").fetch_record_batch(
-            EXPORT_BATCH_ROWS)
+        reader = arrow_batches(self._con.sql("SELECT * FROM events ORDER BY tenant, user_id, seq"), EXPORT_BATCH_ROWS)
         try:
             with pq.ParquetWriter(partial, reader.schema) as writer:
                 for batch in reader:

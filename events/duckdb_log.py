@@ -65,6 +65,13 @@ def fetch_arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = 
     return fetch()
 
 
+def arrow_batches(rel: duckdb.DuckDBPyRelation, rows: int):
+    """The relation's rows as Arrow record batches of at most ``rows`` (``to_arrow_reader`` on DuckDB 1.4+, where
+    ``fetch_arrow_reader`` is deprecated)."""
+    reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
+    return reader(rows)
+
+
 def where_clause(flt: ScanFilter) -> tuple[str, list]:
     """SQL predicate and parameters for a scan filter (shared with the audit reader)."""
     parts, params = ["TRUE"], []
@@ -165,7 +172,7 @@ class DuckDBEventLog(EventLog):
             f"SELECT {self._columns} FROM events WHERE {where} ORDER BY tenant, user_id, seq",
             params=params or None,
         )
-        for batch in rel.fetch_arrow_reader(SCAN_BATCH):
+        for batch in arrow_batches(rel, SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
 
     def rows(self, flt: ScanFilter | None = None) -> pa.Table:
@@ -182,7 +189,7 @@ class DuckDBEventLog(EventLog):
     def model_id(self) -> str | None:
         if self.cipher is not None:  # sealed payloads: the first one that still opens
             rel = self._con.cursor().sql(f"SELECT {self._columns} FROM events WHERE kind = 'message_embedded'")
-            for batch in rel.fetch_arrow_reader(64):
+            for batch in arrow_batches(rel, 64):
                 for env in from_arrow(pa.Table.from_batches([batch]), self.cipher):
                     if env.event.kind == "message_embedded":
                         return env.event.model_id
@@ -217,7 +224,7 @@ class DuckDBEventLog(EventLog):
             "LEFT JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq > coalesce(h.head, 0) ORDER BY e.tenant, e.user_id, e.seq"
         )
-        for batch in rel.fetch_arrow_reader(SCAN_BATCH):
+        for batch in arrow_batches(rel, SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
 
     def checksums(self, heads) -> dict:

@@ -186,18 +186,20 @@ def report(args, users, facts, rounds, asked, rows, adjustments, kinds, replays,
                   "said_stale": sum(r["stale_hint"] for r in rs),
                   "adjustments_by_kind": dict(Counter(k for r in rs for k in r["adjustments"]))} for rs in rounds]
     all_rows = subset(lambda f, kind: True)
+    said = {id(f): sum(rs[i]["outcome"] == "stale" for rs in rounds) for i, f in enumerate(facts)}
     return {
         "users": len(users), "facts": len(facts), "held_back_questions": len(asked),
         "systems": all_rows,
         "delta": {m: round(all_rows["palimpsest"][m] - all_rows["palimpsest_no_feedback"][m], 4) for m in METRICS},
         "by_kind": {kind: subset(lambda f, k, kind=kind: k == kind) for kind in ("paraphrase", "repeat")},
         "by_language": {lang: subset(lambda f, k, lang=lang: f.language == lang) for lang in ("en", "zh")},
+        # by how many feedback rounds carried the old value (2: corrected twice, where invalidation can act)
+        "by_stale_rounds": {str(n): subset(lambda f, k, n=n: said[id(f)] == n) for n in range(len(rounds) + 1)},
         "feedback_rounds": per_round,
         "counts": {
             "signals": sum(len(rs) for rs in rounds),
             # facts whose context carried the old value in 0, 1 or both feedback rounds (2: the user said stale twice)
-            "facts_by_stale_rounds": dict(Counter(sum(rs[i]["outcome"] == "stale" for rs in rounds)
-                                                  for i in range(len(facts)))),
+            "facts_by_stale_rounds": dict(Counter(said.values())),
             "adjustments": len(adjustments),
             "adjustments_by_kind": dict(Counter(f"{a['layer']}:{a['action']}" for a in adjustments)),
             # what the invalidations hit: the old value's turns and notes (right), the new value's (wrong), others
@@ -217,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     result = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(json.dumps({k: result[k] for k in ("systems", "delta", "by_kind", "feedback_rounds", "counts",
-                                              "replay_equal")}, indent=2, ensure_ascii=False))
+    print(json.dumps({k: result[k] for k in ("systems", "delta", "by_kind", "by_stale_rounds", "feedback_rounds",
+                                              "counts", "replay_equal")}, indent=2, ensure_ascii=False))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -140,11 +140,13 @@ class Script:
     facts: tuple[Fact, ...]
 
 
-def script(user_id: str, language: str, rng: random.Random, slots: int = 8) -> Script:
-    """One user's two sessions: the old values among chatter, then (four months later) the new ones."""
+def script(user_id: str, language: str, rng: random.Random, slots: int | tuple[str, ...] = 8) -> Script:
+    """One user's two sessions: the old values among chatter, then (four months later) the new ones.
+
+    ``slots``: the first N facts of the table, or the named ones ("city", "language", …)."""
     table = EN_SLOTS if language == "en" else ZH_SLOTS
     facts, sessions = [], ([], [])
-    for slot in list(table)[:slots]:
+    for slot in (list(table)[:slots] if isinstance(slots, int) else slots):
         pool, said, changed, questions, correction = table[slot]
         old, new = rng.sample(pool, 2)
         facts.append(Fact(user_id, language, slot, old, new, questions, correction.format(v=new)))
@@ -163,7 +165,7 @@ def script(user_id: str, language: str, rng: random.Random, slots: int = 8) -> S
     return Script(user_id, language, tuple(messages), tuple(facts))
 
 
-def scripts(seed: int, users: int, slots: int = 8) -> list[Script]:
+def scripts(seed: int, users: int, slots: int | tuple[str, ...] = 8) -> list[Script]:
     """``users`` English and ``users`` Chinese users, seeded."""
     rng = random.Random(seed)
     return [script(f"{lang}-{i:02d}", lang, rng, slots) for lang in ("en", "zh") for i in range(users)]

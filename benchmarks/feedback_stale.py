@@ -110,11 +110,28 @@ def measure(mem, fact: Fact, question: str, vector, fusion, budget: int) -> dict
     in_ctx = (any(o for o, _ in lines), any(n for _, n in lines))
     return {"stale@5": any(o for o, _ in top), "current@5": any(n for _, n in top),
             "stale_in_context": in_ctx[0], "current_in_context": in_ctx[1],
-            "clean_context": in_ctx[1] and not in_ctx[0]}
+            "clean_context": in_ctx[1] and not in_ctx[0],
+            "stale_ids": [i.memory_id for i, (o, _) in zip(ctx.items, lines) if o]}
 
 
 def rates(rows: list[dict[str, bool]]) -> dict[str, float]:
     return {m: round(sum(r[m] for r in rows) / len(rows), 4) for m in METRICS} if rows else {}
+
+
+def stale_left(mem, facts: list[Fact], loop_rows: list[dict], said: list[int]) -> dict:
+    """What still carries the old value in the loop's held-back contexts, as ``<rounds>x:<kind>:<made>``: how many
+    feedback rounds corrected the fact, a turn or a note, and what the dispatcher did to it (``none``, ``working``
+    penalties only — expired a month later —, a ``stable`` penalty)."""
+    out: Counter = Counter()
+    notes: dict[str, set[str]] = {}
+    for f, row, n in zip(facts, loop_rows, said):
+        if f.user_id not in notes:
+            notes[f.user_id] = {x["note_id"] for x in mem.notes(TENANT, f.user_id, include_inactive=True)}
+        for item in row["stale_ids"]:
+            made = {a["layer"] for a in mem.adjustments(TENANT, f.user_id, target_id=item) if a["reverted_at"] is None}
+            how = "stable" if "stable" in made else "working" if made else "none"
+            out[f"{n}x:{'note' if item in notes[f.user_id] else 'turn'}:{how}"] += 1
+    return dict(sorted(out.items()))
 
 
 def classify(users: list[Script], ids: dict[str, list[str]], notes: dict[str, list[dict]]) -> dict[str, str]:
@@ -163,16 +180,19 @@ def run(args: argparse.Namespace) -> dict:
         timings["held_back_seconds"] = time.perf_counter() - started
 
         adjustments = [a for s in users for a in mem.adjustments(TENANT, s.user_id)]
+        said = {id(f): sum(rs[i]["outcome"] == "stale" for rs in rounds) for i, f in enumerate(facts)}
+        left = stale_left(mem, [f for f, _, _ in asked], rows["palimpsest"], [said[id(f)] for f, _, _ in asked])
         notes = {s.user_id: mem.notes(TENANT, s.user_id, include_inactive=True) for s in users}
         replays = mem.replay()
     finally:
         mem.close()
         shutdown_ray()
         shutil.rmtree(store, ignore_errors=True)
-    return report(args, users, facts, rounds, asked, rows, adjustments, classify(users, ids, notes), replays, timings)
+    return report(args, users, facts, rounds, asked, rows, adjustments, classify(users, ids, notes), replays, timings,
+                  left)
 
 
-def report(args, users, facts, rounds, asked, rows, adjustments, kinds, replays, timings) -> dict:
+def report(args, users, facts, rounds, asked, rows, adjustments, kinds, replays, timings, left) -> dict:
     def subset(keep) -> dict:
         return {name: rates([r for (f, kind, _), r in zip(asked, rows[name]) if keep(f, kind)]) for name in SYSTEMS}
 
@@ -206,6 +226,9 @@ def report(args, users, facts, rounds, asked, rows, adjustments, kinds, replays,
             "invalidated": dict(Counter(kinds.get(t, "other") for t in invalidated)),
             "held_back_stale_cleared_from_context": cleared,
             "held_back_current_lost_from_context": lost,
+            # the items still carrying the old value in the loop's held-back contexts, by the facts' stale rounds,
+            # kind and the adjustments made to them (working penalties have expired by then)
+            "stale_left_in_context": left,
         },
         "replay_equal": all(r.equal for r in replays),
         "timings": timings,

@@ -16,7 +16,8 @@ The per-layer rules (seed 003 §6):
   to the reply ("Porto") are what the user says is true, not the stale
   memory (on the stale-facts benchmark the usage judge blamed "I moved to
   Porto" along with "I live in Lyon" when a reply repeated "live", and v2
-  then invalidated the current fact). An invalidated turn takes along the
+  then invalidated the current fact). A note's subject (the user's name) is
+  not content for the usage judge here (:func:`used_items`). An invalidated turn takes along the
   active notes read from it alone (:func:`_notes_read_from`).
 - **Working layer (at once).** A negative (or mixed, see below) signal about
   the answer or the reasoning with confidence ≥ ``working_confidence``
@@ -103,6 +104,17 @@ def item_text(memory: UserMemory, item_id: str) -> str | None:
     return message.text if message is not None else None
 
 
+def used_items(memory: UserMemory, reply: str, items: list[tuple[str, str]]) -> list[tuple[str, float]]:
+    """The usage judge over ``items`` (id, text), best first; a note's subject — the user, whom the note writer
+    names for "I" ("en-00 lives in Dublin") — is not content: a reply naming the user (or quoting a context line
+    with the user's name) draws on no note for that alone (``dispatcher-v3``)."""
+    scored = []
+    for item_id, text in items:
+        note = memory.notes.notes.get(item_id)
+        scored += judge_usage(reply, [(item_id, text)], ignore=(note.subject,) if note and note.subject else ())
+    return sorted(scored, key=lambda pair: -pair[1])
+
+
 def restated(user_input: str, reply: str) -> frozenset[str]:
     """The content terms the user's turn adds to the reply it answers (a correction's new value: "Porto")."""
     return frozenset(key_terms(user_input)) - frozenset(key_terms(reply))
@@ -114,7 +126,7 @@ def blame(memory: UserMemory, signal: FeedbackDetected) -> Blame:
     added = restated(signal.user_input, signal.agent_response)
     items = [(m, text) for m in signal.memory_ids
              if (text := item_text(memory, m)) is not None and not added & frozenset(key_terms(text))]
-    used = [m for m, _ in judge_usage(signal.agent_response, items)]
+    used = [m for m, _ in used_items(memory, signal.agent_response, items)]
     chosen = used or [m for m, _ in items]
     out: list[str] = []
     for m in chosen:
@@ -138,10 +150,10 @@ def _drew_on(memory: UserMemory, signal: Signal, target: str) -> bool:
     """Whether an earlier signal's reply drew on ``target`` (blamed for it, or repeating it or a note of it)."""
     if _signal_blamed(memory, signal.event_id, target):
         return True
-    texts = [t for t in (item_text(memory, target),) if t is not None]
+    items = [(target, t) for t in (item_text(memory, target),) if t is not None]
     if target in memory.messages.by_id:
-        texts += [n.text for n in memory.notes.by_source(target)]
-    return bool(signal.reply and judge_usage(signal.reply, [(target, t) for t in texts]))
+        items += [(n.note_id, n.text) for n in memory.notes.by_source(target)]
+    return bool(signal.reply and used_items(memory, signal.reply, items))
 
 
 def _streak(memory: UserMemory, target: str, config: DispatchConfig,

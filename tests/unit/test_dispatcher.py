@@ -268,3 +268,16 @@ def test_an_invalidated_turn_takes_along_the_notes_read_from_it_alone(core):
 def judge_ids(core, user_id: str) -> list[str]:
     """The user's negative signals' event ids, oldest first."""
     return [s["event_id"] for s in core.query(c.Feedback(tenant="acme", user_id=user_id)) if s["type"] == "negative"]
+
+
+def test_a_reply_naming_the_user_does_not_draw_on_every_note_about_them(core):
+    outcomes = record(core, [command("I drive a Peugeot", 0, user_id="v4", speaker="Lena"),
+                             command("I love tea", 1, user_id="v4", speaker="Lena")])
+    peugeot, _ = (o["memory_id"] for o in outcomes)
+    notes = core.state.user("acme", "v4").notes.notes
+    tea_note = next(n.note_id for n in notes.values() if "tea" in n.text)  # "Lena loves tea"
+    reply = "Lena: I drive a Peugeot"  # the line as a context shows it: the user's name, then the turn
+    assert judge_usage(reply, [(tea_note, notes[tea_note].text)])  # "Lena" alone would make it used
+    out = judge(core, "v4", "No, that's wrong.", reply, [peugeot, tea_note], T0)
+    [working] = out["adjustments"]
+    assert peugeot in working["target_ids"] and tea_note not in working["target_ids"]

@@ -8,7 +8,7 @@ export TOKENIZERS_PARALLELISM := false
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure serve install browser clean
+.PHONY: demo test test-unit bench bench-all bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback serve install browser clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -85,6 +85,15 @@ bench-fuzz: $(STAMP)
 # ingest throughput on local Ray clusters of 1, 2 and 3 one-CPU nodes
 bench-multinode: $(STAMP)
 	$(BIN)/python -m benchmarks.multinode --out bench/multinode.json
+
+# The learning loop on every dev file (bench/feedback_<file>.json; each ingested store kept in bench/ingested-<file>
+# and reused by the next run), then the stale-facts protocol in English and Chinese (bench/feedback_stale.json).
+bench-feedback: $(STAMP)
+	@for f in $(ALL_DATA); do \
+		n=$$(basename $$f .json); \
+		$(BIN)/python -m benchmarks.feedback --data $$f --out bench/feedback_$$n.json --ingested bench/ingested-$$n || exit 1; \
+	done
+	$(BIN)/python -m benchmarks.feedback_stale --out bench/feedback_stale.json
 
 clean:
 	rm -rf $(VENV) demo-store bench .pytest_cache

@@ -38,7 +38,7 @@ class FeedbackDetected(Event):
     action_hints: tuple[ActionHint, ...] = ()
     memory_ids: tuple[str, ...] = ()  # the memories (turns) and notes in the judged reply's context
     cues: tuple[str, ...] = ()  # what the judge read, e.g. "negative:不对", "style:too long"
-    judge: str = Field(min_length=1)  # "feedback-rules-v1" or "llm:<model>"
+    judge: str = Field(min_length=1)  # "feedback-rules-v2" or "llm:<model>"
     llm_call_id: str | None = None  # the llm_call_recorded event the verdict was read from
     at: AwareDatetime | None = None  # when the user reacted (None in v1: when it was recorded)
     query: str | None = None  # the question the judged reply answered (None before v3, or not given)

@@ -10,7 +10,15 @@ The per-layer rules (seed 003 §6):
   texts); a blamed note brings its source turns along (a context shows the
   note instead of them, and they state the same claim). When the reply
   repeats none of them, the whole context is blamed, but only the working
-  layer reacts to that.
+  layer reacts to that. What the user's own turn restates is never blamed
+  (``dispatcher-v3``): a correction names the new value ("No, that's
+  outdated, I moved to Porto"), and the items holding a term the user added
+  to the reply ("Porto") are what the user says is true, not the stale
+  memory (on the stale-facts benchmark the usage judge blamed "I moved to
+  Porto" along with "I live in Lyon" when a reply repeated "live", and v2
+  then invalidated the current fact). A note's subject (the user's name) is
+  not content for the usage judge here (:func:`used_items`). An invalidated turn takes along the
+  active notes read from it alone (:func:`_notes_read_from`).
 - **Working layer (at once).** A negative (or mixed, see below) signal about
   the answer or the reasoning with confidence ≥ ``working_confidence``
   penalises the blamed memories and notes by ``working_factor`` for
@@ -31,8 +39,12 @@ The per-layer rules (seed 003 §6):
   contradicted its content, whatever the question, so it leaves retrieval for
   every query); if they did not all say stale, it gets a lasting penalty
   (``stable_factor``) instead, counted over the signals on the new signal's
-  question only and scoped to it. A positive signal naming it breaks the
-  streak; a neutral one does not count.
+  question only and scoped to it. A positive signal on a reply that drew on
+  it breaks the streak; a neutral one does not count, nor (``dispatcher-v3``)
+  does a signal on a reply that did not draw on it — a context holds many
+  memories, and "thanks" for the answer about the user's car says nothing
+  about the stale pet's name beside it (v2 let it break the streak, so a
+  fact corrected twice was never invalidated when other answers came between).
 - **Skills.** A style or tool-choice signal with the hint ``prefer`` and
   confidence ≥ ``working_confidence`` writes the next version of that skill:
   the user's words as the preference, its weight growing with each
@@ -54,11 +66,13 @@ from datetime import datetime, timedelta
 
 from events.feedback_events import FeedbackDetected
 from events.learning_events import MemoryAdjusted
+from projections.folds.feedback import Signal
 from projections.folds.state import UserMemory
+from projections.rules.extraction import key_terms
 from projections.rules.text import same_topic
 from projections.rules.usage import judge_usage
 
-DISPATCHER_ID = "dispatcher-v2"
+DISPATCHER_ID = "dispatcher-v3"
 ANSWER_TARGETS = ("final_answer", "reasoning")
 SKILL_TARGETS = ("style", "tool_choice")
 
@@ -90,10 +104,29 @@ def item_text(memory: UserMemory, item_id: str) -> str | None:
     return message.text if message is not None else None
 
 
+def used_items(memory: UserMemory, reply: str, items: list[tuple[str, str]]) -> list[tuple[str, float]]:
+    """The usage judge over ``items`` (id, text), best first; a note's subject — the user, whom the note writer
+    names for "I" ("en-00 lives in Dublin") — is not content: a reply naming the user (or quoting a context line
+    with the user's name) draws on no note for that alone (``dispatcher-v3``)."""
+    scored = []
+    for item_id, text in items:
+        note = memory.notes.notes.get(item_id)
+        scored += judge_usage(reply, [(item_id, text)], ignore=(note.subject,) if note and note.subject else ())
+    return sorted(scored, key=lambda pair: -pair[1])
+
+
+def restated(user_input: str, reply: str) -> frozenset[str]:
+    """The content terms the user's turn adds to the reply it answers (a correction's new value: "Porto")."""
+    return frozenset(key_terms(user_input)) - frozenset(key_terms(reply))
+
+
 def blame(memory: UserMemory, signal: FeedbackDetected) -> Blame:
-    """What the judged reply drew on among the memories and notes of its context (all of them if none)."""
-    items = [(m, text) for m in signal.memory_ids if (text := item_text(memory, m)) is not None]
-    used = [m for m, _ in judge_usage(signal.agent_response, items)]
+    """What the judged reply drew on among the memories and notes of its context (all of them if none), minus
+    what the user's turn restates."""
+    added = restated(signal.user_input, signal.agent_response)
+    items = [(m, text) for m in signal.memory_ids
+             if (text := item_text(memory, m)) is not None and not added & frozenset(key_terms(text))]
+    used = [m for m, _ in used_items(memory, signal.agent_response, items)]
     chosen = used or [m for m, _ in items]
     out: list[str] = []
     for m in chosen:
@@ -113,6 +146,16 @@ def _signal_blamed(memory: UserMemory, signal_id: str, target: str) -> bool:
     return False
 
 
+def _drew_on(memory: UserMemory, signal: Signal, target: str) -> bool:
+    """Whether an earlier signal's reply drew on ``target`` (blamed for it, or repeating it or a note of it)."""
+    if _signal_blamed(memory, signal.event_id, target):
+        return True
+    items = [(target, t) for t in (item_text(memory, target),) if t is not None]
+    if target in memory.messages.by_id:
+        items += [(n.note_id, n.text) for n in memory.notes.by_source(target)]
+    return bool(signal.reply and used_items(memory, signal.reply, items))
+
+
 def _streak(memory: UserMemory, target: str, config: DispatchConfig,
             topic: str | None = None) -> list[tuple[str, bool]]:
     """The earlier consistent signals about ``target``, newest first: (signal id, said stale).
@@ -130,10 +173,12 @@ def _streak(memory: UserMemory, target: str, config: DispatchConfig,
             break
         if s.type == "neutral" or (topic is not None and (s.query is None or not same_topic(s.query, topic))):
             continue
+        if not _drew_on(memory, s, target):
+            continue  # its reply did not draw on the target: it says nothing about it
         if s.type != "negative" or s.confidence < config.stable_confidence:
             break
         if not _signal_blamed(memory, s.event_id, target):
-            break
+            break  # the reply drew on it, yet the user's turn restated it: not stale
         out.append((s.event_id, "invalidate" in s.action_hints))
     return out
 
@@ -192,6 +237,8 @@ def _stable(memory: UserMemory, signal_id: str, signal: FeedbackDetected, blamed
         groups.setdefault((action, signals), []).append(target)
     out = []
     for (action, signals), targets in groups.items():
+        if action == "invalidate":
+            targets += _notes_read_from(memory, targets)
         what = "stale (the user corrected it)" if action == "invalidate" else "wrong (the user rejected it)"
         event = MemoryAdjusted(
             action=action, layer="stable", target_ids=tuple(targets),
@@ -201,4 +248,22 @@ def _stable(memory: UserMemory, signal_id: str, signal: FeedbackDetected, blamed
                    f"that drew on it: {what}",
             dispatcher=DISPATCHER_ID)
         out.append((new_id(), event))
+    return out
+
+
+def _notes_read_from(memory: UserMemory, targets: list[str]) -> list[str]:
+    """The active notes read only from turns now invalidated (``targets``, or earlier): they restate the stale claim.
+
+    A blamed note brings its source turns along; symmetrically (``dispatcher-v3``), an invalidated turn takes
+    along the notes that stand for it alone (v2 left the note "lives in Lyon" answering after its turn was gone)."""
+    gone = set(targets)
+    out: list[str] = []
+    for turn in targets:
+        for note in memory.notes.by_source(turn):
+            if (note.note_id in gone or note.valid_to is not None
+                    or memory.adjustments.invalidated(note.note_id, None) is not None):
+                continue
+            if all(s in gone or memory.adjustments.invalidated(s, None) is not None for s in note.source_message_ids):
+                gone.add(note.note_id)
+                out.append(note.note_id)
     return out

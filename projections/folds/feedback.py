@@ -27,6 +27,7 @@ class Signal:
     cues: tuple[str, ...]
     judge: str
     query: str | None = None  # the question the judged reply answered (None: not recorded)
+    reply: str = ""  # the judged agent reply: what it drew on is read from it (kept out of to_dict and the digest)
 
     def to_dict(self) -> dict:
         return {"event_id": self.event_id, "seq": self.seq, "at": self.at.isoformat(), "type": self.type,
@@ -56,7 +57,8 @@ def evolve(log: FeedbackLog, env: Envelope) -> FeedbackLog:
     if isinstance(event, FeedbackDetected):
         position = len(log.signals)
         log.signals.append(Signal(env.event_id, env.seq, env.occurred_at, event.type, event.confidence, event.targets,
-                                  event.action_hints, event.memory_ids, event.cues, event.judge, event.query))
+                                  event.action_hints, event.memory_ids, event.cues, event.judge, event.query,
+                                  event.agent_response))
         for memory_id in dict.fromkeys(event.memory_ids):
             log.by_memory.setdefault(memory_id, []).append(position)
     return log

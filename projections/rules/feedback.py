@@ -1,11 +1,12 @@
-"""The offline Feedback Judge (``feedback-rules-v1``, seed 003 §4): the user's reaction to the agent, EN and ZH.
+"""The offline Feedback Judge (``feedback-rules-v2``, seed 003 §4): the user's reaction to the agent, EN and ZH.
 
 It reads the user's turn that answers an agent reply and says whether it is
 feedback, of which type (negative / positive / mixed, or neutral: none), how
 sure it is, what it is about (``final_answer``, ``reasoning``, ``style``,
 ``tool_choice``) and what a dispatcher might do (``penalty``: the memories
 behind the reply ranked lower; ``invalidate``: a memory is stale — "I told you
-I don't eat cilantro", "我说过我不吃香菜"; ``prefer``: keep doing this, or do it
+I don't eat cilantro", "我说过我不吃香菜", "我早就搬家了" (a change "long ago": 早就 with a verb of
+moving, changing, quitting); ``prefer``: keep doing this, or do it
 that way). Cue tables, not a model: the same text always gives the same
 verdict, and every matched cue is reported.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-JUDGE_ID = "feedback-rules-v1"
+JUDGE_ID = "feedback-rules-v2"
 MIXED_CONFIDENCE = 0.6
 EXTRA_CUE_BONUS = 0.05
 MAX_CONFIDENCE = 0.95
@@ -36,7 +37,8 @@ _TABLE: tuple[tuple[str, str | None, str, str, float, str], ...] = (
      r"\bi (?:already |just )?(?:told|said to) you\b|\b(?:don'?t|doesn'?t|not|never) (?:\w+ ){0,3}any ?more\b|"
      r"\bi (?:already )?(?:said|mentioned) (?:that )?(?:before|already|"
      r"earlier)\b|\bnot any ?more\b|\bno longer\b|\bthat(?:'s| is) (?:outdated|out of date|old news)\b|"
-     r"\bthat changed\b|我(?:已经|早就|之前|刚才)?(?:说|讲|告诉)过(?:你)?|早就不|已经不再|现在不(?:再)?|过时了"),
+     r"\bthat changed\b|我(?:已经|早就|之前|刚才)?(?:说|讲|告诉)过(?:你)?|早就不|已经不再|现在不(?:再)?|过时了|"
+     r"早就(?:搬|换|改|变|分手|离职|辞职|卖|戒)"),
     ("reasoning", "negative", "reasoning", "penalty", 0.85,
      r"\b(?:your|the) (?:reasoning|logic|math|calculation) (?:is |was )?(?:wrong|off|flawed|broken|bad)\b|"
      r"\bdoesn'?t (?:follow|add up|make sense)\b|\bmakes no sense\b|\bhow did you (?:get|conclude|arrive)\b|"

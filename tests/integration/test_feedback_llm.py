@@ -62,12 +62,12 @@ def test_the_model_judges_feedback_when_configured_and_replay_never_asks_it(tmp_
         assert MOVED in asked and REPLY in asked and ASKED in asked  # the seed's input: turn, reply, window
         # the model fails: the rules judge, and the signal still names the failed call
         third = judged(core, "That's wrong.", ids, T0 + timedelta(days=2))
-        assert third["judge"] == "feedback-rules-v1" and third["type"] == "negative"
+        assert third["judge"] == "feedback-rules-v2" and third["type"] == "negative"
         calls = {e.event_id: e.event for e in core.log.scan() if e.kind == "llm_call_recorded"}
         assert [calls[o["llm_call_id"]].purpose for o in (first, second, third)] == ["feedback_judge"] * 3
         assert calls[third["llm_call_id"]].error and len(server.requests) == 3
         signals = core.query(c.Feedback(tenant="acme", user_id="u"))
-        assert [s["judge"] for s in signals] == [f"llm:{MODEL}", f"llm:{MODEL}", "feedback-rules-v1"]
+        assert [s["judge"] for s in signals] == [f"llm:{MODEL}", f"llm:{MODEL}", "feedback-rules-v2"]
         adjustments = core.query(c.Adjustments(tenant="acme", user_id="u"))
         before = core.query(c.Digest())
 
@@ -84,7 +84,7 @@ def test_the_rules_judge_by_default_even_with_a_model_configured(tmp_path):
     with FakeOpenAI() as server:
         core = ShardCore(spec(tmp_path, server.base_url, feedback_judge=False))
         out = judged(core, "不对", [], T0)
-        assert out["judge"] == "feedback-rules-v1" and out["llm_call_id"] is None and server.requests == []
+        assert out["judge"] == "feedback-rules-v2" and out["llm_call_id"] is None and server.requests == []
         core.close()
     assert LlmConfig.from_env({"PALIMPSEST_LLM_BASE_URL": "http://x", "PALIMPSEST_LLM_MODEL": "m"}).feedback_judge \
         is False

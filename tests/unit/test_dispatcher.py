@@ -14,6 +14,7 @@ from actors.spec import ShardSpec
 from events.errors import InvalidInputError
 from projections.adapters.embedding import HashEmbedder
 from projections.queries.retrieval import DEFAULT_FUSION
+from projections.rules.usage import judge_usage
 from tests.builders import command
 from tests.shard_helpers import EMBED, context, record, search
 
@@ -216,3 +217,67 @@ def test_a_penalty_holds_for_the_question_the_rejected_replies_answered_not_for_
     assert factor("what does my sister like to do in Boston?", far) is None  # the name alone: another question
     assert factor("where does my sister work as a nurse", T0 + timedelta(minutes=3)) == 0.5 ** 3
     assert core.query(c.Replay()).equal
+
+
+# dispatcher-v3: what the user's correction restates is not blamed; only replies that drew on a memory count in its
+# streak; an invalidated turn takes along the notes read from it alone.
+
+def test_the_item_holding_the_new_value_the_user_states_is_not_blamed(core):
+    outcomes = record(core, [command("I'm learning Dutch in the evenings", 0, user_id="v1"),
+                             command("I switched to learning Korean", 1, user_id="v1")])
+    dutch, korean = (o["memory_id"] for o in outcomes)
+    reply = "You're learning Dutch in the evenings, you are learning it well."
+    assert judge_usage(reply, [(korean, "I switched to learning Korean")])  # the usage judge alone would blame it
+    correction = "No, that changed, I'm learning Korean now."
+    first = judge(core, "v1", correction, reply, [dutch, korean], T0)
+    [working] = first["adjustments"]
+    assert dutch in working["target_ids"] and korean not in working["target_ids"]
+    second = judge(core, "v1", correction, reply, [dutch, korean], T0 + timedelta(days=2))
+    [stable] = [a for a in second["adjustments"] if a["layer"] == "stable"]
+    assert stable["action"] == "invalidate" and dutch in stable["target_ids"] and korean not in stable["target_ids"]
+
+
+def test_a_signal_on_a_reply_that_did_not_draw_on_a_memory_neither_counts_nor_breaks_its_streak(core):
+    cilantro, sister, _ = fresh_user(core, "v2")
+    ids = [cilantro, sister]
+    judge(core, "v2", STALE, REPLY, ids, T0)
+    thanks = judge(core, "v2", "Thanks, that's right!", "Your sister works as a nurse in Boston.", ids,
+                   T0 + timedelta(minutes=5))  # about the sister: says nothing about the cilantro turn beside it
+    assert thanks["type"] == "positive"
+    second = judge(core, "v2", STALE, REPLY, ids, T0 + timedelta(minutes=10))
+    [stable] = [a for a in second["adjustments"] if a["layer"] == "stable"]
+    assert stable["action"] == "invalidate" and cilantro in stable["target_ids"]
+    [row] = [a for a in core.query(c.Adjustments(tenant="acme", user_id="v2"))
+             if a["adjustment_id"] == stable["adjustment_id"]]
+    assert row["signal_ids"] == [judge_ids(core, "v2")[0], second["event_id"]]  # the thanks is not among them
+
+
+def test_an_invalidated_turn_takes_along_the_notes_read_from_it_alone(core):
+    cilantro, _, _ = fresh_user(core, "v3")
+    notes = [n.note_id for n in core.state.user("acme", "v3").notes.by_source(cilantro) if n.valid_to is None]
+    assert notes  # the preference note read from the turn
+    judge(core, "v3", STALE, REPLY, [cilantro], T0)  # the contexts held the turn, not its note
+    second = judge(core, "v3", STALE, REPLY, [cilantro], T0 + timedelta(days=2))
+    [stable] = [a for a in second["adjustments"] if a["layer"] == "stable"]
+    assert stable["action"] == "invalidate" and {cilantro, *notes} <= set(stable["target_ids"])
+    later = T0 + timedelta(days=3)
+    assert not {cilantro, *notes} & carried(cilantro_context(core, "v3", later))
+    assert core.query(c.Replay()).equal
+
+
+def judge_ids(core, user_id: str) -> list[str]:
+    """The user's negative signals' event ids, oldest first."""
+    return [s["event_id"] for s in core.query(c.Feedback(tenant="acme", user_id=user_id)) if s["type"] == "negative"]
+
+
+def test_a_reply_naming_the_user_does_not_draw_on_every_note_about_them(core):
+    outcomes = record(core, [command("I drive a Peugeot", 0, user_id="v4", speaker="Lena"),
+                             command("I love tea", 1, user_id="v4", speaker="Lena")])
+    peugeot, _ = (o["memory_id"] for o in outcomes)
+    notes = core.state.user("acme", "v4").notes.notes
+    tea_note = next(n.note_id for n in notes.values() if "tea" in n.text)  # "Lena loves tea"
+    reply = "Lena: I drive a Peugeot"  # the line as a context shows it: the user's name, then the turn
+    assert judge_usage(reply, [(tea_note, notes[tea_note].text)])  # "Lena" alone would make it used
+    out = judge(core, "v4", "No, that's wrong.", reply, [peugeot, tea_note], T0)
+    [working] = out["adjustments"]
+    assert peugeot in working["target_ids"] and tea_note not in working["target_ids"]

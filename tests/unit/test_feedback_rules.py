@@ -1,4 +1,4 @@
-"""The offline Feedback Judge (feedback-rules-v1, seed 003 §4): a table of user turns and verdicts, EN and ZH."""
+"""The offline Feedback Judge (feedback-rules-v2, seed 003 §4): a table of user turns and verdicts, EN and ZH."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ CASES = [
     ("I told you I don't eat cilantro", "negative", ("final_answer",), ("invalidate",)),
     ("我说过我不吃香菜", "negative", ("final_answer",), ("invalidate",)),
     ("I don't work there any more", "negative", ("final_answer",), ("invalidate",)),
+    ("我早就换工作了", "negative", ("final_answer",), ("invalidate",)),  # a change long ago: 早就 + a change verb
+    ("不对，我早就搬家了", "negative", ("final_answer",), ("invalidate", "penalty")),
     ("Your reasoning is flawed", "negative", ("reasoning",), ("penalty",)),
     ("这个推理不对", "negative", ("reasoning",), ("penalty",)),
     ("Too long, be more concise", "negative", ("style",), ("prefer",)),
@@ -34,6 +36,7 @@ CASES = [
     ("没问题", "neutral", (), ()),
     ("I moved to Berlin last year", "neutral", (), ()),
     ("明天我们去爬山吧", "neutral", (), ()),
+    ("我早就想去日本了", "neutral", (), ()),  # 早就 without a change verb: a wish, not a correction
 ]
 
 

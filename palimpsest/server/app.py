@@ -65,14 +65,16 @@ def open_served(settings: ServeSettings) -> access.Served:
     return access.Served(memory, settings)
 
 
-def deployment(settings: ServeSettings):
-    """The bound Serve application: ``settings.replicas`` replicas of the ingress."""
+def deployment(settings: ServeSettings, env: dict[str, str] | None = None):
+    """The bound Serve application: ``settings.replicas`` replicas of the ingress, ``env`` set in each
+    (the direct ingress switches, :mod:`palimpsest.server.ingress`)."""
     app = build_app(settings.max_body_bytes)
+    options = {"num_cpus": 0, **({"runtime_env": {"env_vars": dict(env)}} if env else {})}
 
     @serve.deployment(
         name="palimpsest",
         num_replicas=settings.replicas,
-        ray_actor_options={"num_cpus": 0},
+        ray_actor_options=options,
         max_ongoing_requests=64,
         graceful_shutdown_wait_loop_s=0.5,
         graceful_shutdown_timeout_s=30,

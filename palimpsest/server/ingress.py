@@ -58,6 +58,10 @@ def direct_env(settings: ServeSettings) -> dict[str, str]:
         "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "0",
         # a replica restarted after a crash takes its port back at once (the range holds no spare)
         "RAY_SERVE_PORT_QUARANTINE_S": "0",
+        # the app on the replica's own event loop, beside its HTTP server: no hand-over between two loops
+        # (threads) for each request and each message of its answer; the routes that block run in the
+        # app's thread pool either way
+        "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
     }
 
 

@@ -45,6 +45,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--limit-samples", type=int, help="only the first N samples (quick: 1)")
     p.add_argument("--questions", type=int, help="only the first N questions (quick: 10)")
     p.add_argument("--replicas", type=int, default=1)
+    p.add_argument("--ingress", choices=["auto", "direct", "proxy"], default="auto",
+                   help="how requests reach the replicas (default auto: direct for one replica)")
     args = p.parse_args(argv)
     quick = args.quick
     args.levels = [tuple(float(x) for x in level.split(":")) for level in
@@ -101,7 +103,8 @@ def run(args: argparse.Namespace) -> dict:
     store = Path(tempfile.mkdtemp(prefix="palimpsest-serve-bench-")) / "store"
     load_start, started = os.getloadavg(), time.perf_counter()
     ensure_ray()
-    settings = ServeSettings(store=str(store), port=free_port(), replicas=args.replicas, rate_per_s=0)
+    settings = ServeSettings(store=str(store), port=free_port(), replicas=args.replicas, rate_per_s=0,
+                             ingress=args.ingress)
     running = start(settings, embedder=args.embedder)
     try:
         running.memory.consolidate_every = 0  # consolidation rounds would land inside the timed levels
@@ -114,6 +117,7 @@ def run(args: argparse.Namespace) -> dict:
         shutil.rmtree(store.parent, ignore_errors=True)
     report["config"] = {"data": str(args.data), "samples": len(data.samples), "turns": len(data.messages),
                         "embedder": args.embedder, "tenants": args.tenants, "replicas": args.replicas,
+                        "ingress": running.ingress,
                         "seconds_per_level": args.seconds, "quick": args.quick,
                         "cpus": os.cpu_count(), "load_average_before": load_start, "load_average_after": os.getloadavg(),
                         "wall_seconds": round(time.perf_counter() - started, 1)}
@@ -126,7 +130,8 @@ def print_report(r: dict) -> None:
           f"{r['load']['errors']} errors")
     print(f"same hits served vs in-process: {h['same_hits']}/{h['questions']}; recall@10 {h['recall@10']}")
     print(f"one client, one query at a time: served search p50 {h['served_search']['p50_ms']} ms, in-process "
-          f"{h['in_process_search']['p50_ms']} ms, overhead ×{h['overhead_ratio_p50']}")
+          f"{h['in_process_search']['p50_ms']} ms, overhead ×{h['overhead_ratio_p50']} "
+          f"(+{h.get('overhead_ms_p50')} ms; ingress {r['config']['ingress']})")
     print(f"{'clients':>7} {'rate':>6} {'done/s':>7} {'errors':>6}  " + "  ".join(f"{k + ' p50/p95/p99':>22}" for k in
                                                                              r["levels"][0]["endpoints"]))
     for lv in r["levels"]:

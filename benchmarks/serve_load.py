@@ -96,7 +96,8 @@ def same_hits(tenancy: Tenancy, memory, questions, k: int = 10) -> dict:
     return {"questions": len(questions), "same_hits": same, "mismatches": mismatches[:20],
             f"recall@{k}": {n: round(float(np.mean(v)), 4) if v else None for n, v in recall.items()},
             "served_search": summary(served_ms), "in_process_search": summary(local_ms),
-            "overhead_ratio_p50": round(pct(served_ms, 50) / pct(local_ms, 50), 3) if local_ms else None}
+            "overhead_ratio_p50": round(pct(served_ms, 50) / pct(local_ms, 50), 3) if local_ms else None,
+            "overhead_ms_p50": round(pct(served_ms, 50) - pct(local_ms, 50), 2) if local_ms else None}
 
 
 class Workload:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from palimpsest.cli_common import print_json, remote
-from palimpsest.server.settings import DEFAULT_PORT
+from palimpsest.server.settings import DEFAULT_PORT, INGRESS
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -19,7 +19,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from palimpsest.server.settings import ServeSettings
 
     settings = ServeSettings(store=args.store, host=args.host, port=args.port, replicas=args.replicas,
-                             rate_per_s=args.rate_limit, burst=args.burst, max_body_bytes=args.max_body_bytes)
+                             rate_per_s=args.rate_limit, burst=args.burst, max_body_bytes=args.max_body_bytes,
+                             ingress=args.ingress)
     return serve_forever(settings, embedder=args.embedder, num_shards=args.num_shards)
 
 
@@ -81,6 +82,10 @@ def register(sub) -> None:
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=DEFAULT_PORT)
     sp.add_argument("--replicas", type=int, default=1, help="HTTP replicas (default 1)")
+    sp.add_argument("--ingress", choices=INGRESS, default="auto",
+                    help="direct: the replica answers the port itself (no proxy hop; replica i on port+i); proxy: "
+                         "Ray Serve's HTTP proxy balances over the replicas; auto (default): direct for one replica "
+                         "on a local Ray, else proxy")
     sp.add_argument("--rate-limit", type=float, default=100.0, help="requests/s per key, shared by every replica (0: no limit)")
     sp.add_argument("--burst", type=int, default=200, help="requests a key may send at once before the rate applies")
     sp.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024, help="request size cap (413 above)")

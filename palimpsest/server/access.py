@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from palimpsest import config as store_config
 from palimpsest.server.errors import ApiError
@@ -100,11 +101,17 @@ def verified(header: str) -> ApiKey:
     return key
 
 
-def caller(request: Request) -> Caller:
-    """The verified caller of ``request`` (401 without a valid key, 429 over its rate)."""
+async def caller(request: Request) -> Caller:
+    """The verified caller of ``request`` (401 without a valid key, 429 over its rate).
+
+    Run on the event loop (a synchronous dependency would cost every request a
+    trip through the thread pool): the key check reads the few new bytes of the
+    key log; only a new lease from the shared rate limiter (a Ray call) goes to a thread.
+    """
     state = served()
     key = verified(request.headers.get("authorization", ""))
-    wait = state.limiter.take(key.key_id)
+    spent = state.limiter.spend(key.key_id)
+    wait = None if spent else await run_in_threadpool(state.limiter.take, key.key_id)
     if wait is not None:
         raise ApiError(429, "rate_limited", f"more than {state.settings.rate_per_s:g} requests/s for this key",
                        [("authorization", f"retry after {math.ceil(wait)} s, or spread requests over more keys")],

@@ -8,7 +8,7 @@ embedded :class:`palimpsest.Memory` — it *is* a ``Memory``, attached.
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from ray import serve
 
@@ -21,6 +21,48 @@ from palimpsest.server.settings import ServeSettings
 API_VERSION = "v1"
 
 
+class BodyCap:
+    """413 for a request body over ``max_bytes``: by its declared length, or counted as a chunked body arrives.
+
+    Plain ASGI (not ``@app.middleware``, whose wrapper runs each request in
+    an extra task with its own streams): a declared length within the cap
+    costs a header lookup.
+    """
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = next((v for k, v in scope["headers"] if k == b"content-length"), None)
+        if declared is not None:
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                return await self._refuse(scope, receive, send)
+            return await self.app(scope, receive, send)
+        if scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        messages, size = [], 0  # chunked: read it all (refusing as soon as it is over), then hand it on
+        while True:
+            message = await receive()
+            messages.append(message)
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                return await self._refuse(scope, receive, send)
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+
+        async def replay():
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope, receive, send) -> None:
+        body = errors.body("too_large", f"request body over {self.max_bytes} bytes",
+                           [("body", "send fewer messages per request (batches are idempotent by client id)")])
+        await JSONResponse(body, status_code=413)(scope, receive, send)
+
+
 def build_app(max_body_bytes: int) -> FastAPI:
     app = FastAPI(
         title="Palimpsest",
@@ -31,18 +73,7 @@ def build_app(max_body_bytes: int) -> FastAPI:
     )
     errors.install(app)
 
-    @app.middleware("http")
-    async def cap_body(request: Request, call_next):
-        declared = request.headers.get("content-length")
-        too_big = declared is not None and declared.isdigit() and int(declared) > max_body_bytes
-        if not too_big and declared is None and request.method in ("POST", "PUT", "PATCH"):
-            too_big = len(await request.body()) > max_body_bytes  # chunked: measured, then cached for the route
-        if too_big:
-            return JSONResponse(
-                errors.body("too_large", f"request body over {max_body_bytes} bytes",
-                            [("body", "send fewer messages per request (batches are idempotent by client id)")]),
-                status_code=413)
-        return await call_next(request)
+    app.add_middleware(BodyCap, max_bytes=max_body_bytes)
 
     @app.get("/health", tags=["service"], summary="Liveness (no key needed)")
     def health() -> dict:
@@ -65,14 +96,16 @@ def open_served(settings: ServeSettings) -> access.Served:
     return access.Served(memory, settings)
 
 
-def deployment(settings: ServeSettings):
-    """The bound Serve application: ``settings.replicas`` replicas of the ingress."""
+def deployment(settings: ServeSettings, env: dict[str, str] | None = None):
+    """The bound Serve application: ``settings.replicas`` replicas of the ingress, ``env`` set in each
+    (the direct ingress switches, :mod:`palimpsest.server.ingress`)."""
     app = build_app(settings.max_body_bytes)
+    options = {"num_cpus": 0, **({"runtime_env": {"env_vars": dict(env)}} if env else {})}
 
     @serve.deployment(
         name="palimpsest",
         num_replicas=settings.replicas,
-        ray_actor_options={"num_cpus": 0},
+        ray_actor_options=options,
         max_ongoing_requests=64,
         graceful_shutdown_wait_loop_s=0.5,
         graceful_shutdown_timeout_s=30,

@@ -33,14 +33,20 @@ class RateLimiter:
         self._local: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def take(self, key: str) -> float | None:
-        """None when the request may go; else the seconds to wait before the next one may."""
+    def spend(self, key: str) -> bool:
+        """Spend one of the tokens already leased for ``key`` (always true with the limit off); no Ray call."""
         if self.rate <= 0:
-            return None
+            return True
         with self._lock:
             if self._local.get(key, 0) > 0:
                 self._local[key] -= 1
-                return None
+                return True
+        return False
+
+    def take(self, key: str) -> float | None:
+        """None when the request may go; else the seconds to wait before the next one may."""
+        if self.spend(key):
+            return None
         granted, wait = self.lease(key, self.want)
         if granted <= 0:
             return max(wait, 1.0 / self.rate)

@@ -25,8 +25,9 @@ from events.audit import AuditReader
 from events.log import ScanFilter
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
+from palimpsest.server.responses import JsonRoute
 
-router = APIRouter(prefix="/v1", tags=["audit"])
+router = APIRouter(prefix="/v1", tags=["audit"], route_class=JsonRoute)
 PARQUET = "application/vnd.apache.parquet"
 
 

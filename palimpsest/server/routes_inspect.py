@@ -13,9 +13,10 @@ from fastapi import APIRouter, Query
 
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
+from palimpsest.server.responses import JsonRoute
 from projections.folds.policy import PRESETS
 
-router = APIRouter(prefix="/v1", tags=["inspect"])
+router = APIRouter(prefix="/v1", tags=["inspect"], route_class=JsonRoute)
 
 
 @router.get("/users/{user_id}/memories/{memory_id}",

@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
+from palimpsest.server.responses import JsonRoute
 
-router = APIRouter(prefix="/v1/keys", tags=["keys"])
+router = APIRouter(prefix="/v1/keys", tags=["keys"], route_class=JsonRoute)
 
 
 class NewKey(BaseModel):

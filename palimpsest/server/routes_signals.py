@@ -6,8 +6,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from palimpsest.server.access import Authorized, Caller
+from palimpsest.server.responses import JsonRoute
 
-router = APIRouter(prefix="/v1/users/{user_id}/feedback", tags=["users"])
+router = APIRouter(prefix="/v1/users/{user_id}/feedback", tags=["users"], route_class=JsonRoute)
 
 
 class JudgeBody(BaseModel):

@@ -15,8 +15,9 @@ from fastapi import APIRouter, Query
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
 from palimpsest.server.models import ConsolidateBody, SweepBody
+from palimpsest.server.responses import JsonRoute
 
-router = APIRouter(prefix="/v1", tags=["store"])
+router = APIRouter(prefix="/v1", tags=["store"], route_class=JsonRoute)
 
 
 @router.get("/whoami", summary="The tenant and rights of the key you sent")

@@ -6,8 +6,9 @@ from fastapi import APIRouter
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from palimpsest.server.access import Authorized, Caller
+from palimpsest.server.responses import JsonRoute
 
-router = APIRouter(prefix="/v1", tags=["store"])
+router = APIRouter(prefix="/v1", tags=["store"], route_class=JsonRoute)
 
 
 class Body(BaseModel):

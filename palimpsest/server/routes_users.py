@@ -14,9 +14,10 @@ from fastapi import APIRouter, Query
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
 from palimpsest.server.models import AddMessages, ContextBody, MemoryIds, ReplyBody, ReviewBody, SearchBody, ToolCall
+from palimpsest.server.responses import JsonRoute
 from projections.queries.score_terms import score_terms
 
-router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"])
+router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"], route_class=JsonRoute)
 TOOLS = ("create_memory", "link_memories", "search_memories")
 
 

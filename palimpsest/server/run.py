@@ -4,6 +4,11 @@ The process that runs :func:`start` owns the shard actors (it opened the
 store); the replicas attach to them by name. :meth:`Running.stop` drains:
 the Serve application is deleted (replicas finish their in-flight requests,
 up to the deployment's graceful timeout), then the shards flush and close.
+
+Two ingresses (:mod:`palimpsest.server.ingress`): *direct*, where the
+replica itself answers HTTP on the port (Ray Serve's direct ingress; no hop
+through the Serve proxy), and *proxy*, where Serve's HTTP proxy owns the
+port and forwards each request to a replica. Clients use the same URL either way.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from ray import serve
 from actors.limiter import start_limiter
 from actors.ray_init import ensure_ray
 from palimpsest.config import store_id
+from palimpsest.server import ingress
 from palimpsest.server.app import deployment
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.settings import ServeSettings
@@ -27,11 +33,13 @@ APP_NAME = "palimpsest"
 
 
 class Running:
-    def __init__(self, settings: ServeSettings, memory, limiter) -> None:
+    def __init__(self, settings: ServeSettings, memory, limiter, plan: ingress.Plan) -> None:
         self.settings = settings
         self.memory = memory
         self.limiter = limiter  # the store's rate-limiter actor: lives while this handle does
-        self.url = settings.url
+        self.ingress = plan.mode
+        self.url = settings.url  # what clients use, whichever the ingress
+        self.replica_urls = plan.replica_urls
         self.docs_url = settings.url + "/docs"
 
     def stop(self) -> None:
@@ -47,17 +55,20 @@ def start(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int 
     """Open (or create) the store, deploy the API in front of it and return once it answers."""
     from palimpsest.memory import Memory
 
+    plan = ingress.plan(settings)  # a bad --ingress or a taken port is refused before anything starts
     ensure_ray()
     memory = Memory.open(settings.store, num_shards=num_shards, embedder=embedder)
     try:
         # before any replica asks for it; the handle is kept: a named actor without one is collected
         limiter = start_limiter(store_id(memory.path), settings.rate_per_s, settings.burst)
-        serve.start(http_options={"host": settings.host, "port": settings.port})
-        serve.run(deployment(settings), name=APP_NAME, route_prefix="/")
+        serve.start(http_options={"host": settings.host, "port": plan.proxy_port},
+                    controller_options={"runtime_env": {"env_vars": plan.env}})
+        serve.run(deployment(settings, plan.env), name=APP_NAME, route_prefix="/")
+        ingress.wait_until_answering(plan)
     except BaseException:
         memory.close()
         raise
-    return Running(settings, memory, limiter)
+    return Running(settings, memory, limiter, plan)
 
 
 def serve_forever(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int | None = None) -> int:
@@ -71,6 +82,7 @@ def serve_forever(settings: ServeSettings, *, embedder: str = "minilm", num_shar
     print(f"palimpsest serving {settings.store} at {running.url}  (API docs: {running.docs_url}, "
           f"OpenAPI: {running.url}/openapi.json) — ready in {time.perf_counter() - started:.1f}s", flush=True)
     print(f"memory inspector: {running.url}/ui (sign in with a tenant key)", flush=True)
+    print(ingress.describe(running), flush=True)
     if not keys:
         print(f"no API keys yet: create one with `palimpsest --store {settings.store} keys create --tenant T`",
               flush=True)

@@ -1,10 +1,11 @@
-"""How a store is served: where, by how many replicas, and the per-key limits."""
+"""How a store is served: where, by how many replicas, through which ingress, and the per-key limits."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 DEFAULT_PORT = 8765
+INGRESS = ("auto", "direct", "proxy")
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,10 @@ class ServeSettings:
     rate_per_s: float = 100.0  # per key across every replica, on average; 0 turns the limit off
     burst: int = 200
     max_body_bytes: int = 4 * 1024 * 1024
+    # "direct": the replica answers HTTP on ``port`` itself (no proxy hop; replica i on port + i);
+    # "proxy": Ray Serve's HTTP proxy on ``port`` forwards to the replicas; "auto": direct for one replica
+    # on a local Ray, proxy otherwise (one URL balanced over several replicas or nodes)
+    ingress: str = "auto"
 
     @property
     def url(self) -> str:

@@ -1,0 +1,124 @@
+"""Which process answers the served store's HTTP port: the replica itself (direct) or Ray Serve's proxy.
+
+Through the proxy, every request takes one more hop (client → proxy actor
+→ replica actor, and the answer back the same way); on a 2-core machine that
+hop alone costs about as much as a search. Ray Serve 2.60's *direct
+ingress* (experimental, switched on by environment variables read when the
+Serve controller and each replica start) lets the ingress replica run its
+own HTTP server on a port the controller hands out from a range: here the
+range is ``[port, port + replicas)``, so one replica answers on the
+configured port and clients use the same URL as through the proxy. Serve
+still starts its proxy on the head node; it is moved to a free port of its
+own (it forwards to the same replicas).
+
+``auto`` chooses direct for one replica on a local Ray and the proxy
+otherwise: several replicas behind one URL, or replicas on other nodes of a
+cluster (a direct replica listens on the node it was placed on), need the proxy's balancing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from events.errors import InvalidInputError
+from palimpsest.server.settings import INGRESS, ServeSettings
+
+READY_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: str  # "direct" or "proxy"
+    proxy_port: int  # where Serve's own HTTP proxy listens
+    replica_urls: tuple[str, ...]  # direct: each replica's URL (the first is the settings' URL); proxy: none
+    env: dict[str, str]  # environment of the Serve controller and the replicas
+
+
+def mode(settings: ServeSettings) -> str:
+    if settings.ingress not in INGRESS:
+        raise InvalidInputError([("ingress", f"{settings.ingress!r}; choose one of {', '.join(INGRESS)}")],
+                                what="serve settings")
+    if settings.ingress != "auto":
+        return settings.ingress
+    return "direct" if settings.replicas == 1 and not os.environ.get("RAY_ADDRESS") else "proxy"
+
+
+def direct_env(settings: ServeSettings) -> dict[str, str]:
+    """What the Serve controller and the replicas must see for direct ingress on ``[port, port + replicas)``."""
+    return {
+        "RAY_SERVE_ENABLE_DIRECT_INGRESS": "1",
+        "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": str(settings.port),
+        "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT": str(settings.port + settings.replicas),  # exclusive
+        # no load balancer to deregister from: a stopping replica drains its in-flight requests, no more
+        "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "0",
+        # a replica restarted after a crash takes its port back at once (the range holds no spare)
+        "RAY_SERVE_PORT_QUARANTINE_S": "0",
+        # the app on the replica's own event loop, beside its HTTP server: no hand-over between two loops
+        # (threads) for each request and each message of its answer; the routes that block run in the
+        # app's thread pool either way
+        "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+    }
+
+
+def _free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _any_free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def plan(settings: ServeSettings) -> Plan:
+    """The ingress of ``settings``, its ports checked free (a clear error naming the port otherwise)."""
+    chosen = mode(settings)
+    if settings.replicas < 1:
+        raise InvalidInputError([("replicas", f"{settings.replicas}; give at least 1")], what="serve settings")
+    ports = range(settings.port, settings.port + (settings.replicas if chosen == "direct" else 1))
+    taken = [p for p in ports if not _free(settings.host, p)]
+    if taken:
+        raise InvalidInputError([("port", f"{', '.join(map(str, taken))} on {settings.host} already in use; "
+                                          "stop what listens there or choose another --port")],
+                                what="serve settings")
+    if chosen == "proxy":
+        return Plan("proxy", settings.port, (), {})
+    base = settings.url.rsplit(":", 1)[0]
+    return Plan("direct", _any_free_port(settings.host), tuple(f"{base}:{p}" for p in ports), direct_env(settings))
+
+
+def wait_until_answering(plan: Plan, timeout: float = READY_SECONDS) -> None:
+    """Return once every direct replica answers ``/health`` on its port (Serve reports the app ready a little
+    before a replica's own server listens); an error naming the port if one never does."""
+    deadline = time.monotonic() + timeout
+    for url in plan.replica_urls:
+        while True:
+            try:
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise InvalidInputError([("ingress", f"no replica answers at {url} after {timeout:g}s; serve with "
+                                                     "--ingress proxy, or check the replica log under /tmp/ray")],
+                                        what="direct ingress")
+            time.sleep(0.1)
+
+
+def describe(running) -> str:
+    """The line ``palimpsest serve`` prints about its ingress."""
+    if running.ingress == "proxy":
+        return f"ingress: Ray Serve's HTTP proxy on {running.url} forwards to {running.settings.replicas} replica(s)"
+    extra = f" (replicas: {', '.join(running.replica_urls)})" if len(running.replica_urls) > 1 else ""
+    return f"ingress: direct, the replica answers {running.url} itself (no proxy hop){extra}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -129,3 +130,42 @@ def test_a_damaged_log_file_is_named_with_its_fix_not_called_locked(tmp_path, ho
         DuckDBEventLog(path)
     assert str(path) in str(err.value) and "damaged" in str(err.value) and "restore" in str(err.value)
     assert "another process" not in str(err.value)
+
+
+def test_the_rules_read_a_bounded_prefix_of_a_message():
+    from projections.rules.extraction import extract_notes
+    from projections.rules.graph_extract import extract_graph_memories
+    from projections.rules.text import RULES_MAX_CHARS
+
+    stated = "I prefer green tea."
+    assert RULES_MAX_CHARS < MAX_TEXT_CHARS
+    for position, read in ((RULES_MAX_CHARS - 100, True), (RULES_MAX_CHARS + 100, False)):
+        text = "x" * position + ". " + stated
+        assert bool(extract_notes(text, speaker="Maya")) is read, position
+    when = datetime(2024, 5, 1, tzinfo=UTC)
+    assert extract_graph_memories("y. " * 900 + "Maya adopted a dog.", speaker="Maya", occurred_at=when) == ()
+
+
+@pytest.mark.parametrize("text", [
+    "a" + " " * (MAX_TEXT_CHARS - 2) + "b",  # a clause break tried at every space: hours before the fix
+    ("今天走了很多步去了图书馆" * 10_000)[:MAX_TEXT_CHARS],  # Chinese rules that scan the rest of a clause
+    ("I went to the harbour yesterday with Maya on May 5th. " * 2_000)[:MAX_TEXT_CHARS],  # time mentions
+], ids=["spaces", "chinese-run-on", "time-mentions"])
+def test_a_message_of_the_maximum_size_is_read_by_the_rules_in_bounded_time(text):
+    import threading
+
+    from projections.rules.classify import classification_event
+    from projections.rules.extraction import extract_notes
+    from projections.rules.graph_extract import extract_graph_memories
+
+    when = datetime(2024, 5, 1, tzinfo=UTC)
+    done = threading.Event()
+
+    def read():
+        extract_notes(text, speaker="Maya")
+        extract_graph_memories(text, speaker="Maya", occurred_at=when)
+        classification_event("m1", text)
+        done.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert done.wait(120), "the offline rules held a shard for over 2 minutes on one message within the limits"

@@ -169,3 +169,19 @@ def test_a_message_of_the_maximum_size_is_read_by_the_rules_in_bounded_time(text
 
     threading.Thread(target=read, daemon=True).start()
     assert done.wait(120), "the offline rules held a shard for over 2 minutes on one message within the limits"
+
+
+def test_export_out_paths_with_quotes_work_and_unwritable_ones_are_named(tmp_path, capsys):
+    from benchmarks.fuzz import _seeded_store
+    from palimpsest.cli import main
+
+    store = _seeded_store(tmp_path / "work")
+    quoted = tmp_path / "it's \"here\""
+    assert main(["--store", str(store), "export", "--out", str(quoted)]) == 0
+    assert (quoted / "events.parquet").stat().st_size > 0
+    capsys.readouterr()
+    for out in (store / "store.json", tmp_path / "a-file" / "below"):  # a file; a directory below a file
+        (tmp_path / "a-file").write_text("x")
+        assert main(["--store", str(store), "export", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --out {out}: cannot write") and "Traceback" not in err

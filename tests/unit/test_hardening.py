@@ -97,6 +97,14 @@ def test_read_ids_and_arguments_are_checked():
         scan_filter(None, None, None, None, "garbage", None, None, None)
 
 
+@pytest.mark.parametrize("batch_size", [0, -1, "5", True, 10_001])
+def test_a_bad_batch_size_is_refused_before_anything_is_sent(batch_size):
+    from palimpsest.memory import Memory
+
+    with pytest.raises(InvalidInputError, match=r"batch_size.*give an integer from 1 to 10000"):
+        Memory.add_messages(None, [OK], batch_size=batch_size)  # refused before the store (self) is touched
+
+
 def test_bad_files_are_refused_naming_the_file(tmp_path):
     jsonl = tmp_path / "m.jsonl"
     jsonl.write_bytes(b'{"text": "caf\xe9"}\n')

@@ -43,7 +43,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from events.crypto import PayloadCipher
-from events.duckdb_log import arrow_batches, fetch_arrow, where_clause
+from events.duckdb_log import (
+    DAMAGED,
+    arrow_batches,
+    error_detail,
+    fetch_arrow,
+    held_by_another_process,
+    where_clause,
+)
 from events.envelope import ENVELOPE_SCHEMA
 from events.errors import InvalidInputError, StoreError
 from events.log import ScanFilter
@@ -101,10 +108,7 @@ class AuditReader:
             try:
                 self._con.execute(f"ATTACH '{_quoted(path)}' AS {alias} (READ_ONLY)")
             except duckdb.Error as exc:
-                raise StoreError(
-                    f"cannot attach {path} read-only: {exc}. A running store holds it; "
-                    "close that store, or audit it through its server (`palimpsest --server URL sql ...`)"
-                ) from exc
+                raise _attach_error(path, exc) from None
             selects.append(f"SELECT {i} AS shard, {columns.format(i=i)} FROM {alias}.events")
             aliases.append(alias)
         union = " UNION ALL ".join(selects)
@@ -177,6 +181,18 @@ class AuditReader:
 
     def close(self) -> None:
         self._con.close()
+
+
+def _attach_error(path: Path, exc: Exception) -> StoreError:
+    """Why a shard log could not be attached, with the fix: a running store holds it, or it is damaged on disk."""
+    detail = error_detail(exc)
+    if held_by_another_process(detail):
+        return StoreError(f"cannot attach {path} read-only: a running store holds it ({detail}); close that store, "
+                          "or audit it through its server (`palimpsest --server URL sql ...`)")
+    return StoreError(
+        f"cannot audit the store: the event log {path} {DAMAGED} ({detail}). Fix: restore the store from a backup "
+        "(`palimpsest --store DIR restore BACKUP`) or put back a copy of this file; do not delete it (its users' "
+        "memories are in it)")
 
 
 def _register_opener(con: duckdb.DuckDBPyConnection, ciphers: list[PayloadCipher]) -> None:

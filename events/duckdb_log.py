@@ -96,10 +96,20 @@ def where_clause(flt: ScanFilter) -> tuple[str, list]:
 DAMAGED = "is damaged and cannot be read"  # in the message of a damaged log: the one fault a shard may be down alone for
 
 
+def error_detail(exc: Exception) -> str:
+    """The first line of DuckDB's error (its name when it says nothing)."""
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def held_by_another_process(detail: str) -> bool:
+    """Whether DuckDB refused a log file because another process holds its lock (not because it is damaged)."""
+    return "could not set lock" in detail.lower() or "conflicting lock" in detail.lower()
+
+
 def open_error(path: Path, exc: Exception) -> StoreError:
     """Why a log file did not open, with the fix: held by another process, or damaged on disk."""
-    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if "could not set lock" in detail.lower() or "conflicting lock" in detail.lower():
+    detail = error_detail(exc)
+    if held_by_another_process(detail):
         return StoreError(f"cannot open event log {path}: another process holds it ({detail}); stop that process "
                           "(only the store's shard actor may open a log) and open the store again")
     return StoreError(

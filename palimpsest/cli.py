@@ -243,7 +243,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         with client:
             target = client.export_parquet(Path(args.out), args.tenant)
     else:
-        target = _audit(args, args.tenant).export_parquet(Path(args.out))
+        reader = _audit(args, args.tenant)
+        try:
+            target = reader.export_parquet(Path(args.out))
+        except OSError as exc:
+            raise PalimpsestError(f"--out {args.out}: cannot write the export there ({exc.strerror or exc}); give a "
+                                  "directory you can write (created if missing; the file is events.parquet)") from None
     print(f"wrote {target}")
     return 0
 
@@ -374,6 +379,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except PalimpsestError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path given on the command line that cannot be read or written: said, not a traceback
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"error: cannot use{where}: {exc.strerror or exc}; check the path and its permissions", file=sys.stderr)
         return 2
 
 

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from events.model import MessageClassified
 from projections.rules.extraction import key_terms
+from projections.rules.text import rule_text
 
 CLASSIFIER_ID = "rules-v1"
 UNKNOWN_CONFIDENCE = 0.3
@@ -191,7 +192,7 @@ def _is_greeting(text: str) -> bool:
 
 def classify(text: str) -> Classification:
     """The memory type of a message and a confidence in [0, 1]; same text, same answer."""
-    text = text.strip()
+    text = rule_text(text).strip()
     if not text:
         return Classification("unknown", UNKNOWN_CONFIDENCE)
     if _looks_like_code(text):
@@ -220,5 +221,5 @@ def classification_event(message_event_id: str, text: str) -> MessageClassified:
         memory_type=result.memory_type,
         confidence=result.confidence,
         classifier=CLASSIFIER_ID,
-        key_terms=key_terms(text),
+        key_terms=key_terms(rule_text(text)),
     )

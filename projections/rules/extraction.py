@@ -41,7 +41,7 @@ from projections.rules.note_rules import (
     Polarity,
     Rule,
 )
-from projections.rules.text import has_cjk, tokenize
+from projections.rules.text import has_cjk, rule_text, tokenize
 
 EXTRACTOR_ID = "rules-v1"
 CATEGORIES: tuple[str, ...] = ("preference", "decision", "constraint", "fact")
@@ -75,7 +75,7 @@ def generic_terms() -> frozenset[str]:
 _GO_LANGUAGE = re.compile(r"(?<![\w.])Go\b(?!\s+(?:with|to|for|ahead|back|on)\b)")  # the language, not the verb
 _TIME_TERM = re.compile(r"^(?:\d+|[一二两三四五六七八九十几]+)(?:天|周|个月|年|小时|分钟|星期)(?:前|后)?$")
 _SENTENCE = re.compile(r"(?:[^.!?。！？；;\n]|\.(?!\s|$))+[.!?。！？；;]*")  # "Node.js 18.2" is one sentence
-_CLAUSE_BREAK = re.compile(r"[,，、]|\s+(?:but|and|so)\s+(?=(?:i|we|my|let's)\b)|(?:但是|但|而且|并且|所以)(?=我)",
+_CLAUSE_BREAK = re.compile(r"[,，、]|(?<!\s)\s+(?:but|and|so)\s+(?=(?:i|we|my|let's)\b)|(?:但是|但|而且|并且|所以)(?=我)",
                            re.IGNORECASE)
 _EN_TRAILER = re.compile(  # "… too", "… last year": not part of what is stated
     r"(?:\s+(?:too|as\s+well|though|lol|haha|anyway|please|now|today|yesterday|recently"
@@ -190,7 +190,8 @@ def extract_notes(text: str, *, speaker: str | None = None, previous: str | None
     """
     subject = speaker or "user"
     found: dict[str, CandidateNote] = {}
-    for clause in split_statements(text):
+    previous = None if previous is None else rule_text(previous)
+    for clause in split_statements(rule_text(text)):
         for rule in EN_RULES + ZH_RULES if has_cjk(clause) else EN_RULES:
             if match := rule.pattern.search(clause):
                 if note := _candidate(rule, match, clause, subject, previous):

@@ -60,7 +60,7 @@ from projections.rules.graph_rules import (
     ZH_LEAD,
 )
 from projections.rules.note_rules import HYPOTHETICAL, QUESTION
-from projections.rules.text import has_cjk
+from projections.rules.text import has_cjk, rule_text
 from projections.rules.timenorm import TimeMention, normalize_time
 
 EXTRACTOR_ID = "graph-rules-v2"
@@ -209,7 +209,7 @@ def extract_graph_memories(text: str, *, speaker: str | None, occurred_at: datet
     """
     who = speaker or "user"
     found: dict[tuple[str, str, str, str | None], CandidateGraphMemory] = {}
-    text = text.replace("’", "'")
+    text = rule_text(text).replace("’", "'")
     for match in _SENTENCE.finditer(CAPTION.sub(" ", text)):
         sentence = match.group().strip()
         question = QUESTION.search(sentence) and not _WHEN_CLAUSE.match(sentence)

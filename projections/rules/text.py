@@ -15,6 +15,10 @@ import jieba
 
 jieba.setLogLevel(logging.WARNING)
 
+# The offline rules (notes, graph memories, classification) read at most this many characters of a message; the
+# whole text is stored, embedded and indexed for search. Some rules cost time quadratic in a clause's length, so a
+# message of the maximum size (100,000 characters) would hold its shard for minutes to hours (README, "Limits").
+RULES_MAX_CHARS = 2_500
 CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # a run of Chinese characters
 # Letters and digits of any non-CJK script (accented Latin, Cyrillic, kana runs, Hangul…).
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
@@ -71,6 +75,11 @@ def tokenize(text: str) -> list[str]:
 
 def _latin(segment: str) -> list[str]:
     return [token for token in map(_english, _WORD.findall(segment)) if token]
+
+
+def rule_text(text: str) -> str:
+    """The part of a message the offline rules read: its first :data:`RULES_MAX_CHARS` characters."""
+    return text[:RULES_MAX_CHARS]
 
 
 def has_cjk(text: str) -> bool:

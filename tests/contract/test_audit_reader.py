@@ -201,3 +201,33 @@ def test_the_rows_a_log_hands_over_equal_what_an_in_memory_log_encodes(shard_fil
     keep = ["tenant", "user_id", "seq", "event_id", "kind", "schema_version", "payload"]
     assert stored.select(keep).to_pylist() == rebuilt.select(keep).to_pylist()
     assert AuditReader.of_tables([]).sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 0}]
+
+
+def test_a_damaged_log_is_named_with_its_fix_not_called_held_by_a_running_store(shard_files, tmp_path):
+    damaged = tmp_path / "shard-001.duckdb"
+    data = bytearray(shard_files[1].read_bytes())
+    for i in range(0, len(data), 7):  # every 7th byte changed: checksums fail
+        data[i] = (data[i] * 31 + 7) % 256
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(StoreError) as err:
+        AuditReader([shard_files[0], damaged])
+    message = str(err.value)
+    assert str(damaged) in message and "damaged" in message and "restore" in message
+    assert "running store" not in message and "holds it" not in message
+
+
+def test_a_log_held_by_a_running_store_is_named_as_held(shard_files, tmp_path):
+    import subprocess
+    import sys
+
+    held = tmp_path / "held.duckdb"
+    held.write_bytes(shard_files[1].read_bytes())
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys; c = duckdb.connect({str(held)!r}); "
+                               "print('ready', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreError, match="a running store holds it"):
+            AuditReader([held])
+    finally:
+        holder.communicate("")

@@ -35,6 +35,18 @@ def test_operator_calls_need_the_tenant_with_a_user(memory):
         with pytest.raises(InvalidInputError, match="tenant"):
             call()
     assert {e.tenant for e in memory.events("acme", "alice")} == {"acme"}
+    # A real note of acme's alice: found under acme only; without a tenant the call names the missing tenant.
+    memory.add_messages([{"text": "I prefer green tea in the morning.", "occurred_at": "2024-05-02T09:00:00+00:00"}],
+                        tenant="acme", user_id="alice")
+    [note] = [n for n in memory.notes("acme", "alice") if "tea" in n["text"]]
+    found = memory.note_history(note["note_id"], tenant="acme")
+    assert (found["tenant"], found["user_id"]) == ("acme", "alice") and found["chain"]
+    with pytest.raises(InvalidInputError) as err:
+        memory.note_history(note["note_id"])
+    assert err.value.problems[0][0] == "tenant"
+    with pytest.raises(InvalidInputError) as err:
+        memory.note_history(note["note_id"], tenant="globex")
+    assert err.value.problems[0][0] == "note_id"  # another tenant's chain is not found
     from projections.folds.policy import DEFAULT_POLICY
     assert {u["tenant"] for u in memory.counterfactual(DEFAULT_POLICY, tenant="acme")} == {"acme"}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -96,6 +97,14 @@ def test_read_ids_and_arguments_are_checked():
         scan_filter(None, None, None, None, "garbage", None, None, None)
 
 
+@pytest.mark.parametrize("batch_size", [0, -1, "5", True, 10_001])
+def test_a_bad_batch_size_is_refused_before_anything_is_sent(batch_size):
+    from palimpsest.memory import Memory
+
+    with pytest.raises(InvalidInputError, match=r"batch_size.*give an integer from 1 to 10000"):
+        Memory.add_messages(None, [OK], batch_size=batch_size)  # refused before the store (self) is touched
+
+
 def test_bad_files_are_refused_naming_the_file(tmp_path):
     jsonl = tmp_path / "m.jsonl"
     jsonl.write_bytes(b'{"text": "caf\xe9"}\n')
@@ -129,3 +138,64 @@ def test_a_damaged_log_file_is_named_with_its_fix_not_called_locked(tmp_path, ho
         DuckDBEventLog(path)
     assert str(path) in str(err.value) and "damaged" in str(err.value) and "restore" in str(err.value)
     assert "another process" not in str(err.value)
+
+
+def test_the_rules_read_a_bounded_prefix_of_a_message():
+    from projections.rules.extraction import extract_notes
+    from projections.rules.graph_extract import extract_graph_memories
+    from projections.rules.text import RULES_MAX_CHARS
+
+    stated = "I prefer green tea."
+    assert RULES_MAX_CHARS < MAX_TEXT_CHARS
+    for position, read in ((RULES_MAX_CHARS - 100, True), (RULES_MAX_CHARS + 100, False)):
+        text = "x" * position + ". " + stated
+        assert bool(extract_notes(text, speaker="Maya")) is read, position
+    when = datetime(2024, 5, 1, tzinfo=UTC)
+    assert extract_graph_memories("y. " * 900 + "Maya adopted a dog.", speaker="Maya", occurred_at=when) == ()
+
+
+READ_BY_THE_RULES = """
+import sys
+from datetime import UTC, datetime
+from projections.rules.classify import classification_event
+from projections.rules.extraction import extract_notes
+from projections.rules.graph_extract import extract_graph_memories
+text = sys.stdin.read()
+extract_notes(text, speaker="Maya")
+extract_graph_memories(text, speaker="Maya", occurred_at=datetime(2024, 5, 1, tzinfo=UTC))
+classification_event("m1", text)
+"""
+
+
+@pytest.mark.parametrize("text", [
+    "a" + " " * (MAX_TEXT_CHARS - 2) + "b",  # a clause break tried at every space: hours before the fix
+    ("今天走了很多步去了图书馆" * 10_000)[:MAX_TEXT_CHARS],  # Chinese rules that scan the rest of a clause
+    ("I went to the harbour yesterday with Maya on May 5th. " * 2_000)[:MAX_TEXT_CHARS],  # time mentions
+], ids=["spaces", "chinese-run-on", "time-mentions"])
+def test_a_message_of_the_maximum_size_is_read_by_the_rules_in_bounded_time(text):
+    # In a subprocess: a regex holds the GIL, so only a process can be stopped when it runs too long.
+    import os
+    import subprocess
+    import sys
+
+    try:
+        subprocess.run([sys.executable, "-c", READ_BY_THE_RULES], input=text, text=True, check=True, timeout=180,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, capture_output=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the offline rules held a shard for over 3 minutes on one message within the limits")
+
+
+def test_export_out_paths_with_quotes_work_and_unwritable_ones_are_named(tmp_path, capsys):
+    from benchmarks.fuzz import _seeded_store
+    from palimpsest.cli import main
+
+    store = _seeded_store(tmp_path / "work")
+    quoted = tmp_path / "it's \"here\""
+    assert main(["--store", str(store), "export", "--out", str(quoted)]) == 0
+    assert (quoted / "events.parquet").stat().st_size > 0
+    capsys.readouterr()
+    for out in (store / "store.json", tmp_path / "a-file" / "below"):  # a file; a directory below a file
+        (tmp_path / "a-file").write_text("x")
+        assert main(["--store", str(store), "export", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --out {out}: cannot write") and "Traceback" not in err

@@ -35,10 +35,17 @@ def _shard(work: Path, index: int = 0, store: Path | None = None):
     from actors.spec import ShardSpec
     from projections.adapters.embedding import HashEmbedder
 
+    from palimpsest import config as store_config
+
     embed = HashEmbedder()
     base = store or work
+    if not (base / "store.json").exists():  # a bare shard: encrypted, as every new store is by default
+        store_config.StoreConfig.create(base, index + 1, "hash")
+    cfg = store_config.StoreConfig.load(base)
     spec = ShardSpec(index=index, log_path=base / "log" / f"shard-{index:03d}.duckdb", lance_dir=base / "vectors",
-                     model_id=embed.model_id, dim=embed.dim)
+                     model_id=embed.model_id, dim=embed.dim,
+                     key_store=store_config.key_store(base, index) if cfg.encrypted else None,
+                     master_key=store_config.master_key(base, cfg))
     return ShardCore(spec), embed, spec
 
 
@@ -47,7 +54,7 @@ def _seeded_store(work: Path) -> Path:
     from palimpsest import config as store_config
 
     store = work / "store"
-    store_config.StoreConfig.create(store, 2, "hash", encrypted=False)  # its shards are written without keys
+    store_config.StoreConfig.create(store, 2, "hash")  # encrypted, the default: its shards seal every payload
     for i in range(2):
         core, embed, _ = _shard(work, i, store)
         fc.check_record(core, embed, [{**fc.VALID, "user_id": f"u{i}", "text": t} for t in ("tea at nine", "我喜欢爬山")])

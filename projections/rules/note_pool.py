@@ -49,12 +49,9 @@ class NotePool:
             self.add(note)
 
     def add(self, note: ActiveNote) -> None:
-        """Add ``note`` last (or, for a note id already held, replace it in place)."""
-        if note.note_id in self.notes:
-            self.remove(note.note_id, keep_position=True)
-        else:
-            self._order[note.note_id] = self._next
-            self._next += 1
+        """Add ``note`` (a new note id) last."""
+        self._order[note.note_id] = self._next
+        self._next += 1
         self.notes[note.note_id] = note
         self._by_text.setdefault((note.text, note.subject), set()).add(note.note_id)
         reach = self._reach[note.note_id] = reach_of_note(note)
@@ -67,7 +64,7 @@ class NotePool:
         if reach.containment:
             self._with_containment.add(note.note_id)
 
-    def remove(self, note_id: str, *, keep_position: bool = False) -> None:
+    def remove(self, note_id: str) -> None:
         reach = self._reach.pop(note_id)
         note = self.notes[note_id]
         self._by_text[note.text, note.subject].discard(note_id)
@@ -77,9 +74,8 @@ class NotePool:
             self._by_slot[reach.slot].discard(note_id)
         self._with_states.discard(note_id)
         self._with_containment.discard(note_id)
-        if not keep_position:
-            del self.notes[note_id]
-            del self._order[note_id]
+        del self.notes[note_id]
+        del self._order[note_id]
 
     def pool(self, candidate: CandidateNote) -> list[ActiveNote]:
         """Every comparable note, in order: what ``detect`` would be given."""

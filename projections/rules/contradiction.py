@@ -361,16 +361,17 @@ class Reach:
     switch: bool  # a switch ("moved from X to Y") may relate it to any note
 
 
-def reach_of_note(note: ActiveNote) -> Reach:
-    s = _from_note(note)
+def _reach(s: _Statement) -> Reach:
     return Reach(frozenset(s.terms), bool(_index(s.terms)[1]), s.slot, bool(s.states),
                  bool(s.switch_from or s.switch_kinds))
+
+
+def reach_of_note(note: ActiveNote) -> Reach:
+    return _reach(_from_note(note))
 
 
 def reach_of_candidate(new: CandidateNote) -> Reach:
-    s = _candidate_statement(new)
-    return Reach(frozenset(s.terms), bool(_index(s.terms)[1]), s.slot, bool(s.states),
-                 bool(s.switch_from or s.switch_kinds))
+    return _reach(_candidate_statement(new))
 
 
 def memory_operation(verdicts: Sequence[Verdict]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 from datetime import UTC, timedelta, timezone
 from pathlib import Path
@@ -156,7 +157,13 @@ LOCOMO_OBJ = st.one_of(DEEP, st.lists(st.fixed_dictionaries({"sample_id": ID, "c
 
 
 # -- the CLI (commands that run without Ray: audit, and every refusal before a store opens) ------------------
+# Ray's driver forwards worker log lines to sys.stderr on its own thread, whenever they arrive: a line
+# from an actor of an earlier store may land while the CLI's stderr is redirected. It is not the CLI's.
+RAY_FORWARDED = re.compile(r"^(\x1b\[\d+m)?\(\w+( pid=\d+(, ip=[\d.]+)?|, ip=[\d.]+)\).*\n?", re.MULTILINE)
+
+
 def run_cli(argv: list[str]) -> tuple[int, str]:
+    """Run the CLI in-process: its exit code and what it printed to stderr (Ray's forwarded lines left out)."""
     from palimpsest.cli import main
 
     err = io.StringIO()
@@ -165,7 +172,7 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
             rc = main(argv)
         except SystemExit as exc:  # argparse's own usage errors
             rc = exc.code if isinstance(exc.code, int) else 2
-    return rc, err.getvalue()
+    return rc, RAY_FORWARDED.sub("", err.getvalue())
 
 
 def check_cli(argv: list[str], store: Path) -> int:

@@ -53,6 +53,19 @@ def test_a_broken_cache_file_is_exported_again(reference, tmp_path, monkeypatch)
     assert np.abs(encoder.encode(TEXTS[:2]) - reference.encode(TEXTS[:2], normalize_embeddings=True)).max() < 1e-4
 
 
+def test_the_exported_graph_has_each_layers_attention_fused_and_the_reference_model_is_left_as_it_was(
+        reference, tmp_path, monkeypatch):
+    import onnx
+
+    monkeypatch.setenv("PALIMPSEST_CACHE_DIR", str(tmp_path))
+    attention = reference[0].auto_model.config._attn_implementation
+    encoder = onnx_encoder.load(packaged_model_path(), lambda: reference)
+    operators = [node.op_type for node in onnx.load(str(encoder.path)).graph.node]
+    assert operators.count("Attention") == reference[0].auto_model.config.num_hidden_layers == 6
+    assert reference[0].auto_model.config._attn_implementation == attention
+    assert np.abs(encoder.encode(TEXTS) - reference.encode(TEXTS, normalize_embeddings=True)).max() < 1e-4
+
+
 def test_turned_off_by_the_environment(monkeypatch):
     monkeypatch.setenv("PALIMPSEST_ONNX", "0")
     embedder = MiniLMEmbedder()

@@ -34,8 +34,9 @@ def test_same_vectors_as_sentence_transformers_in_one_batch_and_one_by_one(refer
     batch = embedder.encode(TEXTS)
     assert batch.dtype == np.float32 and batch.shape == (len(TEXTS), 384)
     assert np.abs(batch - expected).max() < 1e-4
-    single = np.stack([embedder.encode([t])[0] for t in TEXTS])
+    single = np.stack([embedder.encode([t])[0] for t in TEXTS])  # short ones on the one-thread session
     assert np.abs(single - expected).max() < 1e-4
+    assert embedder._onnx._single is not None
     assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
 
 

@@ -13,6 +13,10 @@ import os
 import ray
 
 NAMESPACE = "palimpsest"
+# Ray starts its workers at nice 15, below the driver: on a small machine a shard actor then waits behind the
+# driver's own threads (the encoder's pool, Ray's I/O) for the core its query needs. The shards are this store's
+# servers, so they run at the driver's priority. A cluster sets the same on its head (ray_cluster.yaml).
+SYSTEM_CONFIG = {"worker_niceness": 0}
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
@@ -31,7 +35,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
         ray.init(address=address, **kwargs)
     else:
         # "local": always a Ray of our own, never a cluster some other process started with `ray start`
-        ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, **kwargs)
+        ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, _system_config=dict(SYSTEM_CONFIG),
+                 **kwargs)
 
 
 def shutdown_ray() -> None:

@@ -11,6 +11,8 @@ import time
 import tempfile
 from pathlib import Path
 
+from actors.ray_init import SYSTEM_CONFIG
+
 
 def descendants(root: int) -> list[int]:
     """Every process below ``root`` (read from /proc): what this harness started, and nothing else."""
@@ -41,7 +43,7 @@ def cmdline(pid: int) -> str:
 # A node that stops answering is declared dead after ~3 s (Ray's defaults take about 30 s): its actors restart
 # on the survivors sooner. A deployment sets these on its head node (ray start --system-config).
 FAST_NODE_DEATH = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 1000,
-                   "health_check_timeout_ms": 1000, "health_check_failure_threshold": 3}
+                   "health_check_timeout_ms": 1000, "health_check_failure_threshold": 3, **SYSTEM_CONFIG}
 
 
 def start_cluster(nodes: int, *, pin: bool = False, connect: bool = True, head_cpus: int = 1):

@@ -10,14 +10,15 @@ from __future__ import annotations
 import pytest
 import ray
 
-from actors.ray_init import NAMESPACE
+from actors.ray_init import NAMESPACE, SYSTEM_CONFIG
 from palimpsest import Memory
 
 
 def start_shared_ray() -> None:
     """The local Ray the integration modules share (the namespace :func:`actors.ray_init.ensure_ray` gives)."""
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE,
+                 _system_config=dict(SYSTEM_CONFIG))
 
 
 @pytest.fixture(scope="session")

@@ -77,10 +77,18 @@ class SessionIndex:
         """The active sessions and ``similarities(page, sessions, config)`` of them (NaN reads as -inf)."""
         vector = page.vector
         sessions = self._sync(state, None if vector is None else vector.shape)
-        cos = np.zeros(len(sessions))
         if vector is not None and self.rows:
+            if vector.dtype != np.float64:  # a page's vector is float64 already (tiers._unit)
+                vector = vector.astype(np.float64)
             with np.errstate(invalid="ignore", over="ignore"):
-                cos[self.rows] = self.matrix @ vector.astype(np.float64)
+                product = self.matrix @ vector
+            if len(self.rows) == len(sessions):  # every session has a comparable centroid: the product is the row
+                cos = product
+            else:
+                cos = np.zeros(len(sessions))
+                cos[self.rows] = product
+        else:
+            cos = np.zeros(len(sessions))
         terms, weight = page.terms, config.keyword_weight
         jaccard = np.zeros(len(sessions))
         if terms:
@@ -91,4 +99,7 @@ class SessionIndex:
                     common[i] = common.get(i, 0) + 1
             for i, c in common.items():
                 jaccard[i] = weight * (c / (n + len(sessions[i].terms) - c))
-        return sessions, np.nan_to_num(cos + jaccard, nan=-math.inf)
+        scores = cos + jaccard
+        if np.isfinite(scores).all():  # nan_to_num would return a copy of the same values, after its checks
+            return sessions, scores
+        return sessions, np.nan_to_num(scores, nan=-math.inf)

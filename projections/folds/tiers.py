@@ -191,7 +191,8 @@ def _enter_short_term(state: TierState, page: Page, config: TierConfig, index: S
 
 
 def _visit(state: TierState, event: MemoryTouched, at: datetime) -> None:
-    visited = dict.fromkeys(state.page_session[m] for m in event.memory_ids if m in state.page_session)
+    page_session = state.page_session
+    visited = dict.fromkeys([page_session[m] for m in event.memory_ids if m in page_session])
     for session_id in visited:  # one visit per session per touch event
         s = state.active[session_id]
         # Positional, not dataclasses.replace: one per touched session per query, over a whole replay.

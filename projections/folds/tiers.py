@@ -92,7 +92,7 @@ __all__ = [  # the model is re-exported: callers import the tiers from one place
 
 def _unit(vector: np.ndarray) -> np.ndarray | None:
     with np.errstate(invalid="ignore", over="ignore"):  # a corrupt vector must not warn in a fold
-        v = vector.astype(np.float64)
+        v = vector if vector.dtype == np.float64 else vector.astype(np.float64)  # only read: no copy needed
         norm = math.sqrt(v.dot(v))  # np.linalg.norm of a vector, without its dispatch
     return v / norm if norm > 0.0 and math.isfinite(norm) else None
 

@@ -9,7 +9,7 @@ garbage collector while it runs and gives it back as it was, after nested folds 
 from __future__ import annotations
 
 import gc
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -21,6 +21,7 @@ from projections.folds import state as shard_state
 from tests.builders import embedding, message, stream, touch
 
 MASTER = bytes(range(32))
+AT = datetime(2024, 6, 1, 12, tzinfo=UTC)
 TEXTS = ["hi", "I adopted a puppy named Biscuit last week " * 4, "我喜欢在周末去西山爬山"]  # stored as is, zlib, zlib
 
 
@@ -94,3 +95,16 @@ def test_fold_pauses_the_collector_and_gives_it_back_as_it_was(enabled):
         assert shard_state.digest(state) == shard_state.digest(shard_state.fold(shard_state.ShardState(), _log()))
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_visited_session_is_the_session_its_constructor_builds():
+    from projections.folds.tiers import Page, Session, _visited
+
+    page = Page("m1", 1, "c1", "user", AT, ("puppy", "biscuit"))
+    s = Session("s-m1", (page,), AT, AT, 2, 5, None, None, (("puppy", 1), ("biscuit", 1)), ("puppy", "biscuit"))
+    for at in (AT - timedelta(hours=1), AT + timedelta(hours=1)):
+        got = _visited(s, at)
+        want = Session(s.session_id, s.pages, s.created_at, max(s.last_access, at), 3, 6, None, None,
+                       s.keyword_counts, s.keywords)
+        assert got == want and got.canonical() == want.canonical() and got.terms == want.terms
+        assert got is not s and s.visits == 2  # a new session: the one held elsewhere (the index) is unchanged

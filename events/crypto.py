@@ -126,6 +126,40 @@ class PayloadCipher:
             raise StoreError(f"the sealed payload of {event_id} does not open under its user's key: it was altered "
                              "or moved from another row; restore the log from a backup") from None
 
+    def open_payloads(self, tenants: Sequence[str], user_ids: Sequence[str], event_ids: Sequence[str],
+                      kinds: Sequence[str], versions: Sequence[int],
+                      sealed: Sequence[bytes | None]) -> list[tuple[bytes | None, int] | None]:
+        """:meth:`open_payload` of each row of these columns (None where ``sealed`` is None), one key lookup per
+        (stream, generation) instead of one per row: a replay opens every payload of the log."""
+        keys: dict[tuple[str, str, bytes], tuple] = {}  # (tenant, user, header) → (key or None, generation)
+        out: list[tuple[bytes | None, int] | None] = []
+        append, decompress = out.append, zlib.decompress
+        start, body_at = HEADER, HEADER + NONCE_BYTES
+        for tenant, user_id, event_id, kind, version, blob in zip(tenants, user_ids, event_ids, kinds, versions,
+                                                                   sealed):
+            if blob is None:
+                append(None)
+                continue
+            if len(blob) < body_at or blob[0] != FORMAT:
+                self.open_payload(tenant, user_id, event_id, kind, version, blob)  # raises the format error
+            head = blob[:start]
+            known = keys.get((tenant, user_id, head))
+            if known is None:
+                gen = int.from_bytes(head[1:], "big")
+                known = keys[(tenant, user_id, head)] = (self.keys.key((tenant, user_id), gen), gen)
+            aead, gen = known
+            if aead is None:
+                append((None, gen))
+                continue
+            try:
+                body = aead.decrypt(blob[start:body_at], blob[body_at:],
+                                    payload_aad(tenant, user_id, event_id, kind, version) + head)
+                append((decompress(memoryview(body)[1:]) if body[:1] == b"z" else body[1:], gen))
+            except (InvalidTag, zlib.error):
+                raise StoreError(f"the sealed payload of {event_id} does not open under its user's key: it was "
+                                 "altered or moved from another row; restore the log from a backup") from None
+        return out
+
     def open_column(self, table: pa.Table) -> pa.Array:
         """The ``payload`` column of stored rows (with ``sealed``), opened (erased ones as :func:`erased_json`)."""
         cols = [table.column(n).to_pylist() for n in ("tenant", "user_id", "event_id", "kind", "schema_version",

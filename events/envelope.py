@@ -181,23 +181,25 @@ def from_arrow(table: pa.Table, cipher: PayloadCipher | None = None) -> list[Env
     decodes as :class:`PayloadErased`, its stored kind and version kept in the envelope.
     """
     names = ENVELOPE_SCHEMA.names
-    sealed_col = [None] * table.num_rows
+    columns = [_pylist(table.column(name)) for name in names]
+    opened = [None] * table.num_rows
     if "sealed" in table.column_names:
-        sealed_col = table.column("sealed").to_pylist()
-        if cipher is None and any(x is not None for x in sealed_col):
-            raise StoreError("the log's payloads are encrypted, but it was opened without its key store; open the "
-                             "store through palimpsest (store.json says whether it is encrypted)")
-    table = table.select(names)
-    rows = zip(*(_pylist(table.column(name)) for name in names), sealed_col, strict=True)
+        sealed = table.column("sealed").to_pylist()
+        if any(x is not None for x in sealed):
+            if cipher is None:
+                raise StoreError("the log's payloads are encrypted, but it was opened without its key store; open "
+                                 "the store through palimpsest (store.json says whether it is encrypted)")
+            tenant, user_id, _, event_id, kind, version = columns[:6]
+            opened = cipher.open_payloads(tenant, user_id, event_id, kind, version, sealed)
     out: list[Envelope] = []
     append = out.append
     for (tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at, causation_id, correlation_id,
-         payload, sealed) in rows:
-        if sealed is not None:
-            payload, gen = cipher.open_payload(tenant, user_id, event_id, kind, version, sealed)
+         payload), sealed_row in zip(zip(*columns, strict=True), opened, strict=True):
+        if sealed_row is not None:
+            payload, gen = sealed_row
             if payload is None:
-                out.append(Envelope(tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at,
-                                    causation_id, correlation_id, PayloadErased(key_generation=gen)))
+                append(Envelope(tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at,
+                                causation_id, correlation_id, PayloadErased(key_generation=gen)))
                 continue
         event = decode_payload(kind, version, payload)
         append(_stored(tenant, user_id, seq, event_id, kind, event.schema_version, occurred_at, recorded_at,

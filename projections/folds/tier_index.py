@@ -48,7 +48,7 @@ class SessionIndex:
         """The active sessions, with the matrix and postings brought in line with them."""
         sessions = list(state.active.values())
         old = self.sessions
-        if shape != self.shape or len(old) != len(sessions):
+        if shape != self.shape or len(sessions) - len(old) not in (0, 1):
             self._rebuild(sessions, shape)
             return sessions
         for i, (was, now) in enumerate(zip(old, sessions)):
@@ -70,17 +70,37 @@ class SessionIndex:
                     self.postings[term].discard(i)
                 for term in now.terms - was.terms:
                     self.postings.setdefault(term, set()).add(i)
+        if len(sessions) > len(old):  # a session opened: it is the newest, last in order (zip stopped before it)
+            self._append(sessions[-1], len(old))
         self.sessions = sessions
         return sessions
+
+    def _append(self, session: Session, pos: int) -> None:
+        """Add the session at position ``pos`` (the last): a row of the matrix, its terms' postings."""
+        if session.centroid is not None and session.centroid.shape == self.shape:
+            self.row_of[pos] = len(self.rows)
+            self.rows.append(pos)
+            row = session.centroid[np.newaxis]
+            self.matrix = np.stack([session.centroid]) if self.matrix is None else np.concatenate([self.matrix, row])
+        for term in session.terms:
+            self.postings.setdefault(term, set()).add(pos)
 
     def similarities(self, state: TierState, page: Page, config: TierConfig) -> tuple[list[Session], np.ndarray]:
         """The active sessions and ``similarities(page, sessions, config)`` of them (NaN reads as -inf)."""
         vector = page.vector
         sessions = self._sync(state, None if vector is None else vector.shape)
-        cos = np.zeros(len(sessions))
         if vector is not None and self.rows:
+            if vector.dtype != np.float64:  # a page's vector is float64 already (tiers._unit)
+                vector = vector.astype(np.float64)
             with np.errstate(invalid="ignore", over="ignore"):
-                cos[self.rows] = self.matrix @ vector.astype(np.float64)
+                product = self.matrix @ vector
+            if len(self.rows) == len(sessions):  # every session has a comparable centroid: the product is the row
+                cos = product
+            else:
+                cos = np.zeros(len(sessions))
+                cos[self.rows] = product
+        else:
+            cos = np.zeros(len(sessions))
         terms, weight = page.terms, config.keyword_weight
         jaccard = np.zeros(len(sessions))
         if terms:
@@ -91,4 +111,7 @@ class SessionIndex:
                     common[i] = common.get(i, 0) + 1
             for i, c in common.items():
                 jaccard[i] = weight * (c / (n + len(sessions[i].terms) - c))
-        return sessions, np.nan_to_num(cos + jaccard, nan=-math.inf)
+        scores = cos + jaccard
+        if np.isfinite(scores).all():  # nan_to_num would return a copy of the same values, after its checks
+            return sessions, scores
+        return sessions, np.nan_to_num(scores, nan=-math.inf)

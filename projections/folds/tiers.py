@@ -92,7 +92,7 @@ __all__ = [  # the model is re-exported: callers import the tiers from one place
 
 def _unit(vector: np.ndarray) -> np.ndarray | None:
     with np.errstate(invalid="ignore", over="ignore"):  # a corrupt vector must not warn in a fold
-        v = vector.astype(np.float64)
+        v = vector if vector.dtype == np.float64 else vector.astype(np.float64)  # only read: no copy needed
         norm = math.sqrt(v.dot(v))  # np.linalg.norm of a vector, without its dispatch
     return v / norm if norm > 0.0 and math.isfinite(norm) else None
 
@@ -191,12 +191,29 @@ def _enter_short_term(state: TierState, page: Page, config: TierConfig, index: S
 
 
 def _visit(state: TierState, event: MemoryTouched, at: datetime) -> None:
-    visited = dict.fromkeys(state.page_session[m] for m in event.memory_ids if m in state.page_session)
+    page_session = state.page_session
+    visited = dict.fromkeys([page_session[m] for m in event.memory_ids if m in page_session])
+    active = state.active
     for session_id in visited:  # one visit per session per touch event
-        s = state.active[session_id]
-        # Positional, not dataclasses.replace: one per touched session per query, over a whole replay.
-        state.active[session_id] = Session(s.session_id, s.pages, s.created_at, max(s.last_access, at), s.visits + 1,
-                                           s.access_count + 1, s.vector_sum, s.centroid, s.keyword_counts, s.keywords)
+        active[session_id] = _visited(active[session_id], at)
+
+
+def _visited(s: Session, at: datetime) -> Session:
+    """``Session(...)`` of ``s`` visited once more at ``at``, slot by slot: one per touched session per query over
+    a whole replay, and its key terms are the same set (``__post_init__`` would build it again)."""
+    new = object.__new__(Session)
+    new.session_id, new.pages, new.created_at = s.session_id, s.pages, s.created_at
+    new.last_access = max(s.last_access, at)
+    new.visits, new.access_count = s.visits + 1, s.access_count + 1
+    new.vector_sum, new.centroid = s.vector_sum, s.centroid
+    new.keyword_counts, new.keywords = s.keyword_counts, s.keywords
+    new.terms = s.terms
+    return new
+
+
+_VISITED_SETS = ("session_id", "pages", "created_at", "last_access", "visits", "access_count", "vector_sum", "centroid",
+                 "keyword_counts", "keywords", "terms")
+assert Session.__slots__ == _VISITED_SETS, "a Session field was added: _visited must set it too"
 
 
 def _distilled(state: TierState, event: ProfileDistilled, at: datetime) -> None:

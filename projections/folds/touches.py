@@ -38,10 +38,14 @@ HANDLES = (MemoryTouched,)
 def evolve(state: TouchLog, env: Envelope) -> TouchLog:
     event = env.event
     if isinstance(event, MemoryTouched):
+        every, reason, at = state.stats, event.reason, env.occurred_at
         for memory_id in event.memory_ids:
-            stats = state.stats.setdefault(memory_id, AccessStats())
+            stats = every.get(memory_id)
+            if stats is None:  # not setdefault(id, AccessStats()): that builds a record for every touch of a replay
+                stats = every[memory_id] = AccessStats()
             stats.count += 1
-            stats.by_reason[event.reason] = stats.by_reason.get(event.reason, 0) + 1
-            stats.last_touched_at = env.occurred_at
-            state.total += 1
+            by_reason = stats.by_reason
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+            stats.last_touched_at = at
+        state.total += len(event.memory_ids)
     return state

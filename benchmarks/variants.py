@@ -95,3 +95,14 @@ EXPERIMENTS.update({f"prf_{w}_s{s}_c{c}_b{b}{'_l' if lists else ''}": replace(
     DEFAULT_FUSION, prf_weight=w, prf_seeds=s, prf_candidates=c, prf_beta=b, prf_lists_only=lists)
     for w in (0.2, 0.5, 1.0) for s in (2, 3, 5) for c in (20,) for b in (0.5, 1.0) for lists in (False, True)})
 ALL = {**VARIANTS, **EXPERIMENTS}
+
+# Issue 12, fifth round: derived lexical keys of each turn (projections.queries.key_index) on top of the default.
+# A separate list with its own weight, or (``_only``) the fact key in place of the turn's own BM25 document.
+EXPERIMENTS.update({f"fact_{w}": replace(DEFAULT_FUSION, fact_weight=w) for w in (0.3, 0.5, 0.8, 1.3)})
+EXPERIMENTS.update({"fact_only": replace(DEFAULT_FUSION, fact_weight=1.3, lexical_weight=0.0),
+                    "fact_0.8_lex_0.8": replace(DEFAULT_FUSION, fact_weight=0.8, lexical_weight=0.8)})
+EXPERIMENTS.update({f"ctx_{w}": replace(DEFAULT_FUSION, context_weight=w) for w in (0.3, 0.5, 0.8)})
+EXPERIMENTS.update({f"ctxp_{w}": replace(DEFAULT_FUSION, context_weight=w, context_window="prev") for w in (0.3, 0.5)})
+EXPERIMENTS.update({f"sub_{w}": replace(DEFAULT_FUSION, subword_weight=w) for w in (0.3, 0.5, 1.0)})
+EXPERIMENTS.update({"sub_1.3_lex0": replace(DEFAULT_FUSION, subword_weight=1.3, lexical_weight=0.0)})
+ALL = {**VARIANTS, **EXPERIMENTS}

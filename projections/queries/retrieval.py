@@ -19,7 +19,7 @@ from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import coverage, graph_search, prf, rerank, session_docs
+from projections.queries import coverage, graph_search, key_index, prf, rerank, session_docs
 from projections.queries.graph_expand import expand_hits
 from projections.queries.learned import adjusted, hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
@@ -129,13 +129,21 @@ class FusionConfig:
     prf_candidates: int = 20
     prf_beta: float = 1.0
     prf_lists_only: bool = False  # only for questions that ask for several items (coverage.list_intent)
+    # Derived lexical keys of each turn (projections.queries.key_index), each a BM25 list fused like the lexical
+    # one: facts (the turn + its notes, graph words, spelled dates), context (the turn + its neighbour turns;
+    # context_window "both" or "prev"), subwords (Chinese queries: jieba search-mode terms). 0 turns one off.
+    fact_weight: float = 0.0
+    context_weight: float = 0.0
+    context_window: str = "both"
+    subword_weight: float = 0.0
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
 DEFAULT_FUSION = FusionConfig()
 # The breakdown figures a hit shows rounded (fuse keeps them exact until then); the ranker's features read
 # them rounded the same way.
-ROUNDED = {"dense_similarity": 6, "bm25": 6, "episode_similarity": 6, "note_bm25": 6, "retention": 6, "rrf": 8}
+ROUNDED = {"dense_similarity": 6, "bm25": 6, "facts_bm25": 6, "context_bm25": 6, "context_prev_bm25": 6,
+           "subwords_bm25": 6, "episode_similarity": 6, "note_bm25": 6, "retention": 6, "rrf": 8}
 
 
 def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> list[tuple[Episode, float]]:
@@ -146,6 +154,18 @@ def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> l
     sims = np.stack([e.centroid for e in episodes]) @ np.asarray(query_vector, dtype=np.float64)
     order = np.argsort(-sims, kind="stable")[:limit]
     return [(episodes[i], float(sims[i])) for i in order]
+
+
+def _key_lists(memory: UserMemory, query: str, config: FusionConfig) -> dict[str, tuple[float, list]]:
+    """The derived-key lists whose weight is set (projections.queries.key_index): kind -> (weight, ranked ids)."""
+    if config.context_window not in ("both", "prev"):
+        raise ValueError(f"FusionConfig.context_window {config.context_window!r}: use 'both' or 'prev'")
+    context = "context" if config.context_window == "both" else "context_prev"
+    wanted = [("facts", config.fact_weight), (context, config.context_weight)]
+    if has_cjk(query):
+        wanted.append(("subwords", config.subword_weight))
+    return {kind: (weight, key_index.search(memory, kind, query, config.candidates, config.bm25))
+            for kind, weight in wanted if weight > 0}
 
 
 def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], scored: list[list],
@@ -224,6 +244,10 @@ def fuse(
         parts.setdefault(memory_id, {})["dense"] = (rank, sim)
     for rank, (memory_id, score) in enumerate(lexical, start=1):
         parts.setdefault(memory_id, {})["lexical"] = (rank, score)
+    keys = _key_lists(memory, query, config)
+    for kind, (_, ranked) in keys.items():
+        for rank, (memory_id, score) in enumerate(ranked, start=1):
+            parts.setdefault(memory_id, {})[kind] = (rank, score)
     if config.episode_weight > 0 and query_vector is not None:
         for rank, (episode, sim) in enumerate(rank_episodes(memory, query_vector, config.episode_candidates), start=1):
             for memory_id in episode.member_ids:
@@ -266,6 +290,11 @@ def fuse(
             rank, bm25 = p["lexical"]
             score += config.lexical_weight / (config.rrf_k + rank)
             breakdown["lexical_rank"], breakdown["bm25"] = rank, bm25
+        for kind, (weight, _) in keys.items():
+            if kind in p:
+                rank, bm25 = p[kind]
+                score += weight / (config.rrf_k + rank)
+                breakdown[f"{kind}_rank"], breakdown[f"{kind}_bm25"] = rank, bm25
         if "episode" in p:
             rank, sim, episode = p["episode"]
             score += config.episode_weight / (config.rrf_k + rank)

@@ -106,3 +106,16 @@ EXPERIMENTS.update({f"ctxp_{w}": replace(DEFAULT_FUSION, context_weight=w, conte
 EXPERIMENTS.update({f"sub_{w}": replace(DEFAULT_FUSION, subword_weight=w) for w in (0.3, 0.5, 1.0)})
 EXPERIMENTS.update({"sub_1.3_lex0": replace(DEFAULT_FUSION, subword_weight=1.3, lexical_weight=0.0)})
 ALL = {**VARIANTS, **EXPERIMENTS}
+# Chinese queries: the sub-word list in place of (or beside) the jieba word list; English queries unchanged.
+EXPERIMENTS.update({f"subr_{w}_lex{lw}": replace(DEFAULT_FUSION, subword_weight=w, cjk_lexical_weight=lw)
+                    for w, lw in ((1.3, 0.0), (1.0, 0.3), (1.3, 0.3), (1.6, 0.0), (1.0, 0.0))})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# Combinations: neighbour-context list, the fact key in place of the turn's own document, Chinese sub-words.
+SUBR = dict(subword_weight=1.3, cjk_lexical_weight=0.0)
+FACT_ONLY = dict(fact_weight=1.3, lexical_weight=0.0)
+EXPERIMENTS.update({f"kx_ctx{w}_subr": replace(DEFAULT_FUSION, context_weight=w, **SUBR) for w in (0.3, 0.5, 0.8)})
+EXPERIMENTS.update({f"kx_ctx{w}_subr_fact": replace(DEFAULT_FUSION, context_weight=w, **SUBR, **FACT_ONLY)
+                    for w in (0.3, 0.5)})
+EXPERIMENTS.update({"kx_ctxp0.5_subr": replace(DEFAULT_FUSION, context_weight=0.5, context_window="prev", **SUBR),
+                    "kx_subr_fact": replace(DEFAULT_FUSION, **SUBR, **FACT_ONLY)})
+ALL = {**VARIANTS, **EXPERIMENTS}

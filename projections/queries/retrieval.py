@@ -136,6 +136,9 @@ class FusionConfig:
     context_weight: float = 0.0
     context_window: str = "both"
     subword_weight: float = 0.0
+    # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: lexical_weight
+    # for every language); 0 with subword_weight set: its sub-word list replaces the word list for Chinese.
+    cjk_lexical_weight: float | None = None
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
@@ -274,9 +277,10 @@ def fuse(
     recall = {}
     if config.retention_weight > 0 and now is not None and policy is not None:
         recall = retention_scores(memory.retention, now, policy, parts)
-    dense_weight = config.dense_weight
-    if config.cjk_dense_weight is not None and has_cjk(query):
-        dense_weight = config.cjk_dense_weight
+    dense_weight, lexical_weight = config.dense_weight, config.lexical_weight
+    if has_cjk(query):
+        dense_weight = config.dense_weight if config.cjk_dense_weight is None else config.cjk_dense_weight
+        lexical_weight = config.lexical_weight if config.cjk_lexical_weight is None else config.cjk_lexical_weight
     scored = []
     for memory_id, p in parts.items():
         score = 0.0
@@ -288,7 +292,7 @@ def fuse(
             breakdown["dense_rank"], breakdown["dense_similarity"] = rank, sim
         if "lexical" in p:
             rank, bm25 = p["lexical"]
-            score += config.lexical_weight / (config.rrf_k + rank)
+            score += lexical_weight / (config.rrf_k + rank)
             breakdown["lexical_rank"], breakdown["bm25"] = rank, bm25
         for kind, (weight, _) in keys.items():
             if kind in p:

@@ -96,3 +96,21 @@ def test_indexes_are_rebuilt_when_the_user_gets_new_turns(memory):
     assert key_index.INDEXES.get(more, "facts").doc_ids == ["x1"]
     with pytest.raises(ValueError, match="kind"):
         key_index.build(memory, "nope")
+
+
+def test_a_chinese_query_can_weigh_the_word_list_apart_and_the_score_terms_add_up(memory):
+    from projections.queries.score_terms import score_terms
+    envs = stream(("z1", message("我买了一双运动鞋", "z1", speaker="user", turn_id="D1:1")),
+                  ("z2", message("运动鞋很舒服", "z2", speaker="user", turn_id="D1:2",
+                                 occurred_at=T0 + timedelta(minutes=1))))
+    zh = fold(ShardState(), envs).user("acme", "alice")
+    cfg = dataclasses.replace(BASE, subword_weight=1.3, cjk_lexical_weight=0.0, fact_weight=0.5, context_weight=0.5)
+    hits = fuse(zh, "运动鞋", [], k=10, config=cfg)
+    assert {h.memory_id for h in hits} == {"z1", "z2"}
+    for hit in hits:  # the word list still ranks (its rank is recorded) but weighs nothing for a Chinese query
+        terms = score_terms(hit.breakdown, "运动鞋", cfg)
+        assert terms["bm25"] == 0.0 and terms["subwords"] > 0 and terms["facts"] > 0 and terms["context"] > 0
+        assert sum(terms.values()) == pytest.approx(hit.breakdown["rrf"])
+    # an English query keeps lexical_weight
+    english = fuse(memory, "turtles", [], k=10, config=cfg)
+    assert score_terms(english[0].breakdown, "turtles", cfg)["bm25"] == pytest.approx(cfg.lexical_weight / (cfg.rrf_k + 1))

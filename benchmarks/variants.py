@@ -98,9 +98,10 @@ ALL = {**VARIANTS, **EXPERIMENTS}
 
 # Issue 12, fifth round: derived lexical keys of each turn (projections.queries.key_index) on top of the default.
 # A separate list with its own weight, or (``_only``) the fact key in place of the turn's own BM25 document.
-EXPERIMENTS.update({f"fact_{w}": replace(DEFAULT_FUSION, fact_weight=w) for w in (0.3, 0.5, 0.8, 1.3)})
-EXPERIMENTS.update({"fact_only": replace(DEFAULT_FUSION, fact_weight=1.3, lexical_weight=0.0),
-                    "fact_0.8_lex_0.8": replace(DEFAULT_FUSION, fact_weight=0.8, lexical_weight=0.8)})
+# (fact_cjk: these were measured with the fact list on Chinese queries too.)
+EXPERIMENTS.update({f"fact_{w}": replace(DEFAULT_FUSION, fact_weight=w, fact_cjk=True) for w in (0.3, 0.5, 0.8, 1.3)})
+EXPERIMENTS.update({"fact_only": replace(DEFAULT_FUSION, fact_weight=1.3, lexical_weight=0.0, fact_cjk=True),
+                    "fact_0.8_lex_0.8": replace(DEFAULT_FUSION, fact_weight=0.8, lexical_weight=0.8, fact_cjk=True)})
 EXPERIMENTS.update({f"ctx_{w}": replace(DEFAULT_FUSION, context_weight=w) for w in (0.3, 0.5, 0.8)})
 EXPERIMENTS.update({f"ctxp_{w}": replace(DEFAULT_FUSION, context_weight=w, context_window="prev") for w in (0.3, 0.5)})
 EXPERIMENTS.update({f"sub_{w}": replace(DEFAULT_FUSION, subword_weight=w) for w in (0.3, 0.5, 1.0)})
@@ -112,10 +113,15 @@ EXPERIMENTS.update({f"subr_{w}_lex{lw}": replace(DEFAULT_FUSION, subword_weight=
 ALL = {**VARIANTS, **EXPERIMENTS}
 # Combinations: neighbour-context list, the fact key in place of the turn's own document, Chinese sub-words.
 SUBR = dict(subword_weight=1.3, cjk_lexical_weight=0.0)
-FACT_ONLY = dict(fact_weight=1.3, lexical_weight=0.0)
+FACT_ONLY = dict(fact_weight=1.3, lexical_weight=0.0, fact_cjk=True)
 EXPERIMENTS.update({f"kx_ctx{w}_subr": replace(DEFAULT_FUSION, context_weight=w, **SUBR) for w in (0.3, 0.5, 0.8)})
 EXPERIMENTS.update({f"kx_ctx{w}_subr_fact": replace(DEFAULT_FUSION, context_weight=w, **SUBR, **FACT_ONLY)
                     for w in (0.3, 0.5)})
 EXPERIMENTS.update({"kx_ctxp0.5_subr": replace(DEFAULT_FUSION, context_weight=0.5, context_window="prev", **SUBR),
                     "kx_subr_fact": replace(DEFAULT_FUSION, **SUBR, **FACT_ONLY)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# The fact key for English queries only (fact_cjk False), sub-words for Chinese, and the context list.
+EXPERIMENTS.update({f"kx_en_fact_ctx{w}": replace(DEFAULT_FUSION, context_weight=w, **SUBR, fact_weight=1.3,
+                                                   lexical_weight=0.0)
+                    for w in (0.0, 0.3, 0.5, 0.8)})
 ALL = {**VARIANTS, **EXPERIMENTS}

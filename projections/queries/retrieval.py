@@ -133,6 +133,7 @@ class FusionConfig:
     # one: facts (the turn + its notes, graph words, spelled dates), context (the turn + its neighbour turns;
     # context_window "both" or "prev"), subwords (Chinese queries: jieba search-mode terms). 0 turns one off.
     fact_weight: float = 0.0
+    fact_cjk: bool = False  # Chinese queries skip the fact list unless set (measured: it loses on MemDaily)
     context_weight: float = 0.0
     context_window: str = "both"
     subword_weight: float = 0.0
@@ -164,8 +165,9 @@ def _key_lists(memory: UserMemory, query: str, config: FusionConfig) -> dict[str
     if config.context_window not in ("both", "prev"):
         raise ValueError(f"FusionConfig.context_window {config.context_window!r}: use 'both' or 'prev'")
     context = "context" if config.context_window == "both" else "context_prev"
-    wanted = [("facts", config.fact_weight), (context, config.context_weight)]
-    if has_cjk(query):
+    cjk = has_cjk(query)
+    wanted = [("facts", config.fact_weight if config.fact_cjk or not cjk else 0.0), (context, config.context_weight)]
+    if cjk:
         wanted.append(("subwords", config.subword_weight))
     return {kind: (weight, key_index.search(memory, kind, query, config.candidates, config.bm25))
             for kind, weight in wanted if weight > 0}

@@ -104,7 +104,11 @@ def test_a_chinese_query_can_weigh_the_word_list_apart_and_the_score_terms_add_u
                   ("z2", message("运动鞋很舒服", "z2", speaker="user", turn_id="D1:2",
                                  occurred_at=T0 + timedelta(minutes=1))))
     zh = fold(ShardState(), envs).user("acme", "alice")
-    cfg = dataclasses.replace(BASE, subword_weight=1.3, cjk_lexical_weight=0.0, fact_weight=0.5, context_weight=0.5)
+    cfg = dataclasses.replace(BASE, subword_weight=1.3, cjk_lexical_weight=0.0, fact_weight=0.5, context_weight=0.5,
+                              fact_cjk=True)
+    # by default a Chinese query skips the fact list
+    assert all("facts_rank" not in h.breakdown
+               for h in fuse(zh, "运动鞋", [], k=10, config=dataclasses.replace(cfg, fact_cjk=False)))
     hits = fuse(zh, "运动鞋", [], k=10, config=cfg)
     assert {h.memory_id for h in hits} == {"z1", "z2"}
     for hit in hits:  # the word list still ranks (its rank is recorded) but weighs nothing for a Chinese query

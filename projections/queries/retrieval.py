@@ -129,16 +129,21 @@ class FusionConfig:
     prf_candidates: int = 20
     prf_beta: float = 1.0
     prf_lists_only: bool = False  # only for questions that ask for several items (coverage.list_intent)
-    # Derived lexical keys of each turn (projections.queries.key_index), each a BM25 list fused like the lexical
-    # one: facts (the turn + its notes, graph words, spelled dates), context (the turn + its neighbour turns;
-    # context_window "both" or "prev"), subwords (Chinese queries: jieba search-mode terms). 0 turns one off.
+    # Derived lexical keys of each turn (projections.queries.key_index). The turn's lexical key: fact_key (English
+    # queries, or every query with fact_cjk) ranks the turns by their fact-augmented document (the turn + its
+    # notes, graph words, spelled dates) and cjk_subwords (Chinese queries) by jieba search-mode sub-words, in place
+    # of the turn's own text: the lexical_weight moves to that list (the plain list still ranks, weighing nothing,
+    # so its ranks stay in the breakdown the ranker reads). Separate lists with their own weight (0: off): facts,
+    # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
+    fact_key: bool = True
+    cjk_subwords: bool = True
     fact_weight: float = 0.0
-    fact_cjk: bool = False  # Chinese queries skip the fact list unless set (measured: it loses on MemDaily)
-    context_weight: float = 0.0
+    fact_cjk: bool = False  # Chinese queries skip the fact key and list unless set (measured: they lose on MemDaily)
+    context_weight: float = 0.5
     context_window: str = "both"
     subword_weight: float = 0.0
     # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: lexical_weight
-    # for every language); 0 with subword_weight set: its sub-word list replaces the word list for Chinese.
+    # for every language).
     cjk_lexical_weight: float | None = None
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
@@ -160,17 +165,29 @@ def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> l
     return [(episodes[i], float(sims[i])) for i in order]
 
 
-def _key_lists(memory: UserMemory, query: str, config: FusionConfig) -> dict[str, tuple[float, list]]:
-    """The derived-key lists whose weight is set (projections.queries.key_index): kind -> (weight, ranked ids)."""
+def list_weights(config: FusionConfig, query: str) -> dict[str, float]:
+    """The weight of each ranked list for ``query``: dense, lexical and the derived keys (0: not fused)."""
+    cjk = has_cjk(query)
+    dense = config.dense_weight if not cjk or config.cjk_dense_weight is None else config.cjk_dense_weight
+    lexical = config.lexical_weight if not cjk or config.cjk_lexical_weight is None else config.cjk_lexical_weight
+    facts_apply = config.fact_cjk or not cjk
+    weights = {"dense": dense, "lexical": lexical, "facts": config.fact_weight if facts_apply else 0.0,
+               "subwords": config.subword_weight if cjk else 0.0}
     if config.context_window not in ("both", "prev"):
         raise ValueError(f"FusionConfig.context_window {config.context_window!r}: use 'both' or 'prev'")
-    context = "context" if config.context_window == "both" else "context_prev"
-    cjk = has_cjk(query)
-    wanted = [("facts", config.fact_weight if config.fact_cjk or not cjk else 0.0), (context, config.context_weight)]
-    if cjk:
-        wanted.append(("subwords", config.subword_weight))
-    return {kind: (weight, key_index.search(memory, kind, query, config.candidates, config.bm25))
-            for kind, weight in wanted if weight > 0}
+    weights["context" if config.context_window == "both" else "context_prev"] = config.context_weight
+    if cjk and config.cjk_subwords:
+        weights["subwords"], weights["lexical"] = weights["subwords"] + lexical, 0.0
+    elif facts_apply and config.fact_key:
+        weights["facts"], weights["lexical"] = weights["facts"] + lexical, 0.0
+    return weights
+
+
+def _key_lists(memory: UserMemory, query: str, config: FusionConfig,
+               weights: dict[str, float]) -> dict[str, tuple[float, list]]:
+    """The derived-key lists with a weight (projections.queries.key_index): kind -> (weight, ranked ids)."""
+    return {kind: (weights[kind], key_index.search(memory, kind, query, config.candidates, config.bm25))
+            for kind in key_index.KINDS if weights.get(kind, 0.0) > 0}
 
 
 def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], scored: list[list],
@@ -249,7 +266,8 @@ def fuse(
         parts.setdefault(memory_id, {})["dense"] = (rank, sim)
     for rank, (memory_id, score) in enumerate(lexical, start=1):
         parts.setdefault(memory_id, {})["lexical"] = (rank, score)
-    keys = _key_lists(memory, query, config)
+    weights = list_weights(config, query)
+    keys = _key_lists(memory, query, config, weights)
     for kind, (_, ranked) in keys.items():
         for rank, (memory_id, score) in enumerate(ranked, start=1):
             parts.setdefault(memory_id, {})[kind] = (rank, score)
@@ -279,10 +297,7 @@ def fuse(
     recall = {}
     if config.retention_weight > 0 and now is not None and policy is not None:
         recall = retention_scores(memory.retention, now, policy, parts)
-    dense_weight, lexical_weight = config.dense_weight, config.lexical_weight
-    if has_cjk(query):
-        dense_weight = config.dense_weight if config.cjk_dense_weight is None else config.cjk_dense_weight
-        lexical_weight = config.lexical_weight if config.cjk_lexical_weight is None else config.cjk_lexical_weight
+    dense_weight, lexical_weight = weights["dense"], weights["lexical"]
     scored = []
     for memory_id, p in parts.items():
         score = 0.0

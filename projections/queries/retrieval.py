@@ -32,6 +32,10 @@ from projections.rules.text import has_cjk
 class FusionConfig:
     """Named, frozen retrieval parameters; pass another instance to re-rank with other weights.
 
+    The lexical list ranks each turn by a derived key (``fact_key``: its
+    fact-augmented document for English queries; ``cjk_subwords``: jieba
+    sub-words for Chinese ones) and ``context_weight`` adds a list of the
+    turn with its neighbours (:mod:`projections.queries.key_index`).
     Defaults: a small RRF constant (5, not the classic 60) lets the top few
     ranks of each list dominate, and BM25 weighs slightly more than the
     dense list (1.3) because MiniLM is weak on names and rare words. With the

@@ -55,7 +55,10 @@ def load_state(store: Path) -> ShardState:
     stamp = hashlib.sha1(repr([(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in logs]).encode())
     cached = CACHE.parent / f"state-{stamp.hexdigest()[:16]}.pkl"
     if cached.exists():
-        return pickle.loads(cached.read_bytes())
+        try:
+            return pickle.loads(cached.read_bytes())
+        except (pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+            pass  # written by other code (a class changed since): fold again and overwrite it
     state = fold_logs(logs, store)
     cached.parent.mkdir(parents=True, exist_ok=True)
     cached.write_bytes(pickle.dumps(state))

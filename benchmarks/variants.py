@@ -13,7 +13,10 @@ from dataclasses import replace
 
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
-BEFORE = replace(DEFAULT_FUSION, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
+# The default before the derived keys (projections.queries.key_index): the base of the experiment rounds below, so
+# their figures stay reproducible.
+PREVIOUS = replace(DEFAULT_FUSION, fact_key=False, cjk_subwords=False, context_weight=0.0)
+BEFORE = replace(PREVIOUS, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
                  cjk_dense_weight=None, ranker=None, conversation_weight=0.0, coverage_weight=0.0)
 
 VARIANTS: dict[str, FusionConfig] = {
@@ -38,6 +41,12 @@ VARIANTS: dict[str, FusionConfig] = {
     # (projections.queries.prf; parameters chosen leave-conversations-out in the lab on the LoCoMo dev file)
     "palimpsest_prf": replace(DEFAULT_FUSION, prf_weight=1.0, prf_seeds=3, prf_candidates=20, prf_beta=1.0,
                               prf_lists_only=True),
+    # the derived lexical keys (projections.queries.key_index), one off at a time, and all three off (the previous
+    # default)
+    "palimpsest_no_fact_key": replace(DEFAULT_FUSION, fact_key=False),
+    "palimpsest_no_context": replace(DEFAULT_FUSION, context_weight=0.0),
+    "palimpsest_no_subwords": replace(DEFAULT_FUSION, cjk_subwords=False),
+    "palimpsest_no_keys": PREVIOUS,
 }
 
 NB, SPK, TIME, CL = dict(neighbour_weight=0.3), dict(speaker_weight=0.3), dict(time_weight=0.3), dict(clause_weight=0.5)
@@ -71,27 +80,57 @@ EXPERIMENTS: dict[str, FusionConfig] = {
 ALL = {**VARIANTS, **EXPERIMENTS}
 
 # Issue 12, second round: experiments on top of the default (stages and ranker on).
-CONV = {f"conv_{w}_c{c}_fit{fit}": replace(DEFAULT_FUSION, conversation_weight=w, conversation_candidates=c,
+CONV = {f"conv_{w}_c{c}_fit{fit}": replace(PREVIOUS, conversation_weight=w, conversation_candidates=c,
                                            conversation_fit=fit)
         for w in (0.5, 1.0, 2.0) for c in (1, 3) for fit in (0, 10)}
 EXPERIMENTS.update(CONV)
-EXPERIMENTS.update({f"conv2_{w}_c{c}_fit{fit}": replace(DEFAULT_FUSION, conversation_weight=w, conversation_candidates=c,
+EXPERIMENTS.update({f"conv2_{w}_c{c}_fit{fit}": replace(PREVIOUS, conversation_weight=w, conversation_candidates=c,
                                                           conversation_fit=fit)
                     for w, c, fit in ((1.5, 1, 10), (1.0, 1, 15), (1.0, 1, 20), (1.5, 1, 15), (1.0, 2, 10), (0.7, 1, 10))})
 ALL = {**VARIANTS, **EXPERIMENTS}
 
 # Issue 12, third round: coverage-aware selection (projections.queries.coverage) on top of the default.
-EXPERIMENTS.update({f"cov_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d)
+EXPERIMENTS.update({f"cov_{w}_d{d}": replace(PREVIOUS, coverage_weight=w, coverage_depth=d)
                     for w in (0.1, 0.2, 0.3, 0.5, 0.8) for d in (10, 20, 30, 50)})
-EXPERIMENTS.update({f"covd_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d, coverage_mode="dense")
+EXPERIMENTS.update({f"covd_{w}_d{d}": replace(PREVIOUS, coverage_weight=w, coverage_depth=d, coverage_mode="dense")
                     for w in (0.05, 0.1, 0.2, 0.4) for d in (20, 30)})
-EXPERIMENTS.update({f"covl_{w}_d{d}": replace(DEFAULT_FUSION, coverage_weight=w, coverage_depth=d,
+EXPERIMENTS.update({f"covl_{w}_d{d}": replace(PREVIOUS, coverage_weight=w, coverage_depth=d,
                                               coverage_lists_only=True)
                     for w in (0.1, 0.2, 0.3, 0.5, 0.8) for d in (10, 20, 30, 50)})
 ALL = {**VARIANTS, **EXPERIMENTS}
 
 # Issue 12, fourth round: pseudo-relevance feedback over the turn vectors (projections.queries.prf).
 EXPERIMENTS.update({f"prf_{w}_s{s}_c{c}_b{b}{'_l' if lists else ''}": replace(
-    DEFAULT_FUSION, prf_weight=w, prf_seeds=s, prf_candidates=c, prf_beta=b, prf_lists_only=lists)
+    PREVIOUS, prf_weight=w, prf_seeds=s, prf_candidates=c, prf_beta=b, prf_lists_only=lists)
     for w in (0.2, 0.5, 1.0) for s in (2, 3, 5) for c in (20,) for b in (0.5, 1.0) for lists in (False, True)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+
+# Issue 12, fifth round: derived lexical keys of each turn (projections.queries.key_index) on top of the default.
+# A separate list with its own weight, or (``_only``) the fact key in place of the turn's own BM25 document.
+# (fact_cjk: these were measured with the fact list on Chinese queries too.)
+EXPERIMENTS.update({f"fact_{w}": replace(PREVIOUS, fact_weight=w, fact_cjk=True) for w in (0.3, 0.5, 0.8, 1.3)})
+EXPERIMENTS.update({"fact_only": replace(PREVIOUS, fact_weight=1.3, lexical_weight=0.0, fact_cjk=True),
+                    "fact_0.8_lex_0.8": replace(PREVIOUS, fact_weight=0.8, lexical_weight=0.8, fact_cjk=True)})
+EXPERIMENTS.update({f"ctx_{w}": replace(PREVIOUS, context_weight=w) for w in (0.3, 0.5, 0.8)})
+EXPERIMENTS.update({f"ctxp_{w}": replace(PREVIOUS, context_weight=w, context_window="prev") for w in (0.3, 0.5)})
+EXPERIMENTS.update({f"sub_{w}": replace(PREVIOUS, subword_weight=w) for w in (0.3, 0.5, 1.0)})
+EXPERIMENTS.update({"sub_1.3_lex0": replace(PREVIOUS, subword_weight=1.3, lexical_weight=0.0)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# Chinese queries: the sub-word list in place of (or beside) the jieba word list; English queries unchanged.
+EXPERIMENTS.update({f"subr_{w}_lex{lw}": replace(PREVIOUS, subword_weight=w, cjk_lexical_weight=lw)
+                    for w, lw in ((1.3, 0.0), (1.0, 0.3), (1.3, 0.3), (1.6, 0.0), (1.0, 0.0))})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# Combinations: neighbour-context list, the fact key in place of the turn's own document, Chinese sub-words.
+SUBR = dict(subword_weight=1.3, cjk_lexical_weight=0.0)
+FACT_ONLY = dict(fact_weight=1.3, lexical_weight=0.0, fact_cjk=True)
+EXPERIMENTS.update({f"kx_ctx{w}_subr": replace(PREVIOUS, context_weight=w, **SUBR) for w in (0.3, 0.5, 0.8)})
+EXPERIMENTS.update({f"kx_ctx{w}_subr_fact": replace(PREVIOUS, context_weight=w, **SUBR, **FACT_ONLY)
+                    for w in (0.3, 0.5)})
+EXPERIMENTS.update({"kx_ctxp0.5_subr": replace(PREVIOUS, context_weight=0.5, context_window="prev", **SUBR),
+                    "kx_subr_fact": replace(PREVIOUS, **SUBR, **FACT_ONLY)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# The fact key for English queries only (fact_cjk False), sub-words for Chinese, and the context list.
+EXPERIMENTS.update({f"kx_en_fact_ctx{w}": replace(PREVIOUS, context_weight=w, **SUBR, fact_weight=1.3,
+                                                   lexical_weight=0.0)
+                    for w in (0.0, 0.3, 0.5, 0.8)})
 ALL = {**VARIANTS, **EXPERIMENTS}

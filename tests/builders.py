@@ -95,4 +95,5 @@ def command(text: str, i: int = 0, **fields) -> dict:
 
 # The stages after the fusion and the learned ranker switched off: tests that compute fused scores by hand use it.
 STAGES_OFF = dict(neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
-                  cjk_dense_weight=None, ranker=None, conversation_weight=0.0)
+                  cjk_dense_weight=None, ranker=None, conversation_weight=0.0, fact_key=False, cjk_subwords=False,
+                  context_weight=0.0)

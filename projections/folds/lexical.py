@@ -36,7 +36,10 @@ class LexicalIndex:
 
     def add(self, doc_id: str, text: str) -> None:
         """Index one more document (earlier postings are never rewritten)."""
-        tokens = tokenize(text)
+        self.add_terms(doc_id, tokenize(text))
+
+    def add_terms(self, doc_id: str, tokens: list[str]) -> None:
+        """:meth:`add` for a document already tokenized."""
         doc = len(self.doc_ids)
         self.doc_ids.append(doc_id)
         self.doc_len.append(len(tokens))
@@ -45,7 +48,11 @@ class LexicalIndex:
             self.postings.setdefault(term, {})[doc] = tf
 
     def search(self, query: str, k: int, params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
-        """Top-``k`` (event id, BM25 score) pairs, best first; ties broken by log order.
+        """Top-``k`` (event id, BM25 score) pairs, best first; ties broken by log order."""
+        return self.search_terms(tokenize(query), k, params)
+
+    def search_terms(self, query_terms: list[str], k: int, params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
+        """:meth:`search` for a query already tokenized (an index whose documents were tokenized otherwise).
 
         Vectorised per query term over the term's postings (kept as arrays in
         :data:`_ARRAYS`, rebuilt when a posting grows); each document's score
@@ -61,7 +68,7 @@ class LexicalIndex:
         scores = np.zeros(n)
         touched = np.zeros(n, dtype=bool)
         k1, b = params.k1, params.b
-        for term in set(tokenize(query)):
+        for term in set(query_terms):
             posting = self.postings.get(term)
             if not posting:
                 continue

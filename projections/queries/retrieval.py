@@ -19,7 +19,7 @@ from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import coverage, graph_search, prf, rerank, session_docs
+from projections.queries import coverage, graph_search, key_index, prf, rerank, session_docs
 from projections.queries.graph_expand import expand_hits
 from projections.queries.learned import adjusted, hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
@@ -32,6 +32,10 @@ from projections.rules.text import has_cjk
 class FusionConfig:
     """Named, frozen retrieval parameters; pass another instance to re-rank with other weights.
 
+    The lexical list ranks each turn by a derived key (``fact_key``: its
+    fact-augmented document for English queries; ``cjk_subwords``: jieba
+    sub-words for Chinese ones) and ``context_weight`` adds a list of the
+    turn with its neighbours (:mod:`projections.queries.key_index`).
     Defaults: a small RRF constant (5, not the classic 60) lets the top few
     ranks of each list dominate, and BM25 weighs slightly more than the
     dense list (1.3) because MiniLM is weak on names and rare words. With the
@@ -129,13 +133,30 @@ class FusionConfig:
     prf_candidates: int = 20
     prf_beta: float = 1.0
     prf_lists_only: bool = False  # only for questions that ask for several items (coverage.list_intent)
+    # Derived lexical keys of each turn (projections.queries.key_index). The turn's lexical key: fact_key (English
+    # queries, or every query with fact_cjk) ranks the turns by their fact-augmented document (the turn + its
+    # notes, graph words, spelled dates) and cjk_subwords (Chinese queries) by jieba search-mode sub-words, in place
+    # of the turn's own text: the lexical_weight moves to that list (the plain list still ranks, weighing nothing,
+    # so its ranks stay in the breakdown the ranker reads). Separate lists with their own weight (0: off): facts,
+    # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
+    fact_key: bool = True
+    cjk_subwords: bool = True
+    fact_weight: float = 0.0
+    fact_cjk: bool = False  # Chinese queries skip the fact key and list unless set (measured: they lose on MemDaily)
+    context_weight: float = 0.5
+    context_window: str = "both"
+    subword_weight: float = 0.0
+    # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: lexical_weight
+    # for every language).
+    cjk_lexical_weight: float | None = None
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
 DEFAULT_FUSION = FusionConfig()
 # The breakdown figures a hit shows rounded (fuse keeps them exact until then); the ranker's features read
 # them rounded the same way.
-ROUNDED = {"dense_similarity": 6, "bm25": 6, "episode_similarity": 6, "note_bm25": 6, "retention": 6, "rrf": 8}
+ROUNDED = {"dense_similarity": 6, "bm25": 6, "facts_bm25": 6, "context_bm25": 6, "context_prev_bm25": 6,
+           "subwords_bm25": 6, "episode_similarity": 6, "note_bm25": 6, "retention": 6, "rrf": 8}
 
 
 def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> list[tuple[Episode, float]]:
@@ -146,6 +167,31 @@ def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> l
     sims = np.stack([e.centroid for e in episodes]) @ np.asarray(query_vector, dtype=np.float64)
     order = np.argsort(-sims, kind="stable")[:limit]
     return [(episodes[i], float(sims[i])) for i in order]
+
+
+def list_weights(config: FusionConfig, query: str) -> dict[str, float]:
+    """The weight of each ranked list for ``query``: dense, lexical and the derived keys (0: not fused)."""
+    cjk = has_cjk(query)
+    dense = config.dense_weight if not cjk or config.cjk_dense_weight is None else config.cjk_dense_weight
+    lexical = config.lexical_weight if not cjk or config.cjk_lexical_weight is None else config.cjk_lexical_weight
+    facts_apply = config.fact_cjk or not cjk
+    weights = {"dense": dense, "lexical": lexical, "facts": config.fact_weight if facts_apply else 0.0,
+               "subwords": config.subword_weight if cjk else 0.0}
+    if config.context_window not in ("both", "prev"):
+        raise ValueError(f"FusionConfig.context_window {config.context_window!r}: use 'both' or 'prev'")
+    weights["context" if config.context_window == "both" else "context_prev"] = config.context_weight
+    if cjk and config.cjk_subwords:
+        weights["subwords"], weights["lexical"] = weights["subwords"] + lexical, 0.0
+    elif facts_apply and config.fact_key:
+        weights["facts"], weights["lexical"] = weights["facts"] + lexical, 0.0
+    return weights
+
+
+def _key_lists(memory: UserMemory, query: str, config: FusionConfig,
+               weights: dict[str, float]) -> dict[str, tuple[float, list]]:
+    """The derived-key lists with a weight (projections.queries.key_index): kind -> (weight, ranked ids)."""
+    return {kind: (weights[kind], key_index.search(memory, kind, query, config.candidates, config.bm25))
+            for kind in key_index.KINDS if weights.get(kind, 0.0) > 0}
 
 
 def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], scored: list[list],
@@ -224,6 +270,11 @@ def fuse(
         parts.setdefault(memory_id, {})["dense"] = (rank, sim)
     for rank, (memory_id, score) in enumerate(lexical, start=1):
         parts.setdefault(memory_id, {})["lexical"] = (rank, score)
+    weights = list_weights(config, query)
+    keys = _key_lists(memory, query, config, weights)
+    for kind, (_, ranked) in keys.items():
+        for rank, (memory_id, score) in enumerate(ranked, start=1):
+            parts.setdefault(memory_id, {})[kind] = (rank, score)
     if config.episode_weight > 0 and query_vector is not None:
         for rank, (episode, sim) in enumerate(rank_episodes(memory, query_vector, config.episode_candidates), start=1):
             for memory_id in episode.member_ids:
@@ -250,9 +301,7 @@ def fuse(
     recall = {}
     if config.retention_weight > 0 and now is not None and policy is not None:
         recall = retention_scores(memory.retention, now, policy, parts)
-    dense_weight = config.dense_weight
-    if config.cjk_dense_weight is not None and has_cjk(query):
-        dense_weight = config.cjk_dense_weight
+    dense_weight, lexical_weight = weights["dense"], weights["lexical"]
     scored = []
     for memory_id, p in parts.items():
         score = 0.0
@@ -264,8 +313,13 @@ def fuse(
             breakdown["dense_rank"], breakdown["dense_similarity"] = rank, sim
         if "lexical" in p:
             rank, bm25 = p["lexical"]
-            score += config.lexical_weight / (config.rrf_k + rank)
+            score += lexical_weight / (config.rrf_k + rank)
             breakdown["lexical_rank"], breakdown["bm25"] = rank, bm25
+        for kind, (weight, _) in keys.items():
+            if kind in p:
+                rank, bm25 = p[kind]
+                score += weight / (config.rrf_k + rank)
+                breakdown[f"{kind}_rank"], breakdown[f"{kind}_bm25"] = rank, bm25
         if "episode" in p:
             rank, sim, episode = p["episode"]
             score += config.episode_weight / (config.rrf_k + rank)

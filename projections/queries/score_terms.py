@@ -11,21 +11,20 @@ the terms, not as one of them.
 
 from __future__ import annotations
 
-from projections.queries.retrieval import FusionConfig
-from projections.rules.text import has_cjk
+from projections.queries.retrieval import FusionConfig, list_weights
 
 # Display order of the terms (the inspector draws them left to right in this order).
-TERMS: tuple[str, ...] = ("dense", "bm25", "episode", "note", "graph", "retention", "neighbour", "speaker", "time",
+TERMS: tuple[str, ...] = ("dense", "bm25", "facts", "context", "subwords", "episode", "note", "graph", "retention", "neighbour", "speaker", "time",
                           "clause", "session", "conversation")
 
 
 def score_terms(breakdown: dict, query: str, config: FusionConfig) -> dict[str, float]:
     """term name → its share of the fused score, for the terms present in ``breakdown`` (others left out)."""
     k = config.rrf_k
-    dense_weight = config.dense_weight
-    if config.cjk_dense_weight is not None and has_cjk(query):
-        dense_weight = config.cjk_dense_weight
-    ranked = (("dense", "dense_rank", dense_weight), ("bm25", "lexical_rank", config.lexical_weight),
+    w = list_weights(config, query)
+    ranked = (("dense", "dense_rank", w["dense"]), ("bm25", "lexical_rank", w["lexical"]),
+              ("facts", "facts_rank", w["facts"]), ("context", "context_rank", w.get("context", 0.0)),
+              ("context", "context_prev_rank", w.get("context_prev", 0.0)), ("subwords", "subwords_rank", w["subwords"]),
               ("episode", "episode_rank", config.episode_weight), ("note", "note_rank", config.note_weight),
               ("graph", "graph_rank", config.graph_weight), ("clause", "clause_rank", config.clause_weight),
               ("session", "session_rank", config.session_weight))

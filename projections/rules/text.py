@@ -73,6 +73,30 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+def _subwords(run: str) -> list[str]:
+    """jieba's search-mode words of a Chinese run (words and their dictionary sub-words), stop words dropped, and
+    the character bigrams of each word of three or more characters that jieba's dictionary does not hold."""
+    tokens = [w for w in jieba.cut_for_search(run) if w.strip() and w not in ZH_STOP]
+    freq = jieba.dt.FREQ
+    for word in jieba.lcut(run):
+        if len(word) >= 3 and not freq.get(word):
+            tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
+    return tokens
+
+
+def search_tokens(text: str) -> list[str]:
+    """:func:`tokenize` with richer Chinese terms (:func:`_subwords`); English tokens as in :func:`tokenize`."""
+    lowered = text.lower()
+    tokens: list[str] = []
+    pos = 0
+    for match in CJK_RUN.finditer(lowered):
+        tokens.extend(_latin(lowered[pos : match.start()]))
+        tokens.extend(_subwords(match.group()))
+        pos = match.end()
+    tokens.extend(_latin(lowered[pos:]))
+    return tokens
+
+
 def _latin(segment: str) -> list[str]:
     return [token for token in map(_english, _WORD.findall(segment)) if token]
 

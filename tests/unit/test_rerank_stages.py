@@ -112,7 +112,7 @@ def test_the_default_ranker_skips_chinese_queries_and_chinese_queries_weigh_dens
     assert all("ranker_probability" in h.breakdown for h in en if len(en) > 1)
     dense_only = dataclasses.replace(DEFAULT_FUSION, lexical_weight=0.0, episode_weight=0.0, note_weight=0.0,
                                      graph_weight=0.0, retention_weight=0.0, neighbour_weight=0.0, clause_weight=0.0,
-                                         conversation_weight=0.0)
+                                         conversation_weight=0.0, context_weight=0.0)
     [z2, _] = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=2, config=dense_only)
     [e1] = fuse(user, "hiking weekends", [("e1", 0.9)], k=1, config=dataclasses.replace(dense_only, ranker=None))
     assert z2.score == pytest.approx(DEFAULT_FUSION.cjk_dense_weight / (DEFAULT_FUSION.rrf_k + 1))

@@ -4,7 +4,7 @@ import {day, el, num, svg} from "./dom.js";
 export const TERM_COLOURS = {
   dense: "#2e86ab", bm25: "#e4572e", episode: "#3bb273", note: "#c9a227", graph: "#7768ae", retention: "#5c677d",
   neighbour: "#a5a5a5", speaker: "#d1495b", time: "#00798c", clause: "#edae49", session: "#6c757d",
-  conversation: "#8d6a9f",
+  conversation: "#8d6a9f", facts: "#b5651d", context: "#4f772d", subwords: "#c44569",
 };
 
 export function termLegend(names) {

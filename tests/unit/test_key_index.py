@@ -1,0 +1,136 @@
+"""The derived-key lists of the fusion (projections.queries.key_index): facts, neighbour context, Chinese sub-words."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import pytest
+
+from events.graph_events import GraphMemoryStaged
+from events.model import NoteContent, NoteOperation
+from projections.folds.state import ShardState, fold
+from projections.queries import key_index
+from projections.queries.retrieval import FusionConfig, fuse
+from projections.rules.text import search_tokens, tokenize
+from tests.builders import STAGES_OFF, T0, message, stream
+
+BASE = FusionConfig(episode_weight=0.0, note_weight=0.0, graph_weight=0.0, retention_weight=0.0,
+                    **STAGES_OFF)
+
+
+@pytest.fixture
+def memory():
+    envs = stream(
+        ("m1", message("What did you do this weekend?", "c1", speaker="Nate", turn_id="D1:1")),
+        ("m2", message("I went to the support group yesterday, it was powerful", "c2", speaker="Caroline",
+                       turn_id="D1:2", occurred_at=T0 + timedelta(minutes=1))),
+        ("m3", message("That sounds great, tell me more", "c3", speaker="Nate", turn_id="D1:3",
+                       occurred_at=T0 + timedelta(minutes=2))),
+        ("m4", message("My turtles love the beach", "c4", speaker="Joanna", turn_id="D2:1",
+                       conversation_id="conv-2", occurred_at=T0 + timedelta(days=3))),
+        ("g1", GraphMemoryStaged(subject="Caroline", memory_type="event", topic="go", object="LGBTQ support group",
+                                 attributes={"time": "2024-04-30"}, source_message_ids=("m2",), occurred_at=T0,
+                                 extractor="graph-rules-v1")),
+        ("n1", NoteOperation(op="add", source_message_ids=("m4",), valid_from=T0, reason="stated", decider="rules-v1",
+                             note=NoteContent(category="preference", text="Joanna keeps pet turtles",
+                                              subject="Joanna", key_terms=("pet", "turtl")))),
+    )
+    return fold(ShardState(), envs).user("acme", "alice")
+
+
+def test_the_fact_key_holds_the_turns_notes_graph_words_and_spelled_dates(memory):
+    facts = key_index.turn_facts(memory)
+    assert facts["m2"] == ["go LGBTQ support group 2024-04-30"]  # the subject is the speaker: not repeated
+    assert facts["m4"] == ["Joanna keeps pet turtles"]
+    assert key_index.spelled_dates("on 2024-04-30 and in 2023-07") == "on 2024-04-30 April 30 2024 and in 2023-07 July 2023"
+    assert key_index.spelled_dates("2023-13-01") == "2023-13-01"  # not a month: left as written
+
+
+def test_fact_list_finds_a_turn_by_what_was_derived_from_it(memory):
+    # "April" and "LGBTQ" are in no turn's text; the turn's graph memory resolved "yesterday" and named the group
+    query = "Which LGBTQ event was attended in April?"
+    assert fuse(memory, query, [], k=10, config=BASE) == []
+    cfg = dataclasses.replace(BASE, fact_weight=1.0)
+    hits = fuse(memory, query, [], k=10, config=cfg)
+    assert hits[0].memory_id == "m2" and hits[0].breakdown["facts_rank"] == 1
+    # a note's words reach its source turn: "pet" is only in the note
+    pet = fuse(memory, "pet", [], k=10, config=cfg)
+    assert [h.memory_id for h in pet] == ["m4"]
+    assert pet[0].score == pytest.approx(1.0 / (cfg.rrf_k + 1))
+    assert fuse(memory, "pet", [], k=10, config=BASE) == []
+
+
+def test_context_list_scores_a_turn_with_its_neighbours_in_its_own_conversation(memory):
+    cfg = dataclasses.replace(BASE, context_weight=1.0)
+    # "weekend" is only in m1: with both neighbours m1 and m2 carry it; m3 is not m1's neighbour
+    hits = fuse(memory, "weekend", [], k=10, config=cfg)
+    assert {h.memory_id for h in hits} == {"m1", "m2"}
+    prev = fuse(memory, "weekend", [], k=10, config=dataclasses.replace(cfg, context_window="prev"))
+    assert {h.memory_id for h in prev} == {"m1", "m2"}
+    # "beach" is in m4 (conv-2) only: m3 (conv-1, just before it in the log) does not get it
+    assert [h.memory_id for h in fuse(memory, "beach", [], k=10, config=cfg)] == ["m4"]
+    with pytest.raises(ValueError, match="context_window"):
+        fuse(memory, "weekend", [], k=10, config=dataclasses.replace(cfg, context_window="next"))
+
+
+def test_subword_list_is_for_chinese_queries_and_matches_a_word_inside_a_longer_one():
+    assert "运动" in search_tokens("我买了运动鞋") and "运动" not in tokenize("我买了运动鞋")
+    envs = stream(("z1", message("我买了一双运动鞋", "z1", speaker="user", turn_id="D1:1")),
+                  ("z2", message("今天去公园散步", "z2", speaker="user", turn_id="D1:2",
+                                 occurred_at=T0 + timedelta(minutes=1))))
+    memory = fold(ShardState(), envs).user("acme", "alice")
+    assert fuse(memory, "我喜欢什么运动", [], k=10, config=BASE) == []
+    cfg = dataclasses.replace(BASE, subword_weight=1.0)
+    hits = fuse(memory, "我喜欢什么运动", [], k=10, config=cfg)
+    assert [h.memory_id for h in hits] == ["z1"] and hits[0].breakdown["subwords_rank"] == 1
+    # an English query never uses the list
+    assert key_index.INDEXES.get(memory, "subwords").doc_ids == ["z1", "z2"]
+    assert fuse(memory, "sport", [], k=10, config=cfg) == []
+
+
+def test_indexes_are_rebuilt_when_the_user_gets_new_turns(memory):
+    first = key_index.INDEXES.get(memory, "facts")
+    assert key_index.INDEXES.get(memory, "facts") is first
+    more = fold(ShardState(), stream(("x1", message("hello", "x1", speaker="Nate", turn_id="D1:1")))).user("acme", "alice")
+    assert key_index.INDEXES.get(more, "facts").doc_ids == ["x1"]
+    with pytest.raises(ValueError, match="kind"):
+        key_index.build(memory, "nope")
+
+
+def test_a_chinese_query_can_weigh_the_word_list_apart_and_the_score_terms_add_up(memory):
+    from projections.queries.score_terms import score_terms
+    envs = stream(("z1", message("我买了一双运动鞋", "z1", speaker="user", turn_id="D1:1")),
+                  ("z2", message("运动鞋很舒服", "z2", speaker="user", turn_id="D1:2",
+                                 occurred_at=T0 + timedelta(minutes=1))))
+    zh = fold(ShardState(), envs).user("acme", "alice")
+    cfg = dataclasses.replace(BASE, subword_weight=1.3, cjk_lexical_weight=0.0, fact_weight=0.5, context_weight=0.5,
+                              fact_cjk=True)
+    # by default a Chinese query skips the fact list
+    assert all("facts_rank" not in h.breakdown
+               for h in fuse(zh, "运动鞋", [], k=10, config=dataclasses.replace(cfg, fact_cjk=False)))
+    hits = fuse(zh, "运动鞋", [], k=10, config=cfg)
+    assert {h.memory_id for h in hits} == {"z1", "z2"}
+    for hit in hits:  # the word list still ranks (its rank is recorded) but weighs nothing for a Chinese query
+        terms = score_terms(hit.breakdown, "运动鞋", cfg)
+        assert terms["bm25"] == 0.0 and terms["subwords"] > 0 and terms["facts"] > 0 and terms["context"] > 0
+        assert sum(terms.values()) == pytest.approx(hit.breakdown["rrf"])
+    # an English query keeps lexical_weight
+    english = fuse(memory, "turtles", [], k=10, config=cfg)
+    assert score_terms(english[0].breakdown, "turtles", cfg)["bm25"] == pytest.approx(cfg.lexical_weight / (cfg.rrf_k + 1))
+
+
+def test_the_default_ranks_english_turns_by_their_fact_key_and_chinese_ones_by_sub_words(memory):
+    from projections.queries.retrieval import DEFAULT_FUSION, list_weights
+    # English: the lexical weight moves to the fact key; Chinese: to the sub-word key; the plain list weighs nothing
+    en = list_weights(DEFAULT_FUSION, "When did Caroline go?")
+    assert en["lexical"] == 0.0 and en["facts"] == DEFAULT_FUSION.lexical_weight and en["subwords"] == 0.0
+    zh = list_weights(DEFAULT_FUSION, "我喜欢什么运动")
+    assert zh["lexical"] == 0.0 and zh["subwords"] == DEFAULT_FUSION.lexical_weight and zh["facts"] == 0.0
+    assert en["context"] == zh["context"] == DEFAULT_FUSION.context_weight
+    off = dataclasses.replace(DEFAULT_FUSION, fact_key=False, cjk_subwords=False)
+    assert list_weights(off, "When did Caroline go?")["lexical"] == DEFAULT_FUSION.lexical_weight
+    # the fact key alone: "April" is only in m2's graph memory (its resolved "yesterday")
+    cfg = dataclasses.replace(BASE, fact_key=True)
+    hits = fuse(memory, "LGBTQ in April", [], k=10, config=cfg)
+    assert hits[0].memory_id == "m2" and hits[0].score == pytest.approx(cfg.lexical_weight / (cfg.rrf_k + 1))

@@ -1,6 +1,6 @@
 """The CPU one fusion configuration costs per query against another, in process (no Ray, no encoding).
 
-    python -m benchmarks.fuse_cost --data FILE --store DIR --base palimpsest_no_keys --variant palimpsest
+    python -m benchmarks.fuse_cost --data FILE --store DIR --base palimpsest --variant palimpsest_keys
 
 On a store ``benchmarks.locomo --store`` kept, folded like :mod:`benchmarks.lab` does: every question is fused
 once per configuration to warm the per-user derived indexes, then twice more, the two configurations
@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.fuse_cost", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, type=Path)
     p.add_argument("--store", required=True, type=Path, help="a store benchmarks.locomo kept (--store)")
-    p.add_argument("--base", default="palimpsest_no_keys", help="a configuration of benchmarks.variants")
-    p.add_argument("--variant", default="palimpsest", help="a configuration of benchmarks.variants")
+    p.add_argument("--base", default="palimpsest", help="a configuration of benchmarks.variants")
+    p.add_argument("--variant", default="palimpsest_keys", help="a configuration of benchmarks.variants")
     args = p.parse_args(argv)
     unknown = [n for n in (args.base, args.variant) if n not in ALL]
     if unknown:

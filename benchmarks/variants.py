@@ -13,9 +13,11 @@ from dataclasses import replace
 
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
-# The default before the derived keys (projections.queries.key_index): the base of the experiment rounds below, so
-# their figures stay reproducible.
+# The default without the derived keys (projections.queries.key_index, off by default): the base of the experiment
+# rounds below, so their figures stay reproducible.
 PREVIOUS = replace(DEFAULT_FUSION, fact_key=False, cjk_subwords=False, context_weight=0.0)
+# The derived keys on: the fact key for English queries, sub-words for Chinese ones, the neighbour-context list.
+KEYS = replace(DEFAULT_FUSION, fact_key=True, cjk_subwords=True, context_weight=0.5)
 BEFORE = replace(PREVIOUS, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
                  cjk_dense_weight=None, ranker=None, conversation_weight=0.0, coverage_weight=0.0)
 
@@ -41,12 +43,11 @@ VARIANTS: dict[str, FusionConfig] = {
     # (projections.queries.prf; parameters chosen leave-conversations-out in the lab on the LoCoMo dev file)
     "palimpsest_prf": replace(DEFAULT_FUSION, prf_weight=1.0, prf_seeds=3, prf_candidates=20, prf_beta=1.0,
                               prf_lists_only=True),
-    # the derived lexical keys (projections.queries.key_index), one off at a time, and all three off (the previous
-    # default)
-    "palimpsest_no_fact_key": replace(DEFAULT_FUSION, fact_key=False),
-    "palimpsest_no_context": replace(DEFAULT_FUSION, context_weight=0.0),
-    "palimpsest_no_subwords": replace(DEFAULT_FUSION, cjk_subwords=False),
-    "palimpsest_no_keys": PREVIOUS,
+    # the derived lexical keys (projections.queries.key_index; off by default) all on, and each of them off again
+    "palimpsest_keys": KEYS,
+    "palimpsest_keys_no_fact_key": replace(KEYS, fact_key=False),
+    "palimpsest_keys_no_context": replace(KEYS, context_weight=0.0),
+    "palimpsest_keys_no_subwords": replace(KEYS, cjk_subwords=False),
 }
 
 NB, SPK, TIME, CL = dict(neighbour_weight=0.3), dict(speaker_weight=0.3), dict(time_weight=0.3), dict(clause_weight=0.5)

@@ -32,10 +32,10 @@ from projections.rules.text import has_cjk
 class FusionConfig:
     """Named, frozen retrieval parameters; pass another instance to re-rank with other weights.
 
-    The lexical list ranks each turn by a derived key (``fact_key``: its
-    fact-augmented document for English queries; ``cjk_subwords``: jieba
-    sub-words for Chinese ones) and ``context_weight`` adds a list of the
-    turn with its neighbours (:mod:`projections.queries.key_index`).
+    With ``fact_key`` the lexical list ranks each turn by its fact-augmented
+    document (English queries), with ``cjk_subwords`` by jieba sub-words
+    (Chinese ones), and ``context_weight`` adds a list of the turn with its
+    neighbours (:mod:`projections.queries.key_index`; all off by default).
     Defaults: a small RRF constant (5, not the classic 60) lets the top few
     ranks of each list dominate, and BM25 weighs slightly more than the
     dense list (1.3) because MiniLM is weak on names and rare words. With the
@@ -139,11 +139,14 @@ class FusionConfig:
     # of the turn's own text: the lexical_weight moves to that list (the plain list still ranks, weighing nothing,
     # so its ranks stay in the breakdown the ranker reads). Separate lists with their own weight (0: off): facts,
     # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
-    fact_key: bool = True
-    cjk_subwords: bool = True
+    # Off by default (measured, README "Derived lexical keys"): +0.6-0.8 R@10 and +1.2-1.8 budget recall@1000
+    # leave-out on the dev files, but ~2 ms more fuse CPU per query and a whole per-user rebuild of each index
+    # after every new turn; on with ``benchmarks.variants`` ``palimpsest_keys``.
+    fact_key: bool = False
+    cjk_subwords: bool = False
     fact_weight: float = 0.0
     fact_cjk: bool = False  # Chinese queries skip the fact key and list unless set (measured: they lose on MemDaily)
-    context_weight: float = 0.5
+    context_weight: float = 0.0
     context_window: str = "both"
     subword_weight: float = 0.0
     # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: lexical_weight

@@ -88,9 +88,7 @@ def test_lexical_only_hit_without_embedding(memory):
     [hit] = fuse(memory, "hiking", [], k=5)
 
     assert hit.memory_id == "m3"
-    # the plain lexical list still ranks (its weight moved to the fact-augmented key of the same turns)
-    assert set(hit.breakdown) == {"lexical_rank", "bm25", "facts_rank", "facts_bm25", "context_rank", "context_bm25",
-                                  "conversation_rank", "conversation_term", "rrf"}
+    assert set(hit.breakdown) == {"lexical_rank", "bm25", "conversation_rank", "conversation_term", "rrf"}
     assert hit.provenance["event_ids"] == ["m3"]
     assert (hit.provenance["conversation_id"], hit.provenance["turn_id"]) == ("conv-2", None)
 

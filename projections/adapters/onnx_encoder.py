@@ -75,12 +75,14 @@ class OnnxMiniLM:
         options.log_severity_level = 3
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        """Vectors of ``texts``, run ``batch_size`` rows at a time (default the encoder's) sorted by length."""
+        size = batch_size or self.batch_size
         encodings = self.tokenizer.encode_batch(list(texts))
         out: np.ndarray | None = None
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")  # similar lengths share a batch
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        for start in range(0, len(order), size):
+            rows = order[start : start + size]
             width = max(len(encodings[r].ids) for r in rows)
             ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)

@@ -59,7 +59,7 @@ from events.duckdb_log import LOG_ERRORS, DuckDBEventLog, open_error
 from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError, StoreError
 from events.log import CommandRecord, EventLog, ScanFilter
-from projections.adapters.embedding import embedder_name, make_embedder
+from projections.adapters.embedding import embedder_name, encode_labels, make_embedder
 from projections.adapters.lance import LanceVectorTable
 from projections.adapters.tokens import TokenCounter, default_counter
 from projections.folds import state as shard_state
@@ -307,7 +307,7 @@ class ShardCore:
         if name is None:
             logger.warning("graph_labels_not_embedded", shard=self.spec.index, model_id=self.spec.model_id)
             return {}
-        return dict(zip(labels, make_embedder(name).encode(labels)))
+        return dict(zip(labels, encode_labels(make_embedder(name), labels)))
 
     def forget_caches(self) -> None:
         """Drop the derived caches that may hold a forgotten user's text (the token counts of context lines)."""

@@ -20,6 +20,7 @@ from events.graph_events import GraphMemoryStatusChanged
 from projections.rules.tool_calls import CreateMemory, LinkMemories, validate_tool_call
 from palimpsest.remote import aware as _aware
 from palimpsest.remote import get as _get
+from projections.adapters.embedding import encode_labels
 from projections.decisions.graph_staging import candidates_for, labels_of, staged_event
 
 log = structlog.get_logger("palimpsest")
@@ -31,7 +32,7 @@ class GraphApiMixin:
         if missing:
             if len(self._labels) > 100_000:
                 self._labels.clear()
-            self._labels.update(zip(missing, self.embedder.encode(missing)))
+            self._labels.update(zip(missing, encode_labels(self.embedder, missing)))
         return {label: self._labels[label] for label in labels}
 
     def _graph_memories(self, commands: list[RecordMessage]) -> tuple[list[tuple], list[tuple]]:

@@ -85,7 +85,9 @@ class OnnxMiniLM:
         options.intra_op_num_threads = threads  # 0: one per core
         return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        """Vectors of ``texts``, run ``batch_size`` rows at a time (default the encoder's) sorted by length."""
+        size = batch_size or self.batch_size
         encodings = self.tokenizer.encode_batch(list(texts))
         session = self.session
         # One short text (a query) runs on one thread: splitting its few tokens across cores saves nothing, and
@@ -96,8 +98,8 @@ class OnnxMiniLM:
             session = self._single
         out: np.ndarray | None = None
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")  # similar lengths share a batch
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        for start in range(0, len(order), size):
+            rows = order[start : start + size]
             width = max(len(encodings[r].ids) for r in rows)
             ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)

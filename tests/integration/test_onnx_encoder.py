@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from projections.adapters import onnx_encoder
-from projections.adapters.embedding import MiniLMEmbedder, packaged_model_path
+from projections.adapters.embedding import LABEL_BATCH_SIZE, HashEmbedder, MiniLMEmbedder, encode_labels, packaged_model_path
 
 pytestmark = pytest.mark.model
 
@@ -38,6 +38,20 @@ def test_same_vectors_as_sentence_transformers_in_one_batch_and_one_by_one(refer
     assert np.abs(single - expected).max() < 1e-4
     assert embedder._onnx._single is not None
     assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+
+
+def test_labels_run_in_small_batches_with_the_same_vectors(monkeypatch):
+    embedder = MiniLMEmbedder()
+    labels = [f"label {i}" + " word" * (i % 7) for i in range(40)]
+    runs = []
+    session_run = embedder._onnx.session.run
+    monkeypatch.setattr(embedder._onnx.session, "run", lambda out, feeds: runs.append(len(feeds["input_ids"]))
+                        or session_run(out, feeds), raising=False)
+    got = encode_labels(embedder, labels)
+    assert runs == [LABEL_BATCH_SIZE, LABEL_BATCH_SIZE, 40 - 2 * LABEL_BATCH_SIZE]
+    assert np.abs(got - embedder.encode(labels)).max() < 1e-6 and runs[3:] == [40]
+    hashed = HashEmbedder()  # an encoder without encode_labels: its encode
+    assert np.array_equal(encode_labels(hashed, labels), hashed.encode(labels))
 
 
 def test_a_broken_cache_file_is_exported_again_with_each_layers_attention_fused(reference, tmp_path, monkeypatch):

@@ -146,3 +146,27 @@ def test_a_decoded_row_is_the_envelope_the_constructor_builds():
               e.causation_id, e.correlation_id, e.event)
     assert _stored(*values) == Envelope(*values)
     assert isinstance(to_arrow(decoded), pa.Table)
+
+
+def test_session_index_follows_joins_and_evictions():
+    """Every page opens a session and (past the capacity) one leaves: the index appends, or rebuilds on an
+    eviction, and scores exactly as ``similarities`` all along."""
+    rng = np.random.default_rng(5)
+    state, index, checked, n = TierState(), SessionIndex(), 0, 0
+    for i in range(40):
+        items = [(f"m{i}", message(f"line {i}", f"c{i}", occurred_at=_at(i))),
+                 (f"k{i}", MessageClassified(message_event_id=f"m{i}", memory_type="fact", confidence=0.9,
+                                             classifier="rules-v1", key_terms=(f"t{i}", f"w{i % 3}"))),
+                 (f"e{i}", embedding(f"m{i}", rng.normal(size=8)))]
+        if i % 6 == 5:
+            items.append((f"q{i}", touch(f"m{i - 3}", f"m{i - 4}")))
+        for event_id, event in items:
+            n += 1
+            state = tiers.evolve(state, seal(PendingEvent("acme", "alice", event_id, event), n, _at(n / 10)), SMALL)
+            for page in state.short:
+                got_sessions, got = index.similarities(state, page, SMALL)
+                assert got_sessions == list(state.active.values())
+                if got_sessions:
+                    assert got.tobytes() == similarities(page, got_sessions, SMALL).tobytes()
+                    checked += 1
+    assert state.pending_archival and checked > 30

@@ -60,14 +60,14 @@ def chinese_words(run: str) -> list[str]:
     return [w for w in jieba.lcut(run) if w.strip() and w not in ZH_STOP]
 
 
-def tokenize(text: str) -> list[str]:
-    """Tokens of ``text`` for lexical matching, in order of appearance."""
+def tokenize(text: str, chinese=chinese_words) -> list[str]:
+    """Tokens of ``text`` for lexical matching, in order of appearance; ``chinese`` splits each Chinese run."""
     lowered = text.lower()
     tokens: list[str] = []
     pos = 0
     for match in CJK_RUN.finditer(lowered):
         tokens.extend(_latin(lowered[pos : match.start()]))
-        tokens.extend(chinese_words(match.group()))
+        tokens.extend(chinese(match.group()))
         pos = match.end()
     tokens.extend(_latin(lowered[pos:]))
     return tokens
@@ -86,15 +86,7 @@ def _subwords(run: str) -> list[str]:
 
 def search_tokens(text: str) -> list[str]:
     """:func:`tokenize` with richer Chinese terms (:func:`_subwords`); English tokens as in :func:`tokenize`."""
-    lowered = text.lower()
-    tokens: list[str] = []
-    pos = 0
-    for match in CJK_RUN.finditer(lowered):
-        tokens.extend(_latin(lowered[pos : match.start()]))
-        tokens.extend(_subwords(match.group()))
-        pos = match.end()
-    tokens.extend(_latin(lowered[pos:]))
-    return tokens
+    return tokenize(text, _subwords)
 
 
 def _latin(segment: str) -> list[str]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from projections.queries.retrieval import FusionConfig, list_weights
 
 # Display order of the terms (the inspector draws them left to right in this order).
-TERMS: tuple[str, ...] = ("dense", "bm25", "facts", "context", "subwords", "episode", "note", "graph", "retention", "neighbour", "speaker", "time",
-                          "clause", "session", "conversation")
+TERMS: tuple[str, ...] = ("dense", "bm25", "facts", "context", "subwords", "episode", "note", "graph", "retention",
+                          "neighbour", "speaker", "time", "clause", "session", "conversation")
 
 
 def score_terms(breakdown: dict, query: str, config: FusionConfig) -> dict[str, float]:

@@ -30,6 +30,7 @@ import structlog
 
 from actors.commands import Command, Query
 from actors.core import ShardCore
+from actors.read_channel import ChannelServer
 from actors.spec import ShardSpec
 
 logger = structlog.get_logger("palimpsest.shard")
@@ -49,6 +50,7 @@ class ShardActor:
         self._writing = threading.Lock()  # the log: one writer at a time; always taken before ``_lock``
         self._closed = threading.Event()
         threading.Thread(target=self._flusher, name="touch-flusher", daemon=True).start()
+        self._channel = ChannelServer(self.query, f"shard-{spec.index}")
 
     def pid(self) -> int:
         return os.getpid()
@@ -56,6 +58,10 @@ class ShardActor:
     def where(self) -> dict:
         """This incarnation's process and Ray node (the chaos run kills them; a restart changes both)."""
         return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id()}
+
+    def channel(self) -> dict:
+        """Where this incarnation's read channel listens, and on which Ray node (a caller elsewhere uses Ray)."""
+        return {"path": self._channel.path, "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
 
     def handle(self, commands: list[Command]) -> list:
         with self._writing, self._lock:
@@ -75,6 +81,7 @@ class ShardActor:
 
     def close(self) -> None:
         self._closed.set()
+        self._channel.close()
         with self._writing, self._lock:
             self._core.close()
 

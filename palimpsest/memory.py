@@ -131,6 +131,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
 
     def close(self) -> None:
         self.schedule_consolidation(None)
+        self.shards.close()
         self.cluster.close()
 
     def __enter__(self) -> Memory:

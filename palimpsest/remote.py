@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from datetime import UTC, datetime
 
 import ray
 
 from actors.commands import Command, Query
+from actors.read_channel import ChannelBroken, ChannelClient, ChannelFailed
 from actors.runtime import ShardCluster
 from events.commands import check_stream
 from events.errors import InvalidInputError, PalimpsestError, ShardUnavailableError
@@ -68,6 +72,7 @@ class Shards:
     def __init__(self, cluster: ShardCluster) -> None:
         self.cluster = cluster
         self._routes: dict[tuple[str, str], int] = {}
+        self.channels = ReadChannels()
 
     def actor(self, index: int):
         """The actor of shard ``index``; a shard that could not start raises its own error (naming file and fix)."""
@@ -88,17 +93,20 @@ class Shards:
 
     def of(self, tenant: str, user_id: str, *, assign: bool = False):
         """The actor of the user's shard; ``assign``: route a new user durably (writes only)."""
+        return self.actor(self.index_of(tenant, user_id, assign=assign))
+
+    def index_of(self, tenant: str, user_id: str, *, assign: bool = False) -> int:
         check_stream(tenant, user_id, what=f"call for ({str(tenant)[:40]!r}, {str(user_id)[:40]!r})")
         stream = (tenant, user_id)
         if assign:
-            return self.actor(self.route([stream])[0])
+            return self.route([stream])[0]
         if stream not in self._routes:
             [shard] = self.cluster.lookup([stream])
             if shard is None:
                 # unknown: any running shard answers empty, and nothing is written
-                return self.actor(min(set(range(len(self.cluster.shards))) - set(self.cluster.down)))
+                return min(set(range(len(self.cluster.shards))) - set(self.cluster.down))
             self._routes[stream] = shard
-        return self.actor(self._routes[stream])
+        return self._routes[stream]
 
     def owning(self, tenant: str | None, user_id: str | None) -> list:
         """The user's shard when both are given, else every shard (a user id alone is refused: ids are per tenant)."""
@@ -112,7 +120,21 @@ class Shards:
         return get(self.of(tenant, user_id, assign=True).handle.remote([command]))[0]
 
     def ask(self, tenant: str, user_id: str, query: Query):
-        return get(self.of(tenant, user_id).query.remote([query]))[0]
+        """One query to the user's shard: over its read channel when it has one here, else (or if that fails) Ray."""
+        index = self.index_of(tenant, user_id)
+        actor = self.actor(index)
+        client = self.channels.client(index, actor)
+        if client is not None:
+            try:
+                return client.call([query])[0]
+            except ChannelBroken:
+                self.channels.drop(index)
+            except ChannelFailed:
+                pass  # Ray reports the shard's error the usual way
+        return get(actor.query.remote([query]))[0]
+
+    def close(self) -> None:
+        self.channels.close()
 
     def send_each(self, command: Command, tenant: str | None = None, user_id: str | None = None) -> list:
         """The command on the user's shard, or on every shard; one outcome per shard."""
@@ -120,3 +142,54 @@ class Shards:
 
     def ask_each(self, query: Query, tenant: str | None = None, user_id: str | None = None) -> list:
         return [out for [out] in get([s.query.remote([query]) for s in self.owning(tenant, user_id)])]
+
+
+class ReadChannels:
+    """The shards' read channels (:mod:`actors.read_channel`) this process can use, looked up once per incarnation.
+
+    A shard on another Ray node, an actor without a channel, or a socket this
+    process cannot see has none: its queries go through Ray. After a channel
+    breaks (the shard restarted or closed) queries use Ray for
+    ``RETRY_AFTER_S`` before the new incarnation's channel is looked up.
+    ``PALIMPSEST_READ_CHANNEL=0`` sends every query through Ray.
+    """
+
+    RETRY_AFTER_S = 1.0
+
+    def __init__(self) -> None:
+        self.enabled = os.environ.get("PALIMPSEST_READ_CHANNEL", "1") != "0"
+        self._clients: dict[int, ChannelClient | None] = {}
+        self._retry_at: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def client(self, index: int, actor) -> ChannelClient | None:
+        if not self.enabled:
+            return None
+        if index in self._clients:
+            return self._clients[index]
+        if time.monotonic() < self._retry_at.get(index, 0.0):
+            return None
+        client = None
+        try:
+            where = ray.get(actor.channel.remote())
+            if where["node_id"] == ray.get_runtime_context().get_node_id() and os.path.exists(where["path"]):
+                client = ChannelClient(where["path"])
+        except Exception:  # noqa: BLE001 - no channel (an older actor, a dead one): Ray it is
+            client = None
+        with self._lock:
+            self._clients[index] = client
+        return client
+
+    def drop(self, index: int) -> None:
+        with self._lock:
+            client = self._clients.pop(index, None)
+            self._retry_at[index] = time.monotonic() + self.RETRY_AFTER_S
+        if client is not None:
+            client.close()
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            if client is not None:
+                client.close()

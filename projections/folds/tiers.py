@@ -121,19 +121,25 @@ def _top_terms(counts: dict[str, int], limit: int) -> tuple[str, ...]:
     return tuple(sorted(counts, key=counts.__getitem__, reverse=True)[:limit])
 
 
-def _with_page(session: Session, page: Page, at: datetime, config: TierConfig) -> Session:
+def _with_page(session: Session, page: Page, at: datetime, config: TierConfig,
+               index: SessionIndex | None = None) -> Session:
     vector_sum = session.vector_sum
     if page.vector is not None and vector_sum is None:
         vector_sum = page.vector.copy()
     elif page.vector is not None and page.vector.shape == vector_sum.shape:
         vector_sum = vector_sum + page.vector
-    counts = dict(session.keyword_counts)
-    for term in page.keywords:
-        counts[term] = counts.get(term, 0) + 1
+    if index is not None:  # a run's fold: the same counts and keywords, without a dict of every term per page
+        counts, keywords = index.counts_after(session.keyword_counts, session.keywords, page.keywords,
+                                              config.session_keywords)
+    else:
+        every = dict(session.keyword_counts)
+        for term in page.keywords:
+            every[term] = every.get(term, 0) + 1
+        counts, keywords = tuple(every.items()), _top_terms(every, config.session_keywords)
     return Session(  # positional, not dataclasses.replace: one per page that leaves short-term, in a replay
                    session.session_id, session.pages + (page,), session.created_at, max(session.last_access, at),
                    session.visits, session.access_count, vector_sum, None if vector_sum is None else _unit(vector_sum),
-                   tuple(counts.items()), _top_terms(counts, config.session_keywords))
+                   counts, keywords)
 
 
 def _evict_lfu(state: TierState) -> None:
@@ -175,9 +181,9 @@ def _to_mid_term(state: TierState, page: Page, at: datetime, config: TierConfig,
         i = int(np.argmax(scores))  # the first of equals: the oldest session wins a tie
         best, best_score = sessions[i], float(scores[i])
     if best is not None and best_score >= config.session_similarity:
-        target = _with_page(best, page, at, config)
+        target = _with_page(best, page, at, config, index)
     else:
-        target = _with_page(Session(f"s-{page.page_id}", (), at, at), page, at, config)
+        target = _with_page(Session(f"s-{page.page_id}", (), at, at), page, at, config, index)
     state.active[target.session_id] = target
     state.page_session[page.page_id] = target.session_id
     if len(state.active) > config.mid_term_capacity:

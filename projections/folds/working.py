@@ -124,10 +124,10 @@ def _sense(state: WorkingState, item: SensoryItem, config: WorkingConfig) -> Non
 
 
 def _rehearse(state: WorkingState, event: MemoryTouched) -> None:
-    for memory_id in dict.fromkeys(event.memory_ids):  # once per item per touch event
-        conversation_id = state.held.get(memory_id)
-        if conversation_id is None:
-            continue
+    held = state.held
+    # Once per item per touch event; most touched ids are not held (the filter, in C, drops them).
+    for memory_id in dict.fromkeys(filter(held.__contains__, event.memory_ids)):
+        conversation_id = held[memory_id]
         items = state.conversations[conversation_id]
         for i, item in enumerate(items):
             if item.memory_id == memory_id:

@@ -170,3 +170,50 @@ def test_session_index_follows_joins_and_evictions():
                     assert got.tobytes() == similarities(page, got_sessions, SMALL).tobytes()
                     checked += 1
     assert state.pending_archival and checked > 30
+
+
+def test_graph_run_batches_touches_between_stagings_status_changes_and_edges_as_evolve_does():
+    from events.graph_events import GraphEdgeLinked, GraphMemoriesConsolidated, GraphMemoryStatusChanged
+    from projections.folds import graph, graph_run
+    from tests.builders import stream
+    from tests.graph_builders import memory
+
+    link = GraphEdgeLinked(source_id="m1", target_id="m2", relation_type="causality", relation="caused",
+                           occurred_at=T0, reason="r", discovered_by="tool:link_memories")
+    envs = stream(("t0", touch("m1", "x")), ("m1", memory("I", "a")), ("t1", touch("m1", "m1", "x", "m2")),
+                  ("m2", memory("I", "b", minutes=2)), ("t2", touch("m2", "m1")), ("e1", link), ("t3", touch("m2")),
+                  ("s1", GraphMemoryStatusChanged(memory_id="m2", status="superseded", reason="newer",
+                                                  superseded_by="m1")),
+                  ("t4", touch("m2", "m1")), ("e1", link), ("b1", GraphMemoriesConsolidated(batch_id="b1",
+                                                                                          memory_ids=("m1",))),
+                  ("t5", touch("m1")))
+    envs[-1] = seal(PendingEvent("acme", "alice", "t5", touch("m1")), envs[-1].seq, T0 - timedelta(days=1))
+    want = graph.fold(graph.GraphState(), envs)
+    assert want.memories["m1"].access_count == 4 and want.memories["m2"].access_count == 3
+    for cut in range(len(envs) + 1):
+        got = graph_run.fold_run(graph_run.fold_run(graph.GraphState(), envs[:cut]), envs[cut:])
+        assert got.canonical() == want.canonical(), cut
+        assert (got.last_seq, got.structure) == (want.last_seq, want.structure)
+        assert got.edges == want.edges and list(got.memories) == list(want.memories)
+
+
+def test_tier_run_counts_and_keywords_equal_the_plain_fold_with_long_sessions_and_ties():
+    """Every page joins one session (one topic vector) with many key terms, repeats and ties: the run's
+    position-kept counts and candidate top terms equal the dict-and-sort of every term, page after page."""
+    config = TierConfig(short_term_capacity=1, session_similarity=0.5, session_keywords=4)
+    v = np.ones(8, np.float32) / math.sqrt(8)
+    items = []
+    for i in range(30):
+        terms = tuple(dict.fromkeys([f"t{(i * 3 + j) % 11}" for j in range(5)] + [f"n{i}", "t1"]))
+        items += [(f"m{i}", message(f"line {i}", "c", occurred_at=_at(i))),
+                  (f"k{i}", MessageClassified(message_event_id=f"m{i}", memory_type="fact", confidence=0.9,
+                                              classifier="rules-v1", key_terms=terms)),
+                  (f"e{i}", embedding(f"m{i}", v))]
+    envelopes = [seal(PendingEvent("acme", "alice", eid, ev), n + 1, _at(n / 10)) for n, (eid, ev) in enumerate(items)]
+    want = TierState()
+    for env in envelopes:
+        want = tiers.evolve(want, env, config)
+    got = tiers.fold_run(TierState(), envelopes, config)
+    assert got.canonical() == want.canonical()
+    assert [s.keywords for s in got.active.values()] == [s.keywords for s in want.active.values()]
+    assert len(next(iter(want.active.values())).keyword_counts) > 30

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from datetime import datetime
 
 from events.envelope import Envelope
 from events.graph_events import GraphEdgeLinked

@@ -204,13 +204,13 @@ def _visit(state: TierState, event: MemoryTouched, at: datetime) -> None:
         active[session_id] = _visited(active[session_id], at)
 
 
-def _visited(s: Session, at: datetime) -> Session:
-    """``Session(...)`` of ``s`` visited once more at ``at``, slot by slot: one per touched session per query over
-    a whole replay, and its key terms are the same set (``__post_init__`` would build it again)."""
+def _visited(s: Session, at: datetime, times: int = 1) -> Session:
+    """``Session(...)`` of ``s`` visited ``times`` more, the latest at ``at``, slot by slot: one per touched session
+    per query over a whole replay, and its key terms are the same set (``__post_init__`` would build it again)."""
     new = object.__new__(Session)
     new.session_id, new.pages, new.created_at = s.session_id, s.pages, s.created_at
     new.last_access = max(s.last_access, at)
-    new.visits, new.access_count = s.visits + 1, s.access_count + 1
+    new.visits, new.access_count = s.visits + times, s.access_count + times
     new.vector_sum, new.centroid = s.vector_sum, s.centroid
     new.keyword_counts, new.keywords = s.keyword_counts, s.keywords
     new.terms = s.terms
@@ -280,9 +280,38 @@ def fold_run(state: TierState, envelopes: Iterable[Envelope], config: TierConfig
     one :class:`~projections.folds.tier_index.SessionIndex` for the whole run (the same scores, bit for bit)."""
     bind(state, config)
     index = SessionIndex()
+    # A replay's touches come in runs (a conversation's queries), and each visits a few sessions: the visits of
+    # consecutive touches are counted per session ([visits, latest time]) and each session is rebuilt once, before
+    # the next other event (the only ones that place pages, evict or distil) and at the end. Touches do not change
+    # which session holds a page, so each is mapped as it comes; n visits then add n, the latest time is the max.
+    visits: dict[str, list] = {}
     for env in envelopes:
+        event = env.event
+        if type(event) is MemoryTouched:
+            if event.reason in config.visit_reasons:
+                page_session, at = state.page_session, env.occurred_at
+                for session_id in dict.fromkeys([page_session[m] for m in event.memory_ids if m in page_session]):
+                    pending = visits.get(session_id)
+                    if pending is None:
+                        visits[session_id] = [1, at]
+                    else:
+                        pending[0] += 1
+                        if at > pending[1]:
+                            pending[1] = at
+            continue
+        if visits:
+            _apply_visits(state, visits)
         _apply(state, env, config, index)
+    if visits:
+        _apply_visits(state, visits)
     return state
+
+
+def _apply_visits(state: TierState, visits: dict[str, list]) -> None:
+    active = state.active
+    for session_id, (times, at) in visits.items():
+        active[session_id] = _visited(active[session_id], at, times)
+    visits.clear()
 
 
 def _apply(state: TierState, env: Envelope, config: TierConfig, index: SessionIndex | None) -> None:

@@ -217,3 +217,29 @@ def test_tier_run_counts_and_keywords_equal_the_plain_fold_with_long_sessions_an
     assert got.canonical() == want.canonical()
     assert [s.keywords for s in got.active.values()] == [s.keywords for s in want.active.values()]
     assert len(next(iter(want.active.values())).keyword_counts) > 30
+
+
+def test_tier_run_counts_each_visit_of_a_burst_of_touches_as_evolve_does():
+    """Queries come in bursts: consecutive touches visiting the same sessions (one out of time order, one for a
+    reason that does not visit) are applied per session at once, and count as many visits as evolve counts."""
+    base = [e.event for e in _tier_log()]
+    ids = [e.event_id for e in _tier_log()]
+    items = []
+    for event_id, event in zip(ids, base):
+        items.append((event_id, event))
+        if event_id in ("e9", "e19", "e29", "e39"):
+            items += [(f"{event_id}-b1", touch("m1", "m5", "m8")), (f"{event_id}-b2", touch("m5", "m2", "m5")),
+                      (f"{event_id}-b3", touch("m8", reason="context")), (f"{event_id}-b4", touch("m1", "m8"))]
+    envelopes = [seal(PendingEvent("acme", "alice", eid, ev), n + 1, _at((n if "-b2" not in eid else -n) / 10))
+                 for n, (eid, ev) in enumerate(items)]
+    mine = [e for e in envelopes if isinstance(e.event, tiers.HANDLES)]
+    want = TierState()
+    for env in mine:
+        want = tiers.evolve(want, env, SMALL)
+    for cuts in ((), (len(mine) // 2,), tuple(range(1, len(mine), 7))):
+        bounds = [0, *cuts, len(mine)]
+        got = TierState()
+        for lo, hi in zip(bounds, bounds[1:]):
+            got = tiers.fold_run(got, mine[lo:hi], SMALL)
+        assert got.canonical() == want.canonical(), cuts
+    assert max(s.access_count for s in want.active.values()) >= 4

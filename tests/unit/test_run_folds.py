@@ -230,7 +230,10 @@ def test_tier_run_counts_each_visit_of_a_burst_of_touches_as_evolve_does():
         if event_id in ("e9", "e19", "e29", "e39"):
             items += [(f"{event_id}-b1", touch("m1", "m5", "m8")), (f"{event_id}-b2", touch("m5", "m2", "m5")),
                       (f"{event_id}-b3", touch("m8", reason="context")), (f"{event_id}-b4", touch("m1", "m8"))]
-    envelopes = [seal(PendingEvent("acme", "alice", eid, ev), n + 1, _at((n if "-b2" not in eid else -n) / 10))
+    def when(n: int, eid: str) -> float:  # a burst's touches after every page, but its second out of order
+        return -n if eid.endswith("-b2") else (60 + n if "-b" in eid else n / 10)
+
+    envelopes = [seal(PendingEvent("acme", "alice", eid, ev), n + 1, _at(when(n, eid)))
                  for n, (eid, ev) in enumerate(items)]
     mine = [e for e in envelopes if isinstance(e.event, tiers.HANDLES)]
     want = TierState()

@@ -106,6 +106,7 @@ RUN_FOLDS: dict[str, Callable] = {
     "retention": retention_run.fold_run,
     "tiers": tiers.fold_run,
     "graph": graph_run.fold_run,
+    "working": working.fold_run,
 }
 Step = Callable[["UserMemory", "ShardState", Envelope], None]
 

@@ -246,3 +246,28 @@ def test_tier_run_counts_each_visit_of_a_burst_of_touches_as_evolve_does():
             got = tiers.fold_run(got, mine[lo:hi], SMALL)
         assert got.canonical() == want.canonical(), cuts
     assert max(s.access_count for s in want.active.values()) >= 4
+
+
+def test_working_run_applies_a_burst_of_rehearsals_before_the_next_message_can_evict():
+    """Bursts of touches rehearse held items (one twice in a touch: once); the next message evicts the least
+    rehearsed, so the burst must count in full before it: the run equals evolve, whatever the cuts."""
+    from projections.folds import working
+
+    config = working.WorkingConfig(capacity=5, rehearsal_reasons=("search_hit",))
+    items = []
+    for i in range(20):
+        items.append((f"m{i}", message(f"line {i}", f"c{i}", conversation_id="c", occurred_at=_at(i))))
+        if i % 3 == 2:
+            items += [(f"q{i}a", touch(f"m{i - 2}", f"m{i}", f"m{i}")), (f"q{i}b", touch(f"m{i}", "gone")),
+                      (f"q{i}c", touch(f"m{i - 1}", reason="context")), (f"q{i}d", touch(f"m{i - 2}"))]
+    envelopes = [seal(PendingEvent("acme", "alice", eid, ev), n + 1, _at(n)) for n, (eid, ev) in enumerate(items)]
+    want = working.WorkingState()
+    for env in envelopes:
+        want = working.evolve(want, env, config)
+    for cuts in ((), (5,), tuple(range(1, len(envelopes), 3))):
+        bounds = [0, *cuts, len(envelopes)]
+        got = working.WorkingState()
+        for lo, hi in zip(bounds, bounds[1:]):
+            got = working.fold_run(got, envelopes[lo:hi], config)
+        assert got.canonical() == want.canonical(), cuts
+    assert max(item.rehearsals for item in want.conversations["c"]) >= 2

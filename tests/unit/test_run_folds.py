@@ -271,3 +271,17 @@ def test_working_run_applies_a_burst_of_rehearsals_before_the_next_message_can_e
             got = working.fold_run(got, envelopes[lo:hi], config)
         assert got.canonical() == want.canonical(), cuts
     assert max(item.rehearsals for item in want.conversations["c"]) >= 2
+
+
+def test_a_window_mean_is_reused_only_for_the_very_same_vectors():
+    from projections.folds import episodes
+
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.normal(size=8) for _ in range(3))
+    first = episodes._window_mean([a, b])
+    assert episodes._window_mean([a, b]) is first  # the same objects: computed once
+    copy = episodes._window_mean([a.copy(), b])  # equal values, another object: computed again, the same floats
+    assert copy is not first and copy.tobytes() == first.tobytes()
+    for window in ([b, c], [c], [a, b, c], [c, a]):
+        assert episodes._window_mean(window).tobytes() == episodes.mean_direction(window).tobytes()
+    assert episodes._window_mean([]) is None

@@ -132,6 +132,10 @@ class PayloadCipher:
         """:meth:`open_payload` of each row of these columns (None where ``sealed`` is None), one key lookup per
         (stream, generation) instead of one per row: a replay opens every payload of the log."""
         keys: dict[tuple[str, str, bytes], tuple] = {}  # (tenant, user, header) → (key or None, generation)
+        # payload_aad's bytes in three parts built once each (per stream, per kind and version), the event id
+        # encoded per row: the same bytes without formatting and encoding the whole string per row.
+        streams: dict[tuple[str, str], bytes] = {}
+        tails: dict[tuple[str, int], bytes] = {}
         out: list[tuple[bytes | None, int] | None] = []
         append, decompress = out.append, zlib.decompress
         start, body_at = HEADER, HEADER + NONCE_BYTES
@@ -151,9 +155,15 @@ class PayloadCipher:
             if aead is None:
                 append((None, gen))
                 continue
+            prefix = streams.get((tenant, user_id))
+            if prefix is None:
+                prefix = streams[(tenant, user_id)] = f"ev\x1f{tenant}\x1f{user_id}\x1f".encode()
+            tail = tails.get((kind, version))
+            if tail is None:
+                tail = tails[(kind, version)] = f"\x1f{kind}\x1f{version}".encode()
+            view = memoryview(blob)  # nonce and ciphertext read in place, not copied out of the row
             try:
-                body = aead.decrypt(blob[start:body_at], blob[body_at:],
-                                    payload_aad(tenant, user_id, event_id, kind, version) + head)
+                body = aead.decrypt(view[start:body_at], view[body_at:], prefix + event_id.encode() + tail + head)
                 append((decompress(memoryview(body)[1:]) if body[:1] == b"z" else body[1:], gen))
             except (InvalidTag, zlib.error):
                 raise StoreError(f"the sealed payload of {event_id} does not open under its user's key: it was "

@@ -132,6 +132,25 @@ def decode_payload(kind: str, version: int, payload: str | bytes) -> Event:
         ) from exc
 
 
+def _decoder(kind: str, version: int):
+    """The function of a stored payload (JSON bytes or text) → its event, for rows of this kind and version.
+
+    The current version is validated by the class's pydantic validator directly (what ``model_validate_json``
+    calls, without its per-call wrapper); an older one goes through :func:`decode_payload` (upcasters).
+    """
+    cls = EVENT_TYPES.get(kind)
+    if cls is None or version != cls.schema_version:
+        return lambda payload: decode_payload(kind, version, payload)
+    validate = cls.__pydantic_validator__.validate_json
+
+    def decode(payload: str | bytes) -> Event:
+        try:
+            return validate(payload)
+        except ValidationError:
+            return decode_payload(kind, version, payload)  # raises the error naming the problem and the fix
+    return decode
+
+
 def _pylist(column: pa.ChunkedArray) -> list:
     """``column.to_pylist()``, converting each distinct timestamp once.
 
@@ -193,6 +212,7 @@ def from_arrow(table: pa.Table, cipher: PayloadCipher | None = None) -> list[Env
             opened = cipher.open_payloads(tenant, user_id, event_id, kind, version, sealed)
     out: list[Envelope] = []
     append = out.append
+    decoders: dict[tuple[str, int], object] = {}
     for (tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at, causation_id, correlation_id,
          payload), sealed_row in zip(zip(*columns, strict=True), opened, strict=True):
         if sealed_row is not None:
@@ -201,7 +221,10 @@ def from_arrow(table: pa.Table, cipher: PayloadCipher | None = None) -> list[Env
                 append(Envelope(tenant, user_id, seq, event_id, kind, version, occurred_at, recorded_at,
                                 causation_id, correlation_id, PayloadErased(key_generation=gen)))
                 continue
-        event = decode_payload(kind, version, payload)
+        decode = decoders.get((kind, version))
+        if decode is None:
+            decode = decoders[(kind, version)] = _decoder(kind, version)
+        event = decode(payload)
         append(_stored(tenant, user_id, seq, event_id, kind, event.schema_version, occurred_at, recorded_at,
                        causation_id, correlation_id, event))
     return out

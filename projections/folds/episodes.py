@@ -32,8 +32,9 @@ embeddings only: it never embeds, reads no clock, does no I/O.
 from __future__ import annotations
 
 import math
+from operator import is_
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -155,9 +156,28 @@ def mean_direction(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
     return mean / norm if norm > 0.0 and math.isfinite(norm) else None
 
 
+_MEANS: dict[tuple[int, ...], tuple] = {}  # ids of a window's vectors → (those vectors, their mean_direction)
+_MEANS_HELD = 8
+
+
+def _window_mean(vectors: list[np.ndarray]) -> np.ndarray | None:
+    """``mean_direction(vectors)``, once per window: the window after a message (its next ones) is, a few messages
+    later, the window before another, with the very same vector objects. Found by identity (the entry holds
+    the vectors, so their ids are not reused while it lives); the arrays are read-only, their mean is only read."""
+    key = tuple(map(id, vectors))
+    known = _MEANS.get(key)
+    if known is not None and all(map(is_, known[0], vectors)):
+        return known[1]
+    mean = mean_direction(vectors)
+    if len(_MEANS) >= _MEANS_HELD:
+        _MEANS.pop(next(iter(_MEANS)), None)  # the oldest (a concurrent fold may have taken it already)
+    _MEANS[key] = (tuple(vectors), mean)
+    return mean
+
+
 def window_similarity(before: Sequence[np.ndarray], after: Sequence[np.ndarray]) -> float | None:
     """Cosine similarity of the two windows' mean vectors; None when either window has no vector."""
-    a, b = mean_direction(before), mean_direction(after)
+    a, b = _window_mean(list(before)), _window_mean(list(after))
     return None if a is None or b is None else float(np.dot(a, b))
 
 
@@ -272,7 +292,8 @@ def _drain(state: EpisodeState, config: SegmentationConfig) -> None:
 
 def _attach(state: EpisodeState, latest: EpisodeMember, vector: np.ndarray) -> None:
     """Give the latest message its vector wherever it sits (pending, or open episode and window)."""
-    member = replace(latest, vector=vector)
+    member = EpisodeMember(latest.event_id, latest.seq, latest.conversation_id, latest.turn_id, latest.role,
+                           latest.occurred_at, vector)  # positional: replace() costs more, once per message
     state.last = member
     if state.pending and state.pending[-1][0].event_id == member.event_id:
         state.pending[-1] = (member, state.pending[-1][1])

@@ -62,11 +62,19 @@ def fold_run(state: RetentionState, envelopes: Iterable[Envelope], policy: Reten
         if isinstance(event, MemoryTouched):
             counted, at = policy.counts(event.reason), env.occurred_at
             for memory_id in dict.fromkeys(event.memory_ids):
-                w = open_item(memory_id)
+                w = work.get(memory_id) or open_item(memory_id)  # the common case without a call
                 if w is None:
                     continue
-                if counted:
-                    access(w, at)
+                if counted:  # access(w, at), inlined: the innermost loop of a replay (every touched id)
+                    w[_COUNT] += 1
+                    last = w[_LAST]
+                    if last is None or at > last:  # max(last, at): the earlier of equals stays, as max keeps it
+                        w[_LAST] = at
+                    accesses = w[_ACCESSES]
+                    if not accesses or accesses[-1] <= at:
+                        accesses.append(at)
+                    else:
+                        bisect.insort_right(accesses, at)
                 else:
                     w[_IGNORED] += 1
         elif isinstance(event, MessageRecorded):

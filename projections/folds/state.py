@@ -24,7 +24,7 @@ from events.model import Event
 from events.erasure_events import UserForgotten
 from projections.folds import (
     adjustments, archive, episode_titles, episodes, erasure, feedback, graph, lexical, messages, molt, notes, profile,
-    retention, retention_run, tiers, touches, vectors, working,
+    graph_run, retention, retention_run, tiers, touches, vectors, working,
 )
 from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.folds.policy import DEFAULT_POLICY, RetentionPolicy
@@ -105,6 +105,8 @@ HANDLED: dict[str, tuple[type[Event], ...]] = {
 RUN_FOLDS: dict[str, Callable] = {
     "retention": retention_run.fold_run,
     "tiers": tiers.fold_run,
+    "graph": graph_run.fold_run,
+    "working": working.fold_run,
 }
 Step = Callable[["UserMemory", "ShardState", Envelope], None]
 

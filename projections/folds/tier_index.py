@@ -19,6 +19,9 @@ It holds no state of its own beyond a run: nothing here is in a snapshot.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from itertools import chain, compress, count
+from operator import is_not
 
 import numpy as np
 
@@ -33,6 +36,7 @@ class SessionIndex:
         self.row_of: dict[int, int] = {}  # position → its row in the matrix
         self.matrix: np.ndarray | None = None
         self.postings: dict[str, set[int]] = {}  # key term → positions of the sessions whose keywords hold it
+        self.term_at: dict[int, tuple] = {}  # id(keyword_counts) → (that tuple, term → its position in it)
 
     def _rebuild(self, sessions: list[Session], shape: tuple[int, ...] | None) -> None:
         self.sessions, self.shape = sessions, shape
@@ -51,9 +55,9 @@ class SessionIndex:
         if shape != self.shape or len(sessions) - len(old) not in (0, 1):
             self._rebuild(sessions, shape)
             return sessions
-        for i, (was, now) in enumerate(zip(old, sessions)):
-            if was is now:
-                continue
+        # The positions whose session object changed (map and compress run in C: most pages change one or two).
+        for i in compress(count(), map(is_not, old, sessions)):
+            was, now = old[i], sessions[i]
             if was.session_id != now.session_id:
                 self._rebuild(sessions, shape)
                 return sessions
@@ -104,14 +108,42 @@ class SessionIndex:
         terms, weight = page.terms, config.keyword_weight
         jaccard = np.zeros(len(sessions))
         if terms:
-            n, common = len(terms), {}
-            postings = self.postings
-            for term in terms:
-                for i in postings.get(term, ()):
-                    common[i] = common.get(i, 0) + 1
+            postings, empty = self.postings, ()
+            common = Counter(chain.from_iterable([postings.get(term, empty) for term in terms]))
+            n = len(terms)
             for i, c in common.items():
                 jaccard[i] = weight * (c / (n + len(sessions[i].terms) - c))
         scores = cos + jaccard
         if np.isfinite(scores).all():  # nan_to_num would return a copy of the same values, after its checks
             return sessions, scores
         return sessions, np.nan_to_num(scores, nan=-math.inf)
+
+    def counts_after(self, counts: tuple[tuple[str, int], ...], top: tuple[str, ...], keywords: tuple[str, ...],
+                     limit: int) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
+        """A session's ``(keyword_counts, keywords)`` once a page with ``keywords`` joined it, as ``_with_page``
+        computes them (``dict(counts)``, one more per keyword, ``tuple(items)``, :func:`_top_terms`).
+
+        The counts are a tuple of (term, count) in first-seen order, often hundreds long: rather than a dict
+        built from it and a tuple of new pairs per page, a copy of the tuple gets the page's few terms changed
+        or appended, found through each term's position (kept for the run, handed from a session's counts to the
+        ones that replace them). The new top terms are among the old ones and the page's: only those are sorted,
+        by count then first-seen position (the order the stable sort of every term gives).
+        """
+        known = self.term_at.pop(id(counts), None)
+        at = known[1] if known is not None and known[0] is counts else {t: i for i, (t, _) in enumerate(counts)}
+        items = list(counts)
+        for term in keywords:
+            i = at.get(term)
+            if i is None:
+                at[term] = len(items)
+                items.append((term, 1))
+            else:
+                items[i] = (term, items[i][1] + 1)
+        new = tuple(items)
+        self.term_at[id(new)] = (new, at)
+        if (len(top) < limit and len(top) != len(counts)) or not all(t in at for t in top):  # not their top
+            ranked = sorted(range(len(new)), key=lambda i: new[i][1], reverse=True)[:limit]
+            return new, tuple(new[i][0] for i in ranked)
+        ranked = sorted({at[t] for t in top}.union(at[t] for t in keywords))  # candidates, in first-seen order
+        ranked = sorted(ranked, key=lambda i: new[i][1], reverse=True)[:limit]
+        return new, tuple(new[i][0] for i in ranked)

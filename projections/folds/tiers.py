@@ -121,19 +121,25 @@ def _top_terms(counts: dict[str, int], limit: int) -> tuple[str, ...]:
     return tuple(sorted(counts, key=counts.__getitem__, reverse=True)[:limit])
 
 
-def _with_page(session: Session, page: Page, at: datetime, config: TierConfig) -> Session:
+def _with_page(session: Session, page: Page, at: datetime, config: TierConfig,
+               index: SessionIndex | None = None) -> Session:
     vector_sum = session.vector_sum
     if page.vector is not None and vector_sum is None:
         vector_sum = page.vector.copy()
     elif page.vector is not None and page.vector.shape == vector_sum.shape:
         vector_sum = vector_sum + page.vector
-    counts = dict(session.keyword_counts)
-    for term in page.keywords:
-        counts[term] = counts.get(term, 0) + 1
+    if index is not None:  # a run's fold: the same counts and keywords, without a dict of every term per page
+        counts, keywords = index.counts_after(session.keyword_counts, session.keywords, page.keywords,
+                                              config.session_keywords)
+    else:
+        every = dict(session.keyword_counts)
+        for term in page.keywords:
+            every[term] = every.get(term, 0) + 1
+        counts, keywords = tuple(every.items()), _top_terms(every, config.session_keywords)
     return Session(  # positional, not dataclasses.replace: one per page that leaves short-term, in a replay
                    session.session_id, session.pages + (page,), session.created_at, max(session.last_access, at),
                    session.visits, session.access_count, vector_sum, None if vector_sum is None else _unit(vector_sum),
-                   tuple(counts.items()), _top_terms(counts, config.session_keywords))
+                   counts, keywords)
 
 
 def _evict_lfu(state: TierState) -> None:
@@ -175,9 +181,9 @@ def _to_mid_term(state: TierState, page: Page, at: datetime, config: TierConfig,
         i = int(np.argmax(scores))  # the first of equals: the oldest session wins a tie
         best, best_score = sessions[i], float(scores[i])
     if best is not None and best_score >= config.session_similarity:
-        target = _with_page(best, page, at, config)
+        target = _with_page(best, page, at, config, index)
     else:
-        target = _with_page(Session(f"s-{page.page_id}", (), at, at), page, at, config)
+        target = _with_page(Session(f"s-{page.page_id}", (), at, at), page, at, config, index)
     state.active[target.session_id] = target
     state.page_session[page.page_id] = target.session_id
     if len(state.active) > config.mid_term_capacity:
@@ -198,13 +204,13 @@ def _visit(state: TierState, event: MemoryTouched, at: datetime) -> None:
         active[session_id] = _visited(active[session_id], at)
 
 
-def _visited(s: Session, at: datetime) -> Session:
-    """``Session(...)`` of ``s`` visited once more at ``at``, slot by slot: one per touched session per query over
-    a whole replay, and its key terms are the same set (``__post_init__`` would build it again)."""
+def _visited(s: Session, at: datetime, times: int = 1) -> Session:
+    """``Session(...)`` of ``s`` visited ``times`` more, the latest at ``at``, slot by slot: one per touched session
+    per query over a whole replay, and its key terms are the same set (``__post_init__`` would build it again)."""
     new = object.__new__(Session)
     new.session_id, new.pages, new.created_at = s.session_id, s.pages, s.created_at
     new.last_access = max(s.last_access, at)
-    new.visits, new.access_count = s.visits + 1, s.access_count + 1
+    new.visits, new.access_count = s.visits + times, s.access_count + times
     new.vector_sum, new.centroid = s.vector_sum, s.centroid
     new.keyword_counts, new.keywords = s.keyword_counts, s.keywords
     new.terms = s.terms
@@ -274,9 +280,38 @@ def fold_run(state: TierState, envelopes: Iterable[Envelope], config: TierConfig
     one :class:`~projections.folds.tier_index.SessionIndex` for the whole run (the same scores, bit for bit)."""
     bind(state, config)
     index = SessionIndex()
+    # A replay's touches come in runs (a conversation's queries), and each visits a few sessions: the visits of
+    # consecutive touches are counted per session ([visits, latest time]) and each session is rebuilt once, before
+    # the next other event (the only ones that place pages, evict or distil) and at the end. Touches do not change
+    # which session holds a page, so each is mapped as it comes; n visits then add n, the latest time is the max.
+    visits: dict[str, list] = {}
     for env in envelopes:
+        event = env.event
+        if type(event) is MemoryTouched:
+            if event.reason in config.visit_reasons:
+                page_session, at = state.page_session, env.occurred_at
+                for session_id in dict.fromkeys([page_session[m] for m in event.memory_ids if m in page_session]):
+                    pending = visits.get(session_id)
+                    if pending is None:
+                        visits[session_id] = [1, at]
+                    else:
+                        pending[0] += 1
+                        if at > pending[1]:
+                            pending[1] = at
+            continue
+        if visits:
+            _apply_visits(state, visits)
         _apply(state, env, config, index)
+    if visits:
+        _apply_visits(state, visits)
     return state
+
+
+def _apply_visits(state: TierState, visits: dict[str, list]) -> None:
+    active = state.active
+    for session_id, (times, at) in visits.items():
+        active[session_id] = _visited(active[session_id], at, times)
+    visits.clear()
 
 
 def _apply(state: TierState, env: Envelope, config: TierConfig, index: SessionIndex | None) -> None:

@@ -124,10 +124,10 @@ def _sense(state: WorkingState, item: SensoryItem, config: WorkingConfig) -> Non
 
 
 def _rehearse(state: WorkingState, event: MemoryTouched) -> None:
-    for memory_id in dict.fromkeys(event.memory_ids):  # once per item per touch event
-        conversation_id = state.held.get(memory_id)
-        if conversation_id is None:
-            continue
+    held = state.held
+    # Once per item per touch event; most touched ids are not held (the filter, in C, drops them).
+    for memory_id in dict.fromkeys(filter(held.__contains__, event.memory_ids)):
+        conversation_id = held[memory_id]
         items = state.conversations[conversation_id]
         for i, item in enumerate(items):
             if item.memory_id == memory_id:
@@ -158,6 +158,38 @@ def evolve(state: WorkingState, env: Envelope, config: WorkingConfig = DEFAULT_W
     elif isinstance(event, MemoryTouched) and event.reason in config.rehearsal_reasons:
         _rehearse(state, event)
     return state
+
+
+def fold_run(state: WorkingState, envelopes: Iterable[Envelope], config: WorkingConfig = DEFAULT_WORKING) -> WorkingState:
+    """The state :func:`evolve` leaves after each envelope in turn. A replay's touches come in bursts (a
+    conversation's queries): the rehearsals of consecutive touches are counted per held item and each item is
+    rebuilt once, before the next message (which may evict the least rehearsed) and at the end of the run."""
+    bind(state, config)
+    rehearsed: dict[str, int] = {}  # memory id → rehearsals not yet applied
+    for env in envelopes:
+        event = env.event
+        if type(event) is MemoryTouched:
+            if event.reason in config.rehearsal_reasons:
+                for memory_id in dict.fromkeys(filter(state.held.__contains__, event.memory_ids)):
+                    rehearsed[memory_id] = rehearsed.get(memory_id, 0) + 1
+            continue
+        if rehearsed:
+            _rehearse_many(state, rehearsed)
+        evolve(state, env, config)
+    if rehearsed:
+        _rehearse_many(state, rehearsed)
+    return state
+
+
+def _rehearse_many(state: WorkingState, rehearsed: dict[str, int]) -> None:
+    for memory_id, times in rehearsed.items():
+        items = state.conversations[state.held[memory_id]]
+        for i, item in enumerate(items):
+            if item.memory_id == memory_id:
+                items[i] = WorkingItem(item.memory_id, item.seq, item.conversation_id, item.role, item.occurred_at,
+                                       item.rehearsals + times)
+                break
+    rehearsed.clear()
 
 
 def fold(state: WorkingState, envelopes: Iterable[Envelope], config: WorkingConfig = DEFAULT_WORKING) -> WorkingState:

@@ -138,6 +138,12 @@ def test_unknown_kind_in_an_arrow_batch_is_rejected():
         from_arrow(pa.Table.from_pylist([row], schema=ENVELOPE_SCHEMA))
 
 
+def test_a_current_version_row_of_another_shape_names_the_problem_not_a_raw_validation_error():
+    row = _v1_row() | {"schema_version": 2, "payload": '{"conversation_id": "c", "role": "user"}'}
+    with pytest.raises(UnknownEventError, match=r"message_recorded v2 payload does not decode .*version bump"):
+        from_arrow(pa.Table.from_pylist([row], schema=ENVELOPE_SCHEMA))
+
+
 def test_stored_v1_classification_decodes_to_v2_without_key_terms():
     from events.model import MessageClassified
 

@@ -170,3 +170,118 @@ def test_session_index_follows_joins_and_evictions():
                     assert got.tobytes() == similarities(page, got_sessions, SMALL).tobytes()
                     checked += 1
     assert state.pending_archival and checked > 30
+
+
+def test_graph_run_batches_touches_between_stagings_status_changes_and_edges_as_evolve_does():
+    from events.graph_events import GraphEdgeLinked, GraphMemoriesConsolidated, GraphMemoryStatusChanged
+    from projections.folds import graph, graph_run
+    from tests.builders import stream
+    from tests.graph_builders import memory
+
+    link = GraphEdgeLinked(source_id="m1", target_id="m2", relation_type="causality", relation="caused",
+                           occurred_at=T0, reason="r", discovered_by="tool:link_memories")
+    envs = stream(("t0", touch("m1", "x")), ("m1", memory("I", "a")), ("t1", touch("m1", "m1", "x", "m2")),
+                  ("m2", memory("I", "b", minutes=2)), ("t2", touch("m2", "m1")), ("e1", link), ("t3", touch("m2")),
+                  ("s1", GraphMemoryStatusChanged(memory_id="m2", status="superseded", reason="newer",
+                                                  superseded_by="m1")),
+                  ("t4", touch("m2", "m1")), ("e1", link), ("b1", GraphMemoriesConsolidated(batch_id="b1",
+                                                                                          memory_ids=("m1",))),
+                  ("t5", touch("m1")))
+    envs[-1] = seal(PendingEvent("acme", "alice", "t5", touch("m1")), envs[-1].seq, T0 - timedelta(days=1))
+    want = graph.fold(graph.GraphState(), envs)
+    assert want.memories["m1"].access_count == 4 and want.memories["m2"].access_count == 3
+    for cut in range(len(envs) + 1):
+        got = graph_run.fold_run(graph_run.fold_run(graph.GraphState(), envs[:cut]), envs[cut:])
+        assert got.canonical() == want.canonical(), cut
+        assert (got.last_seq, got.structure) == (want.last_seq, want.structure)
+        assert got.edges == want.edges and list(got.memories) == list(want.memories)
+
+
+def test_tier_run_counts_and_keywords_equal_the_plain_fold_with_long_sessions_and_ties():
+    """Every page joins one session (one topic vector) with many key terms, repeats and ties: the run's
+    position-kept counts and candidate top terms equal the dict-and-sort of every term, page after page."""
+    config = TierConfig(short_term_capacity=1, session_similarity=0.5, session_keywords=4)
+    v = np.ones(8, np.float32) / math.sqrt(8)
+    items = []
+    for i in range(30):
+        terms = tuple(dict.fromkeys([f"t{(i * 3 + j) % 11}" for j in range(5)] + [f"n{i}", "t1"]))
+        items += [(f"m{i}", message(f"line {i}", "c", occurred_at=_at(i))),
+                  (f"k{i}", MessageClassified(message_event_id=f"m{i}", memory_type="fact", confidence=0.9,
+                                              classifier="rules-v1", key_terms=terms)),
+                  (f"e{i}", embedding(f"m{i}", v))]
+    envelopes = [seal(PendingEvent("acme", "alice", eid, ev), n + 1, _at(n / 10)) for n, (eid, ev) in enumerate(items)]
+    want = TierState()
+    for env in envelopes:
+        want = tiers.evolve(want, env, config)
+    got = tiers.fold_run(TierState(), envelopes, config)
+    assert got.canonical() == want.canonical()
+    assert [s.keywords for s in got.active.values()] == [s.keywords for s in want.active.values()]
+    assert len(next(iter(want.active.values())).keyword_counts) > 30
+
+
+def test_tier_run_counts_each_visit_of_a_burst_of_touches_as_evolve_does():
+    """Queries come in bursts: consecutive touches visiting the same sessions (one out of time order, one for a
+    reason that does not visit) are applied per session at once, and count as many visits as evolve counts."""
+    base = [e.event for e in _tier_log()]
+    ids = [e.event_id for e in _tier_log()]
+    items = []
+    for event_id, event in zip(ids, base):
+        items.append((event_id, event))
+        if event_id in ("e9", "e19", "e29", "e39"):
+            items += [(f"{event_id}-b1", touch("m1", "m5", "m8")), (f"{event_id}-b2", touch("m5", "m2", "m5")),
+                      (f"{event_id}-b3", touch("m8", reason="context")), (f"{event_id}-b4", touch("m1", "m8"))]
+    def when(n: int, eid: str) -> float:  # a burst's touches after every page, but its second out of order
+        return -n if eid.endswith("-b2") else (60 + n if "-b" in eid else n / 10)
+
+    envelopes = [seal(PendingEvent("acme", "alice", eid, ev), n + 1, _at(when(n, eid)))
+                 for n, (eid, ev) in enumerate(items)]
+    mine = [e for e in envelopes if isinstance(e.event, tiers.HANDLES)]
+    want = TierState()
+    for env in mine:
+        want = tiers.evolve(want, env, SMALL)
+    for cuts in ((), (len(mine) // 2,), tuple(range(1, len(mine), 7))):
+        bounds = [0, *cuts, len(mine)]
+        got = TierState()
+        for lo, hi in zip(bounds, bounds[1:]):
+            got = tiers.fold_run(got, mine[lo:hi], SMALL)
+        assert got.canonical() == want.canonical(), cuts
+    assert max(s.access_count for s in want.active.values()) >= 4
+
+
+def test_working_run_applies_a_burst_of_rehearsals_before_the_next_message_can_evict():
+    """Bursts of touches rehearse held items (one twice in a touch: once); the next message evicts the least
+    rehearsed, so the burst must count in full before it: the run equals evolve, whatever the cuts."""
+    from projections.folds import working
+
+    config = working.WorkingConfig(capacity=5, rehearsal_reasons=("search_hit",))
+    items = []
+    for i in range(20):
+        items.append((f"m{i}", message(f"line {i}", f"c{i}", conversation_id="c", occurred_at=_at(i))))
+        if i % 3 == 2:
+            items += [(f"q{i}a", touch(f"m{i - 2}", f"m{i}", f"m{i}")), (f"q{i}b", touch(f"m{i}", "gone")),
+                      (f"q{i}c", touch(f"m{i - 1}", reason="context")), (f"q{i}d", touch(f"m{i - 2}"))]
+    envelopes = [seal(PendingEvent("acme", "alice", eid, ev), n + 1, _at(n)) for n, (eid, ev) in enumerate(items)]
+    want = working.WorkingState()
+    for env in envelopes:
+        want = working.evolve(want, env, config)
+    for cuts in ((), (5,), tuple(range(1, len(envelopes), 3))):
+        bounds = [0, *cuts, len(envelopes)]
+        got = working.WorkingState()
+        for lo, hi in zip(bounds, bounds[1:]):
+            got = working.fold_run(got, envelopes[lo:hi], config)
+        assert got.canonical() == want.canonical(), cuts
+    assert max(item.rehearsals for item in want.conversations["c"]) >= 2
+
+
+def test_a_window_mean_is_reused_only_for_the_very_same_vectors():
+    from projections.folds import episodes
+
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.normal(size=8) for _ in range(3))
+    first = episodes._window_mean([a, b])
+    assert episodes._window_mean([a, b]) is first  # the same objects: computed once
+    copy = episodes._window_mean([a.copy(), b])  # equal values, another object: computed again, the same floats
+    assert copy is not first and copy.tobytes() == first.tobytes()
+    for window in ([b, c], [c], [a, b, c], [c, a]):
+        assert episodes._window_mean(window).tobytes() == episodes.mean_direction(window).tobytes()
+    assert episodes._window_mean([]) is None

@@ -47,6 +47,33 @@ class LexicalIndex:
         for term, tf in Counter(tokens).items():
             self.postings.setdefault(term, {})[doc] = tf
 
+    def replace_terms(self, doc: int, old: Counter, tokens: list[str]) -> Counter:
+        """Re-index document number ``doc`` (its terms were ``old``) as ``tokens``; returns the new term counts.
+
+        For a derived index kept up to date in place (a document's text changed):
+        the postings, lengths and the search's array cache end as if the index had
+        been built from scratch with the new text in that position.
+        """
+        new = Counter(tokens)
+        touched = [term for term in old.keys() | new.keys() if old.get(term) != new.get(term)]
+        for term in touched:
+            posting = self.postings.setdefault(term, {})
+            if term in new:
+                posting[doc] = new[term]
+            else:
+                posting.pop(doc, None)
+                if not posting:
+                    del self.postings[term]
+        self.total_len += len(tokens) - self.doc_len[doc]
+        self.doc_len[doc] = len(tokens)
+        cache = _ARRAYS.get(id(self))
+        if cache is not None:
+            for term in touched:  # a posting may keep its length and still change: drop its arrays
+                cache.postings.pop(term, None)
+            if len(cache.doc_len) == len(self.doc_len):
+                cache.doc_len[doc] = len(tokens)
+        return new
+
     def search(self, query: str, k: int, params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
         """Top-``k`` (event id, BM25 score) pairs, best first; ties broken by log order."""
         return self.search_terms(tokenize(query), k, params)

@@ -137,3 +137,66 @@ def test_the_keys_configuration_ranks_english_turns_by_their_fact_key_and_chines
     cfg = dataclasses.replace(BASE, fact_key=True)
     hits = fuse(memory, "LGBTQ in April", [], k=10, config=cfg)
     assert hits[0].memory_id == "m2" and hits[0].score == pytest.approx(cfg.lexical_weight / (cfg.rrf_k + 1))
+
+
+def _writes():
+    """A user's log: turns in two interleaved conversations, notes (add, update, boost), graph memories."""
+    def turn(i: int, text: str, conv: str = "conv-1", speaker: str = "Nate"):
+        return (f"m{i}", message(text, f"c{i}", speaker=speaker, turn_id=f"D1:{i}", conversation_id=conv,
+                                 occurred_at=T0 + timedelta(minutes=i)))
+
+    def note(op: str, sources: tuple[str, ...], text: str = "", target: str | None = None):
+        content = NoteContent(category="fact", text=text, subject="Nate", key_terms=()) if text else None
+        return NoteOperation(op=op, source_message_ids=sources, valid_from=T0, reason="stated", decider="rules-v1",
+                             note=content, target_note_id=target)
+
+    return [
+        turn(1, "I adopted two turtles last week"),
+        turn(2, "Nice! What are their names?", speaker="Joanna"),
+        ("n1", note("add", ("m1",), "Nate has pet turtles")),
+        turn(3, "My sister moved to Tampa", conv="conv-2", speaker="Joanna"),
+        ("g1", GraphMemoryStaged(subject="Joanna", memory_type="event", topic="move", object="Tampa",
+                                 attributes={"time": "2023-05-07"}, source_message_ids=("m3",), occurred_at=T0,
+                                 extractor="graph-rules-v1")),
+        turn(4, "Shelly and Bob, they love the beach"),
+        ("n2", note("add", ("m4",), "the turtles are named Shelly and Bob")),
+        ("n3", note("boost", ("m2",), target="n1")),  # n1 gains a source turn: m2's fact document changes
+        turn(5, "Florida is warm", conv="conv-2"),
+        ("n4", note("update", ("m5",), "Joanna's sister lives in Florida", target="n2")),
+        ("g2", GraphMemoryStaged(subject="Nate", memory_type="fact", topic="own", object="turtles",
+                                 attributes={}, source_message_ids=("m1", "m4"), occurred_at=T0,
+                                 extractor="graph-rules-v1")),
+        turn(6, "我买了一双运动鞋", conv="conv-2"),
+    ]
+
+
+@pytest.mark.parametrize("kind", key_index.KINDS)
+def test_an_index_kept_up_to_date_after_each_write_equals_one_built_from_scratch(kind):
+    """After every write (and a search in between), the incremental index has the rebuilt one's postings and ranks."""
+    envs = stream(*_writes())
+    state = ShardState()
+    cache = key_index._Cache()
+    kept = None
+    for env in envs:
+        state = fold(state, [env])
+        memory = state.user("acme", "alice")
+        index = cache.get(memory, kind)
+        kept = kept or index
+        assert index is kept  # updated in place, never rebuilt
+        rebuilt = key_index.build(memory, kind)
+        assert index.canonical() == rebuilt.canonical() and index.total_len == rebuilt.total_len
+        for query in ("turtles Shelly", "sister Florida May 2023", "names beach", "运动"):
+            terms = search_tokens(query) if kind == "subwords" else tokenize(query)
+            assert index.search_terms(terms, 10, BASE.bm25) == rebuilt.search_terms(terms, 10, BASE.bm25)
+    # the writes reached the documents: m2's fact document holds n1's text after the boost
+    if kind == "facts":
+        assert rebuilt.postings["pet"].keys() == {0, 1}  # m1 (its note) and m2 (the boost)
+
+
+def test_an_index_that_cannot_follow_the_projections_is_rebuilt(memory):
+    cache = key_index._Cache()
+    first = cache.get(memory, "context")
+    memory.messages.by_id = dict(memory.messages.by_id)  # a replaced projection: nothing to follow in place
+    memory.head += 1
+    again = cache.get(memory, "context")
+    assert again is not first and again.canonical() == key_index.build(memory, "context").canonical()

@@ -135,3 +135,7 @@ EXPERIMENTS.update({f"kx_en_fact_ctx{w}": replace(PREVIOUS, context_weight=w, **
                                                    lexical_weight=0.0)
                     for w in (0.0, 0.3, 0.5, 0.8)})
 ALL = {**VARIANTS, **EXPERIMENTS}
+# Issue 12, sixth round: the derived keys with the plain lexical search dropped (retrieval.lexical_key) and the
+# ranker refitted on the fact key's ranks (benchmarks/train_ranker.py --base keys_no_ranker).
+EXPERIMENTS.update({"keys_no_ranker": replace(KEYS, ranker=None)})
+ALL = {**VARIANTS, **EXPERIMENTS}

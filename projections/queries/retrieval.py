@@ -136,8 +136,8 @@ class FusionConfig:
     # Derived lexical keys of each turn (projections.queries.key_index). The turn's lexical key: fact_key (English
     # queries, or every query with fact_cjk) ranks the turns by their fact-augmented document (the turn + its
     # notes, graph words, spelled dates) and cjk_subwords (Chinese queries) by jieba search-mode sub-words, in place
-    # of the turn's own text: the lexical_weight moves to that list (the plain list still ranks, weighing nothing,
-    # so its ranks stay in the breakdown the ranker reads). Separate lists with their own weight (0: off): facts,
+    # of the turn's own text: the lexical_weight moves to that list, the plain search is not run, and the ranker
+    # reads that list's ranks (retrieval.lexical_key). Separate lists with their own weight (0: off): facts,
     # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
     # Off by default (measured, README "Derived lexical keys"): +0.6-0.8 R@10 and +1.2-1.8 budget recall@1000
     # leave-out on the dev files, but ~2 ms more fuse CPU per query and a whole per-user rebuild of each index
@@ -188,6 +188,16 @@ def list_weights(config: FusionConfig, query: str) -> dict[str, float]:
     elif facts_apply and config.fact_key:
         weights["facts"], weights["lexical"] = weights["facts"] + lexical, 0.0
     return weights
+
+
+def lexical_key(config: FusionConfig, query: str) -> str:
+    """The list carrying the lexical weight: ``lexical`` (the turn's text), or a derived key in its place."""
+    cjk = has_cjk(query)
+    if cjk and config.cjk_subwords:
+        return "subwords"
+    if (config.fact_cjk or not cjk) and config.fact_key:
+        return "facts"
+    return "lexical"
 
 
 def _key_lists(memory: UserMemory, query: str, config: FusionConfig,
@@ -267,7 +277,8 @@ def fuse(
     travel), and with ``policy`` the retention term at ``now`` joins the
     score (see :class:`FusionConfig`). The archive is read as it stands.
     """
-    lexical = memory.lexical.search(query, config.candidates, config.bm25)
+    primary = lexical_key(config, query)
+    lexical = memory.lexical.search(query, config.candidates, config.bm25) if primary == "lexical" else []
     parts: dict[str, dict] = {}
     for rank, (memory_id, sim) in enumerate(dense, start=1):
         parts.setdefault(memory_id, {})["dense"] = (rank, sim)
@@ -350,7 +361,7 @@ def fuse(
     for row in scored:
         row[3]["rrf"] = row[0]
     if config.ranker is not None and (config.ranker_cjk or not has_cjk(query)):
-        rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
+        rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k, primary)
     if adjusted(config):
         penalise(memory, scored, now, hide=scope == "active", query=query)
     if config.coverage_weight > 0 and (not config.coverage_lists_only or coverage.list_intent(query)):

@@ -200,3 +200,26 @@ def test_an_index_that_cannot_follow_the_projections_is_rebuilt(memory):
     memory.head += 1
     again = cache.get(memory, "context")
     assert again is not first and again.canonical() == key_index.build(memory, "context").canonical()
+
+
+def test_stage_tables_and_conversation_documents_kept_up_to_date_equal_ones_built_from_scratch():
+    """The rerank tables and the conversation index follow every write in place, as a rebuild would give them."""
+    from projections.queries import rerank, session_docs
+    envs = stream(*_writes())
+    state = ShardState()
+    tables_cache, conversations_cache = rerank.UserTables(), session_docs._Cache()
+    kept = None
+    for env in envs:
+        state = fold(state, [env])
+        memory = state.user("acme", "alice")
+        tables, conversations = tables_cache.get(memory), conversations_cache.get(memory)
+        kept = kept or conversations
+        assert conversations is kept
+        rebuilt = rerank.build_tables(memory)
+        assert (tables.prev_next, tables.speakers, tables.timed, tables.last) == (
+            rebuilt.prev_next, rebuilt.speakers, rebuilt.timed, rebuilt.last)
+        assert conversations.index.canonical() == session_docs.build(memory).canonical()
+        assert conversations.members == {c: [m for m in memory.messages.order
+                                             if memory.messages.by_id[m].conversation_id == c]
+                                         for c in ("conv-1", "conv-2") if c in conversations.members}
+    assert tables.prev_next["m4"] == ("m2", None) and tables.timed == {"m3"}

@@ -139,3 +139,9 @@ ALL = {**VARIANTS, **EXPERIMENTS}
 # ranker refitted on the fact key's ranks (benchmarks/train_ranker.py --base keys_no_ranker).
 EXPERIMENTS.update({"keys_no_ranker": replace(KEYS, ranker=None)})
 ALL = {**VARIANTS, **EXPERIMENTS}
+EXPERIMENTS.update({f"keys_ctxc{c}": replace(KEYS, context_candidates=c) for c in (10, 20, 30, 50)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+EXPERIMENTS.update({"keys_fact_only": replace(KEYS, context_weight=0.0)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+EXPERIMENTS.update({f"keys_ctxc{c}_no_ranker": replace(KEYS, context_candidates=c, ranker=None) for c in (20, 30, 50)})
+ALL = {**VARIANTS, **EXPERIMENTS}

@@ -139,15 +139,14 @@ class FusionConfig:
     # of the turn's own text: the lexical_weight moves to that list, the plain search is not run, and the ranker
     # reads that list's ranks (retrieval.lexical_key). Separate lists with their own weight (0: off): facts,
     # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
-    # Off by default (measured, README "Derived lexical keys"): +0.6-0.8 R@10 and +1.2-1.8 budget recall@1000
-    # leave-out on the dev files, but ~2 ms more fuse CPU per query and a whole per-user rebuild of each index
-    # after every new turn; on with ``benchmarks.variants`` ``palimpsest_keys``.
+    # Measured in the README ("Derived lexical keys"); on with ``benchmarks.variants`` ``palimpsest_keys``.
     fact_key: bool = False
     cjk_subwords: bool = False
     fact_weight: float = 0.0
     fact_cjk: bool = False  # Chinese queries skip the fact key and list unless set (measured: they lose on MemDaily)
     context_weight: float = 0.0
     context_window: str = "both"
+    context_candidates: int = 100  # how many turns the context list ranks (fewer: fewer new rows to score)
     subword_weight: float = 0.0
     # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: lexical_weight
     # for every language).
@@ -203,8 +202,8 @@ def lexical_key(config: FusionConfig, query: str) -> str:
 def _key_lists(memory: UserMemory, query: str, config: FusionConfig,
                weights: dict[str, float]) -> dict[str, tuple[float, list]]:
     """The derived-key lists with a weight (projections.queries.key_index): kind -> (weight, ranked ids)."""
-    return {kind: (weights[kind], key_index.search(memory, kind, query, config.candidates, config.bm25))
-            for kind in key_index.KINDS if weights.get(kind, 0.0) > 0}
+    return {kind: (weights[kind], key_index.search(memory, kind, query, config.context_candidates if kind.startswith(
+        "context") else config.candidates, config.bm25)) for kind in key_index.KINDS if weights.get(kind, 0.0) > 0}
 
 
 def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], scored: list[list],

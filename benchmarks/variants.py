@@ -145,3 +145,7 @@ EXPERIMENTS.update({"keys_fact_only": replace(KEYS, context_weight=0.0)})
 ALL = {**VARIANTS, **EXPERIMENTS}
 EXPERIMENTS.update({f"keys_ctxc{c}_no_ranker": replace(KEYS, context_candidates=c, ranker=None) for c in (20, 30, 50)})
 ALL = {**VARIANTS, **EXPERIMENTS}
+EXPERIMENTS.update({"keys_ctxc30_no_ranker_cjk": replace(KEYS, context_candidates=30, ranker=None, ranker_cjk=True)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+EXPERIMENTS.update({f"keys_notes{t}": replace(KEYS, context_candidates=30, note_tokens=t) for t in (0, 250, 750)})
+ALL = {**VARIANTS, **EXPERIMENTS}

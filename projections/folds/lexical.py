@@ -70,6 +70,7 @@ class LexicalIndex:
         if cache is not None:
             for term in touched:  # a posting may keep its length and still change: drop its arrays
                 cache.postings.pop(term, None)
+            cache.weights.clear()  # a length changed: every weight may differ (the stamp may not)
             if len(cache.doc_len) == len(self.doc_len):
                 cache.doc_len[doc] = len(tokens)
         return new
@@ -82,7 +83,8 @@ class LexicalIndex:
         """:meth:`search` for a query already tokenized (an index whose documents were tokenized otherwise).
 
         Vectorised per query term over the term's postings (kept as arrays in
-        :data:`_ARRAYS`, rebuilt when a posting grows); each document's score
+        :data:`_ARRAYS`, rebuilt when a posting grows, with each term's weights
+        while the index and the parameters stay the same); each document's score
         adds the terms' contributions in the same order and with the same
         arithmetic as the scalar formula, so the figures are the same floats.
         """
@@ -95,15 +97,19 @@ class LexicalIndex:
         scores = np.zeros(n)
         touched = np.zeros(n, dtype=bool)
         k1, b = params.k1, params.b
+        stamp = (n, self.total_len, k1, b)
         for term in set(query_terms):
             posting = self.postings.get(term)
             if not posting:
                 continue
             docs, tf = cache.posting(term, posting)
-            df = len(posting)
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            norm = tf + k1 * (1 - b + b * lengths[docs] / avgdl)
-            scores[docs] += idf * tf * (k1 + 1) / norm
+            weighed = cache.weights.get(term)
+            if weighed is None or weighed[0] != stamp or weighed[1] is not docs:
+                df = len(posting)
+                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                norm = tf + k1 * (1 - b + b * lengths[docs] / avgdl)
+                weighed = cache.weights[term] = (stamp, docs, idf * tf * (k1 + 1) / norm)
+            scores[docs] += weighed[2]
             touched[docs] = True
         docs = np.flatnonzero(touched)
         if len(docs) > k:  # the k best, then exact order among them (ties: the earlier document)
@@ -116,10 +122,13 @@ class LexicalIndex:
 class _Arrays:
     """A derived cache of one index: its postings and document lengths as arrays (never folded or saved)."""
 
-    __slots__ = ("postings", "doc_len")
+    __slots__ = ("postings", "doc_len", "weights")
 
     def __init__(self) -> None:
         self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # term -> ((documents, total length, k1, b), its docs array, each doc's BM25 term weight): reused while the
+        # index and the parameters stay the same
+        self.weights: dict[str, tuple[tuple, np.ndarray, np.ndarray]] = {}
         self.doc_len = np.zeros(0)
 
     def posting(self, term: str, posting: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:

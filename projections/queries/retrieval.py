@@ -35,7 +35,7 @@ class FusionConfig:
     With ``fact_key`` the lexical list ranks each turn by its fact-augmented
     document (English queries), with ``cjk_subwords`` by jieba sub-words
     (Chinese ones), and ``context_weight`` adds a list of the turn with its
-    neighbours (:mod:`projections.queries.key_index`; all off by default).
+    neighbours (:mod:`projections.queries.key_index`; all on by default).
     Defaults: a small RRF constant (5, not the classic 60) lets the top few
     ranks of each list dominate, and BM25 weighs slightly more than the
     dense list (1.3) because MiniLM is weak on names and rare words. With the
@@ -139,14 +139,14 @@ class FusionConfig:
     # of the turn's own text: the lexical_weight moves to that list, the plain search is not run, and the ranker
     # reads that list's ranks (retrieval.lexical_key). Separate lists with their own weight (0: off): facts,
     # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
-    # Measured in the README ("Derived lexical keys"); on with ``benchmarks.variants`` ``palimpsest_keys``.
-    fact_key: bool = False
-    cjk_subwords: bool = False
+    # Measured in the README ("Derived lexical keys"); the default before them: ``palimpsest_before_keys``.
+    fact_key: bool = True
+    cjk_subwords: bool = True
     fact_weight: float = 0.0
     fact_cjk: bool = False  # Chinese queries skip the fact key and list unless set (measured: they lose on MemDaily)
-    context_weight: float = 0.0
+    context_weight: float = 0.5
     context_window: str = "both"
-    context_candidates: int = 100  # how many turns the context list ranks (fewer: fewer new rows to score)
+    context_candidates: int = 30  # how many turns the context list ranks (fewer: fewer new rows to score)
     subword_weight: float = 0.0
     # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: lexical_weight
     # for every language).

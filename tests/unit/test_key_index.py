@@ -120,19 +120,19 @@ def test_a_chinese_query_can_weigh_the_word_list_apart_and_the_score_terms_add_u
     assert score_terms(english[0].breakdown, "turtles", cfg)["bm25"] == pytest.approx(cfg.lexical_weight / (cfg.rrf_k + 1))
 
 
-def test_the_keys_configuration_ranks_english_turns_by_their_fact_key_and_chinese_ones_by_sub_words(memory):
-    from benchmarks.variants import KEYS
+def test_the_default_ranks_english_turns_by_their_fact_key_and_chinese_ones_by_sub_words(memory):
+    from benchmarks.variants import PREVIOUS
     from projections.queries.retrieval import DEFAULT_FUSION, list_weights
     # English: the lexical weight moves to the fact key; Chinese: to the sub-word key; the plain list weighs nothing
-    en = list_weights(KEYS, "When did Caroline go?")
-    assert en["lexical"] == 0.0 and en["facts"] == KEYS.lexical_weight and en["subwords"] == 0.0
-    zh = list_weights(KEYS, "我喜欢什么运动")
-    assert zh["lexical"] == 0.0 and zh["subwords"] == KEYS.lexical_weight and zh["facts"] == 0.0
-    assert en["context"] == zh["context"] == KEYS.context_weight == 0.5
-    # the default leaves them off: the turn's own text ranks, no derived list weighs anything
-    default = list_weights(DEFAULT_FUSION, "When did Caroline go?")
-    assert default["lexical"] == DEFAULT_FUSION.lexical_weight
-    assert not any(w for kind, w in default.items() if kind not in ("dense", "lexical"))
+    en = list_weights(DEFAULT_FUSION, "When did Caroline go?")
+    assert en["lexical"] == 0.0 and en["facts"] == DEFAULT_FUSION.lexical_weight and en["subwords"] == 0.0
+    zh = list_weights(DEFAULT_FUSION, "我喜欢什么运动")
+    assert zh["lexical"] == 0.0 and zh["subwords"] == DEFAULT_FUSION.lexical_weight and zh["facts"] == 0.0
+    assert en["context"] == zh["context"] == DEFAULT_FUSION.context_weight == 0.5
+    # the default before the keys (palimpsest_before_keys): the turn's own text ranks, no derived list weighs anything
+    before = list_weights(PREVIOUS, "When did Caroline go?")
+    assert before["lexical"] == PREVIOUS.lexical_weight
+    assert not any(w for kind, w in before.items() if kind not in ("dense", "lexical"))
     # the fact key alone: "April" is only in m2's graph memory (its resolved "yesterday")
     cfg = dataclasses.replace(BASE, fact_key=True)
     hits = fuse(memory, "LGBTQ in April", [], k=10, config=cfg)

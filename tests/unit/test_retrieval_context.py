@@ -88,7 +88,10 @@ def test_lexical_only_hit_without_embedding(memory):
     [hit] = fuse(memory, "hiking", [], k=5)
 
     assert hit.memory_id == "m3"
-    assert set(hit.breakdown) == {"lexical_rank", "bm25", "conversation_rank", "conversation_term", "rrf"}
+    # the default ranks an English turn by its fact key (here its own text: nothing was derived from it) and by its
+    # context (the turn with its neighbours)
+    assert set(hit.breakdown) == {"facts_rank", "facts_bm25", "context_rank", "context_bm25", "conversation_rank",
+                                  "conversation_term", "rrf"}
     assert hit.provenance["event_ids"] == ["m3"]
     assert (hit.provenance["conversation_id"], hit.provenance["turn_id"]) == ("conv-2", None)
 

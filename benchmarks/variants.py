@@ -18,7 +18,7 @@ from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 # no context list, its ranker fitted on the plain lexical ranks. The base of the experiment rounds below, so their
 # figures stay reproducible.
 PREVIOUS = replace(DEFAULT_FUSION, fact_key=False, cjk_subwords=False, context_weight=0.0, context_candidates=100,
-                   ranker=BEFORE_KEYS_RANKER)
+                   ranker=BEFORE_KEYS_RANKER, cjk_ranker=None)
 # The derived keys as the fifth round measured them (all 100 context candidates, the ranker before the keys).
 KEYS = replace(PREVIOUS, fact_key=True, cjk_subwords=True, context_weight=0.5)
 BEFORE = replace(PREVIOUS, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
@@ -27,7 +27,8 @@ BEFORE = replace(PREVIOUS, neighbour_weight=0.0, speaker_weight=0.0, time_weight
 VARIANTS: dict[str, FusionConfig] = {
     "palimpsest": DEFAULT_FUSION,
     "palimpsest_before": BEFORE,
-    "palimpsest_no_ranker": replace(DEFAULT_FUSION, ranker=None),
+    "palimpsest_no_ranker": replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None),
+    "palimpsest_no_cjk_ranker": replace(DEFAULT_FUSION, cjk_ranker=None),  # Chinese queries not re-ranked
     "palimpsest_no_neighbours": replace(DEFAULT_FUSION, neighbour_weight=0.0),
     "palimpsest_no_speaker": replace(DEFAULT_FUSION, speaker_weight=0.0),
     "palimpsest_no_time": replace(DEFAULT_FUSION, time_weight=0.0),

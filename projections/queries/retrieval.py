@@ -24,6 +24,7 @@ from projections.queries.graph_expand import expand_hits
 from projections.queries.learned import adjusted, hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
 from projections.queries.ranker_model import MODEL as ENGLISH_RANKER
+from projections.queries.ranker_model_cjk import MODEL as CHINESE_RANKER
 from projections.queries.results import Hit
 from projections.rules.text import has_cjk
 
@@ -107,11 +108,12 @@ class FusionConfig:
     speaker_weight: float = 0.3  # turns of the speakers a question names (when it names some, not all)
     time_weight: float = 0.3  # turns that state a resolved time, for "when" questions
     clause_weight: float = 0.5  # each clause of a compound question ranks the turns by BM25 on its own
-    # The learned stage (projections.queries.ranker), fitted on English dev chats: Chinese queries skip it unless
-    # ranker_cjk. None turns it off.
+    # The learned stage (projections.queries.ranker): ``ranker`` fitted on English dev chats, ``cjk_ranker`` on
+    # Chinese ones (a Chinese query uses it, or ``ranker`` with ranker_cjk, or none). None turns either off.
     ranker: RankerModel | None = ENGLISH_RANKER
     ranker_depth: int = 20  # how many of the best rows it re-orders
     ranker_cjk: bool = False
+    cjk_ranker: RankerModel | None = CHINESE_RANKER
     candidates: int = 100
     # The learning loop (projections.queries.learned): the dispatcher's adjustments (invalidated memories and
     # notes leave default retrieval, penalties scale scores) and the Molt policy. False: the palimpsest_no_feedback
@@ -139,7 +141,6 @@ class FusionConfig:
     # of the turn's own text: the lexical_weight moves to that list, the plain search is not run, and the ranker
     # reads that list's ranks (retrieval.lexical_key). Separate lists with their own weight (0: off): facts,
     # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
-    # Measured in the README ("Derived lexical keys"); the default before them: ``palimpsest_before_keys``.
     fact_key: bool = True
     cjk_subwords: bool = True
     fact_weight: float = 0.0
@@ -148,15 +149,13 @@ class FusionConfig:
     context_window: str = "both"
     context_candidates: int = 30  # how many turns the context list ranks (fewer: fewer new rows to score)
     subword_weight: float = 0.0
-    # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: lexical_weight
-    # for every language).
+    # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: the same).
     cjk_lexical_weight: float | None = None
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
 DEFAULT_FUSION = FusionConfig()
-# The breakdown figures a hit shows rounded (fuse keeps them exact until then); the ranker's features read
-# them rounded the same way.
+# The breakdown figures a hit shows rounded (fuse keeps them exact until then); rank features read them so too.
 ROUNDED = {"dense_similarity": 6, "bm25": 6, "facts_bm25": 6, "context_bm25": 6, "context_prev_bm25": 6,
            "subwords_bm25": 6, "episode_similarity": 6, "note_bm25": 6, "retention": 6, "rrf": 8}
 
@@ -359,8 +358,9 @@ def fuse(
         scored.sort(key=lambda s: (-s[0], s[1]))
     for row in scored:
         row[3]["rrf"] = row[0]
-    if config.ranker is not None and (config.ranker_cjk or not has_cjk(query)):
-        rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k, primary)
+    model = (config.cjk_ranker or (config.ranker if config.ranker_cjk else None)) if has_cjk(query) else config.ranker
+    if model is not None:
+        rerank_rows(memory, query, query_vector, scored, model, config.ranker_depth, config.rrf_k, primary)
     if adjusted(config):
         penalise(memory, scored, now, hide=scope == "active", query=query)
     if config.coverage_weight > 0 and (not config.coverage_lists_only or coverage.list_intent(query)):

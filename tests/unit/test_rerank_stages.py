@@ -98,7 +98,7 @@ def test_features_are_one_row_per_candidate_and_a_model_checks_its_feature_names
         RankerModel(("other",), (0.0,), (1.0,), (1.0,), 0.0)
 
 
-def test_the_default_ranker_skips_chinese_queries_and_chinese_queries_weigh_dense_less():
+def test_chinese_queries_get_their_own_ranker_and_weigh_dense_less():
     from projections.queries.retrieval import DEFAULT_FUSION
 
     envs = stream(("z1", message("我喜欢在周末去爬山", "c1", speaker="小红", turn_id="D1:1")),
@@ -107,13 +107,20 @@ def test_the_default_ranker_skips_chinese_queries_and_chinese_queries_weigh_dens
     user = fold(ShardState(), envs).user("acme", "alice")
     zh = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=5, config=DEFAULT_FUSION)
     en = fuse(user, "hiking weekends", [("e1", 0.9)], k=5, config=DEFAULT_FUSION)
-    assert DEFAULT_FUSION.ranker is not None
-    assert not any("ranker_probability" in h.breakdown for h in zh)
-    assert all("ranker_probability" in h.breakdown for h in en if len(en) > 1)
+    assert DEFAULT_FUSION.ranker is not None and DEFAULT_FUSION.cjk_ranker is not None
+    assert all("ranker_probability" in h.breakdown for h in zh + en)
+    # without a Chinese model, a Chinese query is not re-ranked (unless ranker_cjk applies the English one)
+    no_cjk = dataclasses.replace(DEFAULT_FUSION, cjk_ranker=None)
+    assert not any("ranker_probability" in h.breakdown for h in fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=5,
+                                                                     config=no_cjk))
+    english = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=5,
+                   config=dataclasses.replace(no_cjk, ranker_cjk=True, ranker=_model({"log_words": 1.0})))
+    assert all("ranker_probability" in h.breakdown for h in english)
     dense_only = dataclasses.replace(DEFAULT_FUSION, lexical_weight=0.0, episode_weight=0.0, note_weight=0.0,
                                      graph_weight=0.0, retention_weight=0.0, neighbour_weight=0.0, clause_weight=0.0,
                                          conversation_weight=0.0, context_weight=0.0)
-    [z2, _] = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=2, config=dense_only)
+    [z2, _] = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=2, config=dataclasses.replace(dense_only,
+                                                                                           cjk_ranker=None))
     [e1] = fuse(user, "hiking weekends", [("e1", 0.9)], k=1, config=dataclasses.replace(dense_only, ranker=None))
     assert z2.score == pytest.approx(DEFAULT_FUSION.cjk_dense_weight / (DEFAULT_FUSION.rrf_k + 1))
     assert e1.score == pytest.approx(DEFAULT_FUSION.dense_weight / (DEFAULT_FUSION.rrf_k + 1))

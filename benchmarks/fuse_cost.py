@@ -1,14 +1,15 @@
 """The CPU one fusion configuration costs per query against another, in process (no Ray, no encoding).
 
-    python -m benchmarks.fuse_cost --data FILE --store DIR --base palimpsest --variant palimpsest_keys
+    python -m benchmarks.fuse_cost --data FILE --store DIR --base palimpsest_before_keys --variant palimpsest [--writes N]
 
 On a store ``benchmarks.locomo --store`` kept, folded like :mod:`benchmarks.lab` does: every question is fused
 once per configuration to warm the per-user derived indexes, then twice more, the two configurations
 interleaved (order swapped on the second pass), timing ``fuse`` with the thread's CPU clock (the machine's
 load inflates wall time, not this). Prints p50/p95/mean CPU ms per configuration and the CPU to build each
-derived-key index (projections.queries.key_index) for every user. With ``--writes N``, last, N questions (spread
-over the file) are each asked right after one new turn is folded into the asker's memory, once per
-configuration: the CPU of that first ``fuse`` after a write (the derived indexes and tables catch up in it).
+per-user derived index from scratch (key_index, the conversation index, the stage tables) for every user.
+With ``--writes N``, last, N questions (spread over the file) are each asked right after one new turn is
+folded into the asker's memory, once per configuration: the CPU of that first ``fuse`` after a write (the
+derived indexes and tables catch up in it, in place).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from events.model import MessageRecorded
 from palimpsest.locomo import TENANT
 from projections.folds.policy import DEFAULT_POLICY
 from projections.folds.state import fold
-from projections.queries import key_index
+from projections.queries import key_index, rerank, session_docs
 from projections.queries.retrieval import fuse
 
 
@@ -37,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.fuse_cost", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, type=Path)
     p.add_argument("--store", required=True, type=Path, help="a store benchmarks.locomo kept (--store)")
-    p.add_argument("--base", default="palimpsest", help="a configuration of benchmarks.variants")
-    p.add_argument("--variant", default="palimpsest_keys", help="a configuration of benchmarks.variants")
+    p.add_argument("--base", default="palimpsest_before_keys", help="a configuration of benchmarks.variants")
+    p.add_argument("--variant", default="palimpsest", help="a configuration of benchmarks.variants")
     p.add_argument("--writes", type=int, default=0, help="also time the first fuse after a new turn, N questions")
     args = p.parse_args(argv)
     unknown = [n for n in (args.base, args.variant) if n not in ALL]
@@ -66,13 +67,16 @@ def main(argv: list[str] | None = None) -> int:
               f"mean {np.mean(c):.2f} (n={len(c)})")
     users = sorted({q.user_id for q in data.questions})
     turns = np.mean([len(lab.state.user(TENANT, u).messages.order) for u in users])
-    for kind in ("facts", "context", "subwords"):
+    builders = {f"{kind} index": lambda m, kind=kind: key_index.build(m, kind)
+                for kind in ("facts", "context", "subwords")}
+    builders.update({"conversation index": session_docs.build, "stage tables": rerank.build_tables})
+    for what, build in builders.items():  # what a whole-user rebuild costs (the indexes now follow writes in place)
         ts = []
         for u in users:
             t = time.thread_time()
-            key_index.build(lab.state.user(TENANT, u), kind)
+            build(lab.state.user(TENANT, u))
             ts.append(1000 * (time.thread_time() - t))
-        print(f"build {kind} index per user: CPU ms mean {np.mean(ts):.1f} max {np.max(ts):.1f} "
+        print(f"build {what} per user: CPU ms mean {np.mean(ts):.1f} max {np.max(ts):.1f} "
               f"({len(users)} users, {turns:.0f} turns each on average)")
     if args.writes:
         after_write(lab, data, vecs, names, args.writes)

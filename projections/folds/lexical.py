@@ -15,7 +15,7 @@ import numpy as np
 
 from events.envelope import Envelope
 from events.model import MessageRecorded, index_text
-from projections.rules.text import tokenize
+from projections.rules.text import query_tokens, tokenize
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +77,10 @@ class LexicalIndex:
 
     def search(self, query: str, k: int, params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
         """Top-``k`` (event id, BM25 score) pairs, best first; ties broken by log order."""
-        return self.search_terms(tokenize(query), k, params)
+        return self.search_terms(query_tokens(query), k, params)
 
-    def search_terms(self, query_terms: list[str], k: int, params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
+    def search_terms(self, query_terms: list[str] | tuple[str, ...], k: int,
+                     params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
         """:meth:`search` for a query already tokenized (an index whose documents were tokenized otherwise).
 
         Vectorised per query term over the term's postings (kept as arrays in

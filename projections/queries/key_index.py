@@ -36,7 +36,7 @@ from itertools import islice
 
 from projections.folds.lexical import BM25Params, LexicalIndex
 from projections.folds.state import UserMemory
-from projections.rules.text import search_tokens, tokenize
+from projections.rules.text import query_tokens, search_tokens, tokenize
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
@@ -244,5 +244,5 @@ INDEXES = _Cache()
 def search(memory: UserMemory, kind: str, query: str, k: int, params: BM25Params) -> list[tuple[str, float]]:
     """The ``k`` turns whose ``kind`` key matches ``query`` best, with their BM25 scores (ties: log order)."""
     index = INDEXES.get(memory, kind)
-    terms = search_tokens(query) if kind == "subwords" else tokenize(query)
+    terms = query_tokens(query, kind == "subwords")
     return index.search_terms(terms, k, params)

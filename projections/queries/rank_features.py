@@ -16,7 +16,7 @@ import numpy as np
 
 from projections.folds.state import UserMemory
 from projections.queries import rerank
-from projections.rules.text import tokenize
+from projections.rules.text import query_tokens, tokenize
 
 FEATURES: tuple[str, ...] = (
     "fused_share", "fused_rank_inv", "cosine", "cosine_gap", "bm25_share", "lexical_term", "dense_term",
@@ -65,7 +65,7 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
     top_bm25 = max(bm25.values()) or 1.0
     top_cos = max((cos.get(m, 0.0) for m in ids), default=0.0)
     top_score = rows[0][0] or 1.0
-    query_terms = set(tokenize(query))
+    query_terms = set(query_tokens(query))
     named = rerank.named_speakers(query, tables.speakers)
     partial = bool(named) and len(named) < len(tables.speakers)
     when = rerank.time_intent(query)

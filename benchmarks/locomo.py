@@ -36,7 +36,7 @@ K_VALUES = (5, 10)
 BUDGETS = (500, 1000, 2000)
 BATCH_SIZE = 256
 EMBEDDER = "minilm"
-TIMED = ("palimpsest_no_conversation", "palimpsest_prf")  # ablations whose search/context latency is measured too (the stage before)
+TIMED = ("palimpsest_before_keys", "palimpsest_no_conversation", "palimpsest_prf")  # timed too
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

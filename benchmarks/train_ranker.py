@@ -39,15 +39,18 @@ from projections.folds.policy import DEFAULT_POLICY
 from projections.queries import rerank
 from projections.queries.rank_features import FEATURES, features
 from projections.queries.ranker import RankerModel
-from projections.queries.retrieval import fuse
+from projections.queries.retrieval import fuse, lexical_key
 
 L2 = 1.0
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 25,
-        weight: np.ndarray | None = None) -> RankerModel:
-    """Logistic regression on standardised features, L2-penalised (intercept free), by Newton's method."""
+        weight: np.ndarray | None = None, names: tuple[str, ...] = FEATURES) -> RankerModel:
+    """Logistic regression on standardised features, L2-penalised (intercept free), by Newton's method.
+
+    ``x`` holds every column of FEATURES; the model is fitted on the columns ``names``."""
     weight = np.ones(len(y)) if weight is None else weight
+    x = x[:, [FEATURES.index(n) for n in names]]
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
@@ -63,7 +66,7 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 25,
         w -= step
         if np.max(np.abs(step)) < 1e-8:
             break
-    return RankerModel(FEATURES, tuple(mean.tolist()), tuple(scale.tolist()), tuple(w[:-1].tolist()), float(w[-1]))
+    return RankerModel(tuple(names), tuple(mean.tolist()), tuple(scale.tolist()), tuple(w[:-1].tolist()), float(w[-1]))
 
 
 class Split:
@@ -82,7 +85,8 @@ class Split:
             hits = fuse(memory, q.question, self.lab.dense(q.user_id, vec, base.candidates), depth, base, vec,
                         now=q.asked_at, policy=DEFAULT_POLICY)
             rows = [[h.score, -h.provenance["seq"], h.memory_id, h.breakdown] for h in hits]
-            self.x.append(features(memory, q.question, vec, rows, rerank.TABLES.get(memory), base.rrf_k))
+            self.x.append(features(memory, q.question, vec, rows, rerank.TABLES.get(memory), base.rrf_k,
+                                   lexical_key(base, q.question)))
             self.y.append(np.array([h.turn_id in q.evidence for h in hits], dtype=np.float64))
             # a question's evidence counts once in recall: each of its turns weighs 1/|evidence|
             self.w.append(np.where(self.y[-1] > 0, 1.0 / len(q.evidence), 1.0))
@@ -109,9 +113,9 @@ def _joined(parts, weighted: bool) -> tuple:
     return x, y, (np.concatenate([p[2] for p in parts]) if weighted else None)
 
 
-def _fit(joined: tuple, l2: float) -> RankerModel:
+def _fit(joined: tuple, l2: float, names: tuple[str, ...] = FEATURES) -> RankerModel:
     x, y, weight = joined
-    return fit(x, y, l2, weight=weight)
+    return fit(x, y, l2, weight=weight, names=names)
 
 
 def _line(name: str, r: dict, names: dict) -> str:
@@ -130,9 +134,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--depth", type=int, default=50)
     p.add_argument("--l2", type=float, default=L2)
     p.add_argument("--weighted", action="store_true", help="weigh each evidence turn by 1/|evidence| of its question")
+    p.add_argument("--features", help="comma-separated subset of rank_features.FEATURES (default: all); "
+                   "'before-keys': the 19 the model before the derived keys read")
     p.add_argument("--write", type=Path, help="write the model fitted on every set as a Python module")
     args = p.parse_args(argv)
     base = replace(ALL[args.base], ranker=None)
+    names = FEATURES if not args.features else FEATURES[:19] if args.features == "before-keys" else tuple(
+        args.features.split(","))
+    unknown = [n for n in names if n not in FEATURES]
+    if unknown:
+        p.error(f"--features: unknown {unknown}; choose from {', '.join(FEATURES)}")
     splits = []
     for item in args.set:
         data, _, store = item.partition("=")
@@ -142,14 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     models = {}
     for f in folds:
         parts = [s.stacked(lambda g, f=f: g != f) for s in splits]
-        models[f] = _fit(_joined(parts, args.weighted), args.l2)
+        models[f] = _fit(_joined(parts, args.weighted), args.l2, names)
     for s in splits:
         print(f"{s.data.name} (leave-out: the model of each fold never saw its held-out samples)")
         print(_line(f"base {args.base}", s.evaluate({f: base for f in folds}), s.data.category_names))
         print(_line("ranker, leave-out", s.evaluate({f: replace(base, ranker=models[f], ranker_depth=args.depth)
                                                       for f in folds}), s.data.category_names))
     parts = [s.stacked(lambda g: True) for s in splits]
-    final = _fit(_joined(parts, args.weighted), args.l2)
+    final = _fit(_joined(parts, args.weighted), args.l2, names)
     final = replace(final, trained_on=", ".join(s.data.name for s in splits) + f"; base {args.base}")
     for item in args.test:
         data, _, store = item.partition("=")
@@ -158,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_line(f"base {args.base}", s.evaluate({f: base for f in set(s.fold)}), s.data.category_names))
         print(_line("ranker", s.evaluate({f: replace(base, ranker=final, ranker_depth=args.depth) for f in set(s.fold)}),
                     s.data.category_names))
-    print("coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(FEATURES, final.coef)))
+    print("coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(final.features, final.coef)))
     if args.write:
         args.write.write_text(module_text(final, args))
         print(f"wrote {args.write}", file=sys.stderr)

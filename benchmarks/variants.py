@@ -11,20 +11,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from projections.queries.ranker_model_before_keys import MODEL as BEFORE_KEYS_RANKER
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
-# The default without the derived keys (projections.queries.key_index, off by default): the base of the experiment
-# rounds below, so their figures stay reproducible.
-PREVIOUS = replace(DEFAULT_FUSION, fact_key=False, cjk_subwords=False, context_weight=0.0)
-# The derived keys on: the fact key for English queries, sub-words for Chinese ones, the neighbour-context list.
-KEYS = replace(DEFAULT_FUSION, fact_key=True, cjk_subwords=True, context_weight=0.5)
+# The default before the derived keys (projections.queries.key_index) were switched on: the turn's own text ranks,
+# no context list, its ranker fitted on the plain lexical ranks. The base of the experiment rounds below, so their
+# figures stay reproducible.
+PREVIOUS = replace(DEFAULT_FUSION, fact_key=False, cjk_subwords=False, context_weight=0.0, context_candidates=100,
+                   ranker=BEFORE_KEYS_RANKER, cjk_ranker=None)
+# The derived keys as the fifth round measured them (all 100 context candidates, the ranker before the keys).
+KEYS = replace(PREVIOUS, fact_key=True, cjk_subwords=True, context_weight=0.5)
 BEFORE = replace(PREVIOUS, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
                  cjk_dense_weight=None, ranker=None, conversation_weight=0.0, coverage_weight=0.0)
 
 VARIANTS: dict[str, FusionConfig] = {
     "palimpsest": DEFAULT_FUSION,
     "palimpsest_before": BEFORE,
-    "palimpsest_no_ranker": replace(DEFAULT_FUSION, ranker=None),
+    "palimpsest_no_ranker": replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None),
+    "palimpsest_no_cjk_ranker": replace(DEFAULT_FUSION, cjk_ranker=None),  # Chinese queries not re-ranked
     "palimpsest_no_neighbours": replace(DEFAULT_FUSION, neighbour_weight=0.0),
     "palimpsest_no_speaker": replace(DEFAULT_FUSION, speaker_weight=0.0),
     "palimpsest_no_time": replace(DEFAULT_FUSION, time_weight=0.0),
@@ -43,11 +47,13 @@ VARIANTS: dict[str, FusionConfig] = {
     # (projections.queries.prf; parameters chosen leave-conversations-out in the lab on the LoCoMo dev file)
     "palimpsest_prf": replace(DEFAULT_FUSION, prf_weight=1.0, prf_seeds=3, prf_candidates=20, prf_beta=1.0,
                               prf_lists_only=True),
-    # the derived lexical keys (projections.queries.key_index; off by default) all on, and each of them off again
+    # the default before the derived lexical keys (projections.queries.key_index), and each key off again
+    "palimpsest_before_keys": PREVIOUS,
+    "palimpsest_no_fact_key": replace(DEFAULT_FUSION, fact_key=False),
+    "palimpsest_no_context": replace(DEFAULT_FUSION, context_weight=0.0),
+    "palimpsest_no_subwords": replace(DEFAULT_FUSION, cjk_subwords=False),
+    # the fifth round's keys configuration: the ranker before the keys, 100 context candidates
     "palimpsest_keys": KEYS,
-    "palimpsest_keys_no_fact_key": replace(KEYS, fact_key=False),
-    "palimpsest_keys_no_context": replace(KEYS, context_weight=0.0),
-    "palimpsest_keys_no_subwords": replace(KEYS, cjk_subwords=False),
 }
 
 NB, SPK, TIME, CL = dict(neighbour_weight=0.3), dict(speaker_weight=0.3), dict(time_weight=0.3), dict(clause_weight=0.5)
@@ -134,4 +140,13 @@ ALL = {**VARIANTS, **EXPERIMENTS}
 EXPERIMENTS.update({f"kx_en_fact_ctx{w}": replace(PREVIOUS, context_weight=w, **SUBR, fact_weight=1.3,
                                                    lexical_weight=0.0)
                     for w in (0.0, 0.3, 0.5, 0.8)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# Issue 12, sixth round: the derived keys with the plain lexical search skipped (retrieval.lexical_key), the ranker
+# refitted on the fact key's ranks with six more features (benchmarks/train_ranker.py --base keys_ctxc30_no_ranker),
+# fewer context candidates (cost), the notes' share of a context. keys_ctxc30_no_ranker is the default's base.
+EXPERIMENTS.update({"keys_no_ranker": replace(KEYS, ranker=None), "keys_fact_only": replace(KEYS, context_weight=0.0),
+                    "keys_ctxc30_no_ranker_cjk": replace(KEYS, context_candidates=30, ranker=None, ranker_cjk=True)})
+EXPERIMENTS.update({f"keys_ctxc{c}": replace(KEYS, context_candidates=c) for c in (10, 20, 30, 50)})
+EXPERIMENTS.update({f"keys_ctxc{c}_no_ranker": replace(KEYS, context_candidates=c, ranker=None) for c in (20, 30, 50)})
+EXPERIMENTS.update({f"keys_notes{t}": replace(DEFAULT_FUSION, note_tokens=t) for t in (0, 250, 750)})
 ALL = {**VARIANTS, **EXPERIMENTS}

@@ -135,9 +135,10 @@ def run_demo(store: Path) -> int:
             via = f" via {' → '.join(h['via'])}" if h["via"] else ""
             print(f"  {h['score']:.3f} [{h['memory_type']}] {h['summary']} (turns {', '.join(h['turn_ids'])}{via})")
         # The graph term on its own: the stages after it (neighbours, speakers, time, clauses, the learned ranker)
-        # re-order the top five here so that no graph-lifted turn stays in it.
+        # and the derived keys (fact key, context list) re-order the top five here so that no graph-lifted turn
+        # stays in it.
         graph_only = replace(DEFAULT_FUSION, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0,
-                             clause_weight=0.0, ranker=None)
+                             clause_weight=0.0, ranker=None, fact_key=False, context_weight=0.0)
         hits = mem.search("demo", "maya", "What did Maya decide about Atlas?", k=5, fusion=graph_only)
         for h in (h for h in hits if "graph_rank" in h.breakdown):
             b = h.breakdown

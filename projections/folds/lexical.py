@@ -15,7 +15,7 @@ import numpy as np
 
 from events.envelope import Envelope
 from events.model import MessageRecorded, index_text
-from projections.rules.text import tokenize
+from projections.rules.text import query_tokens, tokenize
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +47,45 @@ class LexicalIndex:
         for term, tf in Counter(tokens).items():
             self.postings.setdefault(term, {})[doc] = tf
 
+    def replace_terms(self, doc: int, old: Counter, tokens: list[str]) -> Counter:
+        """Re-index document number ``doc`` (its terms were ``old``) as ``tokens``; returns the new term counts.
+
+        For a derived index kept up to date in place (a document's text changed):
+        the postings, lengths and the search's array cache end as if the index had
+        been built from scratch with the new text in that position.
+        """
+        new = Counter(tokens)
+        touched = [term for term in old.keys() | new.keys() if old.get(term) != new.get(term)]
+        for term in touched:
+            posting = self.postings.setdefault(term, {})
+            if term in new:
+                posting[doc] = new[term]
+            else:
+                posting.pop(doc, None)
+                if not posting:
+                    del self.postings[term]
+        self.total_len += len(tokens) - self.doc_len[doc]
+        self.doc_len[doc] = len(tokens)
+        cache = _ARRAYS.get(id(self))
+        if cache is not None:
+            for term in touched:  # a posting may keep its length and still change: drop its arrays
+                cache.postings.pop(term, None)
+            cache.weights.clear()  # a length changed: every weight may differ (the stamp may not)
+            if len(cache.doc_len) == len(self.doc_len):
+                cache.doc_len[doc] = len(tokens)
+        return new
+
     def search(self, query: str, k: int, params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
         """Top-``k`` (event id, BM25 score) pairs, best first; ties broken by log order."""
-        return self.search_terms(tokenize(query), k, params)
+        return self.search_terms(query_tokens(query), k, params)
 
-    def search_terms(self, query_terms: list[str], k: int, params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
+    def search_terms(self, query_terms: list[str] | tuple[str, ...], k: int,
+                     params: BM25Params = BM25Params()) -> list[tuple[str, float]]:
         """:meth:`search` for a query already tokenized (an index whose documents were tokenized otherwise).
 
         Vectorised per query term over the term's postings (kept as arrays in
-        :data:`_ARRAYS`, rebuilt when a posting grows); each document's score
+        :data:`_ARRAYS`, rebuilt when a posting grows, with each term's weights
+        while the index and the parameters stay the same); each document's score
         adds the terms' contributions in the same order and with the same
         arithmetic as the scalar formula, so the figures are the same floats.
         """
@@ -68,15 +98,19 @@ class LexicalIndex:
         scores = np.zeros(n)
         touched = np.zeros(n, dtype=bool)
         k1, b = params.k1, params.b
+        stamp = (n, self.total_len, k1, b)
         for term in set(query_terms):
             posting = self.postings.get(term)
             if not posting:
                 continue
             docs, tf = cache.posting(term, posting)
-            df = len(posting)
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            norm = tf + k1 * (1 - b + b * lengths[docs] / avgdl)
-            scores[docs] += idf * tf * (k1 + 1) / norm
+            weighed = cache.weights.get(term)
+            if weighed is None or weighed[0] != stamp or weighed[1] is not docs:
+                df = len(posting)
+                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                norm = tf + k1 * (1 - b + b * lengths[docs] / avgdl)
+                weighed = cache.weights[term] = (stamp, docs, idf * tf * (k1 + 1) / norm)
+            scores[docs] += weighed[2]
             touched[docs] = True
         docs = np.flatnonzero(touched)
         if len(docs) > k:  # the k best, then exact order among them (ties: the earlier document)
@@ -89,10 +123,13 @@ class LexicalIndex:
 class _Arrays:
     """A derived cache of one index: its postings and document lengths as arrays (never folded or saved)."""
 
-    __slots__ = ("postings", "doc_len")
+    __slots__ = ("postings", "doc_len", "weights")
 
     def __init__(self) -> None:
         self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # term -> ((documents, total length, k1, b), its docs array, each doc's BM25 term weight): reused while the
+        # index and the parameters stay the same
+        self.weights: dict[str, tuple[tuple, np.ndarray, np.ndarray]] = {}
         self.doc_len = np.zeros(0)
 
     def posting(self, term: str, posting: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:

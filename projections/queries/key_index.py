@@ -21,19 +21,22 @@ document per turn:
 
 Pure: every key is read from the folded projections (messages, notes, graph),
 never re-derived by rules at query time, so a replayed shard ranks the same.
-The indexes are a derived cache per user, rebuilt when the user's message,
-note or graph-memory count changes (like the conversation documents of
-:mod:`projections.queries.session_docs`).
+The indexes are a derived cache per user (:class:`KeyIndex`), brought up to
+date in place on the first search after the user's projections moved: a new
+turn adds its document, a note or graph memory replaces its source turns'
+fact documents; :func:`build` is the same index built from scratch.
 """
 
 from __future__ import annotations
 
 import re
 import weakref
+from collections import Counter
+from itertools import islice
 
 from projections.folds.lexical import BM25Params, LexicalIndex
 from projections.folds.state import UserMemory
-from projections.rules.text import search_tokens, tokenize
+from projections.rules.text import query_tokens, search_tokens, tokenize
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
@@ -98,20 +101,141 @@ def build(memory: UserMemory, kind: str) -> LexicalIndex:
     return index
 
 
+def _graph_words(g, msg) -> str:
+    """A graph memory's words in the fact key of its source turn ``msg`` (the subject unless it is the speaker)."""
+    words = [g.subject] if msg is None or g.subject != msg.speaker else []
+    words += [g.topic, g.object or ""] + [value for _, value in g.attributes]
+    return " ".join(w for w in words if w)
+
+
+class KeyIndex:
+    """One user's ``kind`` index kept up to date in place: the same postings :func:`build` would give.
+
+    :meth:`sync` brings it to the user's current projections: a new turn adds its
+    document (and, for the context key, replaces its previous turn's document, which
+    gains a next turn); a new note or graph memory, or a note that gained a source
+    turn (a boost), replaces its source turns' fact documents. No document is
+    re-tokenized unless its text changed. Anything it cannot follow (the message,
+    note or graph dicts replaced, the log order rewritten) rebuilds it.
+    """
+
+    def __init__(self, kind: str) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"key index kind {kind!r}: expected one of {', '.join(KINDS)}")
+        self.kind = kind
+        self.index = LexicalIndex()
+        self.slot: dict[str, int] = {}  # turn id -> document number
+        self.counts: list[Counter] = []  # each document's term counts (what a replacement removes)
+        self.texts: list[str] = []
+        self.version: tuple = ()
+        self.owners: tuple = ()
+        self.last: dict[str, str] = {}  # conversation -> its last turn so far (context keys)
+        self.prev: dict[str, str] = {}
+        self.nxt: dict[str, str] = {}
+        self.notes: dict = {}  # note id -> the note object last seen (facts key)
+        self.note_pos: dict[str, int] = {}
+        self.graph_seen = 0
+        self.turn_notes: dict[str, list[str]] = {}  # turn -> note ids naming it, in the notes' dict order
+        self.turn_graph: dict[str, list] = {}  # turn -> its graph memories, in the graph's dict order
+
+    def sync(self, memory: UserMemory) -> bool:
+        """Apply what changed since the last sync; False when it cannot follow (the caller rebuilds)."""
+        version = (memory.head, len(memory.messages.order), len(memory.notes.notes), len(memory.graph.memories))
+        if version == self.version:
+            return True
+        owners = (memory.messages.by_id, memory.notes.notes, memory.graph.memories)
+        order = memory.messages.order
+        seen = len(self.slot)
+        if self.owners and (any(a is not b for a, b in zip(owners, self.owners)) or len(order) < seen
+                            or (seen and order[seen - 1] != self.index.doc_ids[seen - 1])):
+            return False
+        self.owners = owners
+        dirty = self._fact_changes(memory) if self.kind == "facts" else set()
+        by_id = memory.messages.by_id
+        for memory_id in order[seen:]:
+            msg = by_id[memory_id]
+            before = self.last.get(msg.conversation_id)
+            if before is not None:
+                self.prev[memory_id], self.nxt[before] = before, memory_id
+                if self.kind == "context":
+                    dirty.add(before)
+            self.last[msg.conversation_id] = memory_id
+            self._put(memory_id, self._text(memory, memory_id))
+        for memory_id in dirty:
+            if memory_id in self.slot:
+                text = self._text(memory, memory_id)
+                if text != self.texts[self.slot[memory_id]]:
+                    self._put(memory_id, text)
+        self.version = version
+        return True
+
+    def _fact_changes(self, memory: UserMemory) -> set[str]:
+        """Record new notes, boosted notes and new graph memories; the turns whose fact text may have changed."""
+        dirty: set[str] = set()
+        for note_id, note in memory.notes.notes.items():
+            old = self.notes.get(note_id)
+            if old is note:
+                continue
+            self.notes[note_id] = note
+            if old is None:
+                self.note_pos[note_id] = len(self.note_pos)
+            elif old.source_message_ids == note.source_message_ids and old.text == note.text:
+                continue
+            gained = [m for m in note.source_message_ids if old is None or m not in old.source_message_ids]
+            for memory_id in gained:
+                ids = self.turn_notes.setdefault(memory_id, [])
+                ids.append(note_id)
+                ids.sort(key=self.note_pos.__getitem__)
+            dirty.update(note.source_message_ids)
+        graph = memory.graph.memories
+        for g in islice(graph.values(), self.graph_seen, None):  # graph memories are only ever added
+            for memory_id in g.source_message_ids:
+                self.turn_graph.setdefault(memory_id, []).append(g)
+                dirty.add(memory_id)
+        self.graph_seen = len(graph)
+        return dirty
+
+    def _text(self, memory: UserMemory, memory_id: str) -> str:
+        by_id = memory.messages.by_id
+        if self.kind == "facts":
+            notes = memory.notes.notes
+            msg = by_id[memory_id]
+            facts = dict.fromkeys([notes[n].text for n in self.turn_notes.get(memory_id, ())]
+                                  + [_graph_words(g, msg) for g in self.turn_graph.get(memory_id, ())])
+            extra = spelled_dates(" ".join(facts))
+            return f"{msg.index_text} {extra}" if extra else msg.index_text
+        if self.kind == "subwords":
+            return by_id[memory_id].index_text
+        around = [self.prev.get(memory_id), memory_id] + ([self.nxt.get(memory_id)] if self.kind == "context" else [])
+        return " ".join(by_id[m].index_text for m in around if m is not None)
+
+    def _put(self, memory_id: str, text: str) -> None:
+        tokens = search_tokens(text) if self.kind == "subwords" else tokenize(text)
+        doc = self.slot.get(memory_id)
+        if doc is None:
+            self.slot[memory_id] = len(self.counts)
+            self.counts.append(Counter(tokens))
+            self.texts.append(text)
+            self.index.add_terms(memory_id, tokens)
+        else:
+            self.counts[doc] = self.index.replace_terms(doc, self.counts[doc], tokens)
+            self.texts[doc] = text
+
+
 class _Cache:
     def __init__(self) -> None:
-        self._cache: dict[tuple[int, str], tuple[weakref.ref, tuple[int, int, int], LexicalIndex]] = {}
+        self._cache: dict[tuple[int, str], tuple[weakref.ref, KeyIndex]] = {}
 
     def get(self, memory: UserMemory, kind: str) -> LexicalIndex:
-        version = (len(memory.messages.order), len(memory.notes.notes), len(memory.graph.memories))
         cached = self._cache.get((id(memory), kind))
-        if cached is not None and cached[0]() is memory and cached[1] == version:
-            return cached[2]
-        built = build(memory, kind)
+        if cached is not None and cached[0]() is memory and cached[1].sync(memory):
+            return cached[1].index
+        fresh = KeyIndex(kind)
+        fresh.sync(memory)
         if len(self._cache) > 1024:
             self._cache = {k: v for k, v in self._cache.items() if v[0]() is not None}
-        self._cache[(id(memory), kind)] = (weakref.ref(memory), version, built)
-        return built
+        self._cache[(id(memory), kind)] = (weakref.ref(memory), fresh)
+        return fresh.index
 
 
 INDEXES = _Cache()
@@ -120,5 +244,5 @@ INDEXES = _Cache()
 def search(memory: UserMemory, kind: str, query: str, k: int, params: BM25Params) -> list[tuple[str, float]]:
     """The ``k`` turns whose ``kind`` key matches ``query`` best, with their BM25 scores (ties: log order)."""
     index = INDEXES.get(memory, kind)
-    terms = search_tokens(query) if kind == "subwords" else tokenize(query)
+    terms = query_tokens(query, kind == "subwords")
     return index.search_terms(terms, k, params)

@@ -16,12 +16,15 @@ import numpy as np
 
 from projections.folds.state import UserMemory
 from projections.queries import rerank
-from projections.rules.text import tokenize
+from projections.rules.text import query_tokens, tokenize
 
 FEATURES: tuple[str, ...] = (
     "fused_share", "fused_rank_inv", "cosine", "cosine_gap", "bm25_share", "lexical_term", "dense_term",
     "episode_term", "note_term", "graph_term", "neighbour_cosine", "neighbour_bm25_share", "neighbour_lifted",
     "speaker_named", "named_other_speaker", "states_time_when", "coverage", "log_words", "retention",
+    # added with the derived keys (a model may use any subset of FEATURES, by name)
+    "context_term", "conversation_term", "clause_term", "same_conversation_as_top", "neighbour_of_top3",
+    "conversation_density",
 )
 
 
@@ -33,8 +36,13 @@ def _terms(tables: rerank.Tables, memory: UserMemory, memory_id: str) -> frozens
 
 
 def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, rows: list[list],
-             tables: rerank.Tables, rrf_k: int) -> np.ndarray:
-    """A ``(len(rows), len(FEATURES))`` matrix for the rows (``[score, -seq, id, breakdown]``, best first)."""
+             tables: rerank.Tables, rrf_k: int, lexical_kind: str = "lexical") -> np.ndarray:
+    """A ``(len(rows), len(FEATURES))`` matrix for the rows (``[score, -seq, id, breakdown]``, best first).
+
+    ``lexical_kind`` is the list that carried the lexical weight (``lexical``: the turn's own text; ``facts`` or
+    ``subwords``: a derived key of :mod:`projections.queries.key_index`): ``bm25_share`` and ``lexical_term`` read
+    its rank and score.
+    """
     n = len(rows)
     out = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if n == 0:
@@ -51,15 +59,22 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
             mat = np.stack([np.asarray(memory.vectors.rows[m].vector, dtype=np.float64) for m in wanted])
             sims = mat @ q / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
             cos = dict(zip(wanted, sims.tolist()))
-    bm25 = {row[2]: round(row[3].get("bm25", 0.0), 6) for row in rows}  # as a hit shows it (retrieval.ROUNDED)
+    rank_key, score_key = ("lexical_rank", "bm25") if lexical_kind == "lexical" else (f"{lexical_kind}_rank",
+                                                                                        f"{lexical_kind}_bm25")
+    bm25 = {row[2]: round(row[3].get(score_key, 0.0), 6) for row in rows}  # as a hit shows it (retrieval.ROUNDED)
     top_bm25 = max(bm25.values()) or 1.0
     top_cos = max((cos.get(m, 0.0) for m in ids), default=0.0)
     top_score = rows[0][0] or 1.0
-    query_terms = set(tokenize(query))
+    query_terms = set(query_tokens(query))
     named = rerank.named_speakers(query, tables.speakers)
     partial = bool(named) and len(named) < len(tables.speakers)
     when = rerank.time_intent(query)
     by_id = memory.messages.by_id
+    conversations = [by_id[m].conversation_id for m in ids]
+    per_conversation: dict[str, int] = {}
+    for c in conversations:
+        per_conversation[c] = per_conversation.get(c, 0) + 1
+    near_top = {x for pair in neighbour_ids[:3] for x in pair if x is not None}
     for i, (row, (prev, nxt)) in enumerate(zip(rows, neighbour_ids)):
         memory_id, b = row[2], row[3]
         msg = by_id[memory_id]
@@ -71,7 +86,7 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
             cos.get(memory_id, 0.0),
             cos.get(memory_id, 0.0) - top_cos,
             bm25[memory_id] / top_bm25,
-            1.0 / (rrf_k + b["lexical_rank"]) if "lexical_rank" in b else 0.0,
+            1.0 / (rrf_k + b[rank_key]) if rank_key in b else 0.0,
             1.0 / (rrf_k + b["dense_rank"]) if "dense_rank" in b else 0.0,
             1.0 / (rrf_k + b["episode_rank"]) if "episode_rank" in b else 0.0,
             1.0 / (rrf_k + b["note_rank"]) if "note_rank" in b else 0.0,
@@ -85,5 +100,12 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
             len(query_terms & terms) / len(query_terms) if query_terms else 0.0,
             math.log1p(len(msg.text.split())),
             min(round(b.get("retention", 0.0), 6), 2.0),
+            1.0 / (rrf_k + b.get("context_rank", b.get("context_prev_rank", 0))) if (
+                "context_rank" in b or "context_prev_rank" in b) else 0.0,
+            b.get("conversation_term", 0.0),
+            1.0 / (rrf_k + b["clause_rank"]) if "clause_rank" in b else 0.0,
+            1.0 if conversations[i] == conversations[0] else 0.0,
+            1.0 if memory_id in near_top else 0.0,
+            per_conversation[conversations[i]] / n,
         )
     return out

@@ -29,21 +29,25 @@ class RankerModel:
     trained_on: str = ""
 
     def __post_init__(self) -> None:
-        if self.features != FEATURES:
+        unknown = [f for f in self.features if f not in FEATURES]
+        if unknown or len(set(self.features)) != len(self.features):
             raise ValueError(
-                f"ranker model features {self.features} differ from rank_features.FEATURES {FEATURES}; "
-                "re-fit it with python -m benchmarks.train_ranker"
+                f"ranker model features {unknown or self.features} are not distinct names of "
+                f"rank_features.FEATURES {FEATURES}; re-fit it with python -m benchmarks.train_ranker"
             )
         if not len(self.mean) == len(self.scale) == len(self.coef) == len(self.features):
             raise ValueError("ranker model: mean, scale and coef must each hold one number per feature")
 
     def logits(self, x: np.ndarray) -> np.ndarray:
+        """The model's logit per row of ``x`` (every column of FEATURES; the model reads its own, by name)."""
+        if self.features != FEATURES:
+            x = x[:, [FEATURES.index(f) for f in self.features]]
         z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
         return z @ np.asarray(self.coef) + self.intercept
 
 
 def rerank_rows(memory: UserMemory, query: str, query_vector: np.ndarray | None, rows: list[list],
-                model: RankerModel, depth: int, rrf_k: int) -> None:
+                model: RankerModel, depth: int, rrf_k: int, lexical_kind: str = "lexical") -> None:
     """Re-order the best ``depth`` rows by the model's probability; rows below keep their order beneath them.
 
     A re-ranked row's score becomes ``base + p`` (``base``: the score of the
@@ -53,7 +57,7 @@ def rerank_rows(memory: UserMemory, query: str, query_vector: np.ndarray | None,
     top = rows[:depth]
     if len(top) < 2:
         return
-    x = features(memory, query, query_vector, top, rerank.TABLES.get(memory), rrf_k)
+    x = features(memory, query, query_vector, top, rerank.TABLES.get(memory), rrf_k, lexical_kind)
     p = 1.0 / (1.0 + np.exp(-model.logits(x)))
     base = rows[depth][0] if len(rows) > depth else 0.0
     for row, prob in zip(top, p.tolist()):

@@ -5,8 +5,8 @@ stage reads the folded projections of one user and the scores so far, adds
 its term (and its entry in the breakdown) and may add candidates; the caller
 re-sorts. Pure: no I/O, no clock, nothing written. The per-user tables they
 need (turn neighbours, speakers, turns that state a time) are derived from
-the projections and cached by :class:`UserTables` until the user's message
-or graph counts change.
+the projections and cached by :class:`UserTables`, extended in place when
+the user's turns or graph memories are added.
 
 - **neighbours**: the turns just before and after each of the best rows, in
   the same conversation, get ``neighbour_weight`` times that row's score
@@ -35,6 +35,7 @@ import re
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import islice
 
 from projections.folds.state import UserMemory
 from projections.rules.text import tokenize
@@ -52,27 +53,59 @@ class Tables:
     speakers: dict[str, str]  # lower-cased speaker name -> speaker as written
     timed: frozenset[str]  # turns a graph memory with a resolved time was read from
     terms: dict[str, frozenset[str]]  # turn -> its lexical terms, filled on first use (a derived cache)
+    last: dict[str, str]  # conversation -> its last turn so far (where the next new turn links)
 
 
 class UserTables:
-    """Derived per-user tables, rebuilt when the user's message or graph-memory count changes."""
+    """Derived per-user tables, brought up to date in place when the user's turns or graph memories are added.
+
+    A new turn extends ``prev_next`` (and its previous turn's next) and ``speakers``; a new graph memory with a
+    resolved time extends ``timed``; ``terms`` are kept (a turn's terms never change). Anything it cannot follow
+    (the message or graph dicts replaced, fewer turns than before) rebuilds them with :func:`build_tables`.
+    """
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[weakref.ref, tuple[int, int], Tables]] = {}
+        self._cache: dict[int, tuple[weakref.ref, tuple, Tables]] = {}
 
     def get(self, memory: UserMemory) -> Tables:
-        version = (len(memory.messages.order), len(memory.graph.memories))
+        order, graph = memory.messages.order, memory.graph.memories
+        version = (len(order), len(graph))
         cached = self._cache.get(id(memory))
-        if cached is not None and cached[0]() is memory and cached[1] == version:
-            return cached[2]
+        if cached is not None and cached[0]() is memory:
+            (seen, seen_graph, by_id, memories), tables = cached[1], cached[2]
+            if (seen, seen_graph) == version and by_id is memory.messages.by_id and memories is graph:
+                return tables
+            if by_id is memory.messages.by_id and memories is graph and seen <= len(order) and seen_graph <= len(graph):
+                tables = _extend(memory, tables, seen, seen_graph)
+                self._cache[id(memory)] = (cached[0], (*version, by_id, graph), tables)
+                return tables
         tables = build_tables(memory)
         if len(self._cache) > 1024:
             self._cache = {k: v for k, v in self._cache.items() if v[0]() is not None}
-        self._cache[id(memory)] = (weakref.ref(memory), version, tables)
+        self._cache[id(memory)] = (weakref.ref(memory), (*version, memory.messages.by_id, graph), tables)
         return tables
 
 
+def _extend(memory: UserMemory, tables: Tables, seen: int, seen_graph: int) -> Tables:
+    """``tables`` with the turns after the first ``seen`` and the graph memories after the first ``seen_graph``."""
+    by_id, prev_next, speakers = memory.messages.by_id, tables.prev_next, tables.speakers
+    order = memory.messages.order
+    last = dict(tables.last)
+    for memory_id in order[seen:]:
+        msg = by_id[memory_id]
+        prev = last.get(msg.conversation_id)
+        prev_next[memory_id] = (prev, None)
+        if prev is not None:
+            prev_next[prev] = (prev_next[prev][0], memory_id)
+        last[msg.conversation_id] = memory_id
+        if msg.speaker:
+            speakers.setdefault(msg.speaker.lower(), msg.speaker)
+    timed = tables.timed | _timed(islice(memory.graph.memories.values(), seen_graph, None))
+    return Tables(prev_next, speakers, timed, tables.terms, last)
+
+
 def build_tables(memory: UserMemory) -> Tables:
+    """The tables built from scratch (what :class:`UserTables` keeps up to date)."""
     by_id = memory.messages.by_id
     last: dict[str, str] = {}
     prev_next: dict[str, list] = {}
@@ -86,9 +119,13 @@ def build_tables(memory: UserMemory) -> Tables:
         last[msg.conversation_id] = memory_id
         if msg.speaker:
             speakers.setdefault(msg.speaker.lower(), msg.speaker)
-    timed = frozenset(m for g in memory.graph.memories.values() if any(k == "time" for k, _ in g.attributes)
-                      for m in g.source_message_ids)
-    return Tables({k: (v[0], v[1]) for k, v in prev_next.items()}, speakers, timed, {})
+    return Tables({k: (v[0], v[1]) for k, v in prev_next.items()}, speakers, _timed(memory.graph.memories.values()),
+                  {}, last)
+
+
+def _timed(graph_memories) -> frozenset[str]:
+    return frozenset(m for g in graph_memories if any(k == "time" for k, _ in g.attributes)
+                     for m in g.source_message_ids)
 
 
 TABLES = UserTables()

@@ -24,6 +24,7 @@ from projections.queries.graph_expand import expand_hits
 from projections.queries.learned import adjusted, hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
 from projections.queries.ranker_model import MODEL as ENGLISH_RANKER
+from projections.queries.ranker_model_cjk import MODEL as CHINESE_RANKER
 from projections.queries.results import Hit
 from projections.rules.text import has_cjk
 
@@ -35,7 +36,7 @@ class FusionConfig:
     With ``fact_key`` the lexical list ranks each turn by its fact-augmented
     document (English queries), with ``cjk_subwords`` by jieba sub-words
     (Chinese ones), and ``context_weight`` adds a list of the turn with its
-    neighbours (:mod:`projections.queries.key_index`; all off by default).
+    neighbours (:mod:`projections.queries.key_index`; all on by default).
     Defaults: a small RRF constant (5, not the classic 60) lets the top few
     ranks of each list dominate, and BM25 weighs slightly more than the
     dense list (1.3) because MiniLM is weak on names and rare words. With the
@@ -107,11 +108,12 @@ class FusionConfig:
     speaker_weight: float = 0.3  # turns of the speakers a question names (when it names some, not all)
     time_weight: float = 0.3  # turns that state a resolved time, for "when" questions
     clause_weight: float = 0.5  # each clause of a compound question ranks the turns by BM25 on its own
-    # The learned stage (projections.queries.ranker), fitted on English dev chats: Chinese queries skip it unless
-    # ranker_cjk. None turns it off.
+    # The learned stage (projections.queries.ranker): ``ranker`` fitted on English dev chats, ``cjk_ranker`` on
+    # Chinese ones (a Chinese query uses it, or ``ranker`` with ranker_cjk, or none). None turns either off.
     ranker: RankerModel | None = ENGLISH_RANKER
     ranker_depth: int = 20  # how many of the best rows it re-orders
     ranker_cjk: bool = False
+    cjk_ranker: RankerModel | None = CHINESE_RANKER
     candidates: int = 100
     # The learning loop (projections.queries.learned): the dispatcher's adjustments (invalidated memories and
     # notes leave default retrieval, penalties scale scores) and the Molt policy. False: the palimpsest_no_feedback
@@ -136,28 +138,24 @@ class FusionConfig:
     # Derived lexical keys of each turn (projections.queries.key_index). The turn's lexical key: fact_key (English
     # queries, or every query with fact_cjk) ranks the turns by their fact-augmented document (the turn + its
     # notes, graph words, spelled dates) and cjk_subwords (Chinese queries) by jieba search-mode sub-words, in place
-    # of the turn's own text: the lexical_weight moves to that list (the plain list still ranks, weighing nothing,
-    # so its ranks stay in the breakdown the ranker reads). Separate lists with their own weight (0: off): facts,
+    # of the turn's own text: the lexical_weight moves to that list, the plain search is not run, and the ranker
+    # reads that list's ranks (retrieval.lexical_key). Separate lists with their own weight (0: off): facts,
     # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
-    # Off by default (measured, README "Derived lexical keys"): +0.6-0.8 R@10 and +1.2-1.8 budget recall@1000
-    # leave-out on the dev files, but ~2 ms more fuse CPU per query and a whole per-user rebuild of each index
-    # after every new turn; on with ``benchmarks.variants`` ``palimpsest_keys``.
-    fact_key: bool = False
-    cjk_subwords: bool = False
+    fact_key: bool = True
+    cjk_subwords: bool = True
     fact_weight: float = 0.0
     fact_cjk: bool = False  # Chinese queries skip the fact key and list unless set (measured: they lose on MemDaily)
-    context_weight: float = 0.0
+    context_weight: float = 0.5
     context_window: str = "both"
+    context_candidates: int = 30  # how many turns the context list ranks (fewer: fewer new rows to score)
     subword_weight: float = 0.0
-    # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: lexical_weight
-    # for every language).
+    # A Chinese query weighs the (jieba word) lexical list by this instead of lexical_weight (None: the same).
     cjk_lexical_weight: float | None = None
     bm25: BM25Params = field(default_factory=lambda: BM25Params(k1=0.9, b=0.4))
 
 
 DEFAULT_FUSION = FusionConfig()
-# The breakdown figures a hit shows rounded (fuse keeps them exact until then); the ranker's features read
-# them rounded the same way.
+# The breakdown figures a hit shows rounded (fuse keeps them exact until then); rank features read them so too.
 ROUNDED = {"dense_similarity": 6, "bm25": 6, "facts_bm25": 6, "context_bm25": 6, "context_prev_bm25": 6,
            "subwords_bm25": 6, "episode_similarity": 6, "note_bm25": 6, "retention": 6, "rrf": 8}
 
@@ -190,11 +188,21 @@ def list_weights(config: FusionConfig, query: str) -> dict[str, float]:
     return weights
 
 
+def lexical_key(config: FusionConfig, query: str) -> str:
+    """The list carrying the lexical weight: ``lexical`` (the turn's text), or a derived key in its place."""
+    cjk = has_cjk(query)
+    if cjk and config.cjk_subwords:
+        return "subwords"
+    if (config.fact_cjk or not cjk) and config.fact_key:
+        return "facts"
+    return "lexical"
+
+
 def _key_lists(memory: UserMemory, query: str, config: FusionConfig,
                weights: dict[str, float]) -> dict[str, tuple[float, list]]:
     """The derived-key lists with a weight (projections.queries.key_index): kind -> (weight, ranked ids)."""
-    return {kind: (weights[kind], key_index.search(memory, kind, query, config.candidates, config.bm25))
-            for kind in key_index.KINDS if weights.get(kind, 0.0) > 0}
+    return {kind: (weights[kind], key_index.search(memory, kind, query, config.context_candidates if kind.startswith(
+        "context") else config.candidates, config.bm25)) for kind in key_index.KINDS if weights.get(kind, 0.0) > 0}
 
 
 def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], scored: list[list],
@@ -267,7 +275,8 @@ def fuse(
     travel), and with ``policy`` the retention term at ``now`` joins the
     score (see :class:`FusionConfig`). The archive is read as it stands.
     """
-    lexical = memory.lexical.search(query, config.candidates, config.bm25)
+    primary = lexical_key(config, query)
+    lexical = memory.lexical.search(query, config.candidates, config.bm25) if primary == "lexical" else []
     parts: dict[str, dict] = {}
     for rank, (memory_id, sim) in enumerate(dense, start=1):
         parts.setdefault(memory_id, {})["dense"] = (rank, sim)
@@ -349,8 +358,9 @@ def fuse(
         scored.sort(key=lambda s: (-s[0], s[1]))
     for row in scored:
         row[3]["rrf"] = row[0]
-    if config.ranker is not None and (config.ranker_cjk or not has_cjk(query)):
-        rerank_rows(memory, query, query_vector, scored, config.ranker, config.ranker_depth, config.rrf_k)
+    model = (config.cjk_ranker or (config.ranker if config.ranker_cjk else None)) if has_cjk(query) else config.ranker
+    if model is not None:
+        rerank_rows(memory, query, query_vector, scored, model, config.ranker_depth, config.rrf_k, primary)
     if adjusted(config):
         penalise(memory, scored, now, hide=scope == "active", query=query)
     if config.coverage_weight > 0 and (not config.coverage_lists_only or coverage.list_intent(query)):

@@ -12,46 +12,86 @@ while a long one (a LoCoMo session of 20-40 turns) only gets a share, since
 lifting forty turns equally would push the one that answers down.
 
 Pure: the per-user conversation index is derived from the message
-projection and cached like the other stage tables (rebuilt when the
-message count changes).
+projection and cached, brought up to date in place when turns are added.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 from collections.abc import Callable
 
 from projections.folds.lexical import BM25Params, LexicalIndex
 from projections.folds.state import UserMemory
+from projections.rules.text import tokenize
 
 
 class ConversationIndex:
-    """One user's conversations as BM25 documents, with their members in log order."""
+    """One user's conversations as BM25 documents, with their members in log order.
 
-    def __init__(self, memory: UserMemory) -> None:
-        members: dict[str, list[str]] = {}
-        by_id = memory.messages.by_id
-        for memory_id in memory.messages.order:
-            members.setdefault(by_id[memory_id].conversation_id, []).append(memory_id)
-        self.members = members
+    Kept up to date in place (:meth:`sync`): a new turn is appended to its
+    conversation's document (the concatenated text's terms are the sum of its
+    turns' terms, so the document is the one a rebuild would give) or starts one.
+    """
+
+    def __init__(self, memory: UserMemory | None = None) -> None:
+        self.members: dict[str, list[str]] = {}
         self.index = LexicalIndex()
-        for conversation, ids in members.items():
-            self.index.add(conversation, " ".join(by_id[m].index_text for m in ids))
+        self._slot: dict[str, int] = {}
+        self._counts: list[Counter] = []
+        self._by_id: dict | None = None
+        self._seen = 0
+        if memory is not None:
+            self.sync(memory)
+
+    def sync(self, memory: UserMemory) -> bool:
+        """Add the turns recorded since the last sync; False when it cannot follow (the caller rebuilds)."""
+        order, by_id = memory.messages.order, memory.messages.by_id
+        if self._by_id is not None and (by_id is not self._by_id or len(order) < self._seen):
+            return False
+        self._by_id = by_id
+        new: dict[str, list[str]] = {}
+        for memory_id in order[self._seen:]:
+            new.setdefault(by_id[memory_id].conversation_id, []).append(memory_id)
+        self._seen = len(order)
+        for conversation, ids in new.items():
+            tokens = tokenize(" ".join(by_id[m].index_text for m in ids))
+            self.members.setdefault(conversation, []).extend(ids)
+            doc = self._slot.get(conversation)
+            if doc is None:
+                self._slot[conversation] = len(self._counts)
+                self._counts.append(Counter(tokens))
+                self.index.add_terms(conversation, tokens)
+            else:
+                old = self._counts[doc]
+                self._counts[doc] = self.index.replace_terms(doc, old, list((old + Counter(tokens)).elements()))
+        return True
+
+
+def build(memory: UserMemory) -> LexicalIndex:
+    """The conversation index built from scratch (what :class:`ConversationIndex` keeps up to date)."""
+    members: dict[str, list[str]] = {}
+    by_id = memory.messages.by_id
+    for memory_id in memory.messages.order:
+        members.setdefault(by_id[memory_id].conversation_id, []).append(memory_id)
+    index = LexicalIndex()
+    for conversation, ids in members.items():
+        index.add(conversation, " ".join(by_id[m].index_text for m in ids))
+    return index
 
 
 class _Cache:
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[weakref.ref, int, ConversationIndex]] = {}
+        self._cache: dict[int, tuple[weakref.ref, ConversationIndex]] = {}
 
     def get(self, memory: UserMemory) -> ConversationIndex:
-        version = len(memory.messages.order)
         cached = self._cache.get(id(memory))
-        if cached is not None and cached[0]() is memory and cached[1] == version:
-            return cached[2]
+        if cached is not None and cached[0]() is memory and cached[1].sync(memory):
+            return cached[1]
         built = ConversationIndex(memory)
         if len(self._cache) > 1024:
             self._cache = {k: v for k, v in self._cache.items() if v[0]() is not None}
-        self._cache[id(memory)] = (weakref.ref(memory), version, built)
+        self._cache[id(memory)] = (weakref.ref(memory), built)
         return built
 
 

@@ -89,6 +89,14 @@ def search_tokens(text: str) -> list[str]:
     return tokenize(text, _subwords)
 
 
+@lru_cache(maxsize=1024)
+def query_tokens(query: str, subwords: bool = False) -> tuple[str, ...]:
+    """:func:`tokenize` (or :func:`search_tokens`) of a query, memoised: one search ranks the same question in
+    several lists (the keys, the conversations, the notes, the ranker's coverage), and jieba takes about 0.5 ms
+    to segment a Chinese question."""
+    return tuple(search_tokens(query) if subwords else tokenize(query))
+
+
 def _latin(segment: str) -> list[str]:
     return [token for token in map(_english, _WORD.findall(segment)) if token]
 

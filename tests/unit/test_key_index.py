@@ -120,20 +120,106 @@ def test_a_chinese_query_can_weigh_the_word_list_apart_and_the_score_terms_add_u
     assert score_terms(english[0].breakdown, "turtles", cfg)["bm25"] == pytest.approx(cfg.lexical_weight / (cfg.rrf_k + 1))
 
 
-def test_the_keys_configuration_ranks_english_turns_by_their_fact_key_and_chinese_ones_by_sub_words(memory):
-    from benchmarks.variants import KEYS
+def test_the_default_ranks_english_turns_by_their_fact_key_and_chinese_ones_by_sub_words(memory):
+    from benchmarks.variants import PREVIOUS
     from projections.queries.retrieval import DEFAULT_FUSION, list_weights
     # English: the lexical weight moves to the fact key; Chinese: to the sub-word key; the plain list weighs nothing
-    en = list_weights(KEYS, "When did Caroline go?")
-    assert en["lexical"] == 0.0 and en["facts"] == KEYS.lexical_weight and en["subwords"] == 0.0
-    zh = list_weights(KEYS, "我喜欢什么运动")
-    assert zh["lexical"] == 0.0 and zh["subwords"] == KEYS.lexical_weight and zh["facts"] == 0.0
-    assert en["context"] == zh["context"] == KEYS.context_weight == 0.5
-    # the default leaves them off: the turn's own text ranks, no derived list weighs anything
-    default = list_weights(DEFAULT_FUSION, "When did Caroline go?")
-    assert default["lexical"] == DEFAULT_FUSION.lexical_weight
-    assert not any(w for kind, w in default.items() if kind not in ("dense", "lexical"))
+    en = list_weights(DEFAULT_FUSION, "When did Caroline go?")
+    assert en["lexical"] == 0.0 and en["facts"] == DEFAULT_FUSION.lexical_weight and en["subwords"] == 0.0
+    zh = list_weights(DEFAULT_FUSION, "我喜欢什么运动")
+    assert zh["lexical"] == 0.0 and zh["subwords"] == DEFAULT_FUSION.lexical_weight and zh["facts"] == 0.0
+    assert en["context"] == zh["context"] == DEFAULT_FUSION.context_weight == 0.5
+    # the default before the keys (palimpsest_before_keys): the turn's own text ranks, no derived list weighs anything
+    before = list_weights(PREVIOUS, "When did Caroline go?")
+    assert before["lexical"] == PREVIOUS.lexical_weight
+    assert not any(w for kind, w in before.items() if kind not in ("dense", "lexical"))
     # the fact key alone: "April" is only in m2's graph memory (its resolved "yesterday")
     cfg = dataclasses.replace(BASE, fact_key=True)
     hits = fuse(memory, "LGBTQ in April", [], k=10, config=cfg)
     assert hits[0].memory_id == "m2" and hits[0].score == pytest.approx(cfg.lexical_weight / (cfg.rrf_k + 1))
+
+
+def _writes():
+    """A user's log: turns in two interleaved conversations, notes (add, update, boost), graph memories."""
+    def turn(i: int, text: str, conv: str = "conv-1", speaker: str = "Nate"):
+        return (f"m{i}", message(text, f"c{i}", speaker=speaker, turn_id=f"D1:{i}", conversation_id=conv,
+                                 occurred_at=T0 + timedelta(minutes=i)))
+
+    def note(op: str, sources: tuple[str, ...], text: str = "", target: str | None = None):
+        content = NoteContent(category="fact", text=text, subject="Nate", key_terms=()) if text else None
+        return NoteOperation(op=op, source_message_ids=sources, valid_from=T0, reason="stated", decider="rules-v1",
+                             note=content, target_note_id=target)
+
+    return [
+        turn(1, "I adopted two turtles last week"),
+        turn(2, "Nice! What are their names?", speaker="Joanna"),
+        ("n1", note("add", ("m1",), "Nate has pet turtles")),
+        turn(3, "My sister moved to Tampa", conv="conv-2", speaker="Joanna"),
+        ("g1", GraphMemoryStaged(subject="Joanna", memory_type="event", topic="move", object="Tampa",
+                                 attributes={"time": "2023-05-07"}, source_message_ids=("m3",), occurred_at=T0,
+                                 extractor="graph-rules-v1")),
+        turn(4, "Shelly and Bob, they love the beach"),
+        ("n2", note("add", ("m4",), "the turtles are named Shelly and Bob")),
+        ("n3", note("boost", ("m2",), target="n1")),  # n1 gains a source turn: m2's fact document changes
+        turn(5, "Florida is warm", conv="conv-2"),
+        ("n4", note("update", ("m5",), "Joanna's sister lives in Florida", target="n2")),
+        ("g2", GraphMemoryStaged(subject="Nate", memory_type="fact", topic="own", object="turtles",
+                                 attributes={}, source_message_ids=("m1", "m4"), occurred_at=T0,
+                                 extractor="graph-rules-v1")),
+        turn(6, "我买了一双运动鞋", conv="conv-2"),
+    ]
+
+
+@pytest.mark.parametrize("kind", key_index.KINDS)
+def test_an_index_kept_up_to_date_after_each_write_equals_one_built_from_scratch(kind):
+    """After every write (and a search in between), the incremental index has the rebuilt one's postings and ranks."""
+    envs = stream(*_writes())
+    state = ShardState()
+    cache = key_index._Cache()
+    kept = None
+    for env in envs:
+        state = fold(state, [env])
+        memory = state.user("acme", "alice")
+        index = cache.get(memory, kind)
+        kept = kept or index
+        assert index is kept  # updated in place, never rebuilt
+        rebuilt = key_index.build(memory, kind)
+        assert index.canonical() == rebuilt.canonical() and index.total_len == rebuilt.total_len
+        for query in ("turtles Shelly", "sister Florida May 2023", "names beach", "运动"):
+            terms = search_tokens(query) if kind == "subwords" else tokenize(query)
+            assert index.search_terms(terms, 10, BASE.bm25) == rebuilt.search_terms(terms, 10, BASE.bm25)
+    # the writes reached the documents: m2's fact document holds n1's text after the boost
+    if kind == "facts":
+        assert rebuilt.postings["pet"].keys() == {0, 1}  # m1 (its note) and m2 (the boost)
+
+
+def test_an_index_that_cannot_follow_the_projections_is_rebuilt(memory):
+    cache = key_index._Cache()
+    first = cache.get(memory, "context")
+    memory.messages.by_id = dict(memory.messages.by_id)  # a replaced projection: nothing to follow in place
+    memory.head += 1
+    again = cache.get(memory, "context")
+    assert again is not first and again.canonical() == key_index.build(memory, "context").canonical()
+
+
+def test_stage_tables_and_conversation_documents_kept_up_to_date_equal_ones_built_from_scratch():
+    """The rerank tables and the conversation index follow every write in place, as a rebuild would give them."""
+    from projections.queries import rerank, session_docs
+    envs = stream(*_writes())
+    state = ShardState()
+    tables_cache, conversations_cache = rerank.UserTables(), session_docs._Cache()
+    kept = None
+    for env in envs:
+        state = fold(state, [env])
+        memory = state.user("acme", "alice")
+        tables, conversations = tables_cache.get(memory), conversations_cache.get(memory)
+        kept = kept or conversations
+        assert conversations is kept
+        rebuilt = rerank.build_tables(memory)
+        assert (tables.prev_next, tables.speakers, tables.timed, tables.last) == (
+            rebuilt.prev_next, rebuilt.speakers, rebuilt.timed, rebuilt.last)
+        assert conversations.index.canonical() == session_docs.build(memory).canonical()
+        assert conversations.members == {c: [m for m in memory.messages.order
+                                             if memory.messages.by_id[m].conversation_id == c]
+                                         for c in ("conv-1", "conv-2") if c in conversations.members}
+    assert tables.prev_next["m4"] == ("m2", None) and tables.timed == {"m3"}

@@ -19,7 +19,7 @@ from tests.builders import command
 from tests.shard_helpers import EMBED, context, record
 
 NOW = datetime.now(UTC).replace(microsecond=0)
-# In Chinese (the learned ranker is English-only, so the fusion weights decide): the user asks vague questions;
+# In Chinese, without the Chinese ranker (so the fusion weights decide): the user asks vague questions;
 # the agent searches its memory with its own words and its replies draw on the two meetings, which the user's
 # words rank below the outings ("今天"): a recall-side problem to tune.
 TURNS = ["我在港口咖啡馆见了安娜", "我在图书馆见了本"] + [
@@ -28,14 +28,16 @@ TURNS = ["我在港口咖啡馆见了安娜", "我在图书馆见了本"] + [
 QUERIES = ["我今天做了什么", "说说我今天的事", "今天有什么有意思的", "我今天都干了啥", "讲讲我今天", "今天过得怎么样"]
 AGENT_SEARCH = "见了 安娜 本 图书馆 港口 咖啡馆"
 REPLY = "你在港口咖啡馆见了安娜，还在图书馆见了本。"
-TURNS_ONLY = replace(DEFAULT_FUSION, note_tokens=0)  # contexts of turns (the "went" turns share one note)
+# contexts of turns (the "went" turns share one note); no Chinese ranker, so the fusion weights Molt tunes decide
+UNRANKED_ZH = replace(DEFAULT_FUSION, cjk_ranker=None)  # the replays Molt runs: no Chinese ranker either
+TURNS_ONLY = replace(DEFAULT_FUSION, note_tokens=0, cjk_ranker=None)
 
 
 def molt_command(core, user_id, **kw) -> c.Molt:
     recorded = core.query(c.MoltInputs(tenant="acme", user_id=user_id))
     queries = tuple((r["query"], EMBED.encode([r["query"]])[0], datetime.fromisoformat(r["at"]), tuple(r["memory_ids"]))
                     for r in recorded)
-    return c.Molt(tenant="acme", user_id=user_id, queries=queries, now=NOW, **kw)
+    return c.Molt(tenant="acme", user_id=user_id, queries=queries, now=NOW, **{"fusion": UNRANKED_ZH, **kw})
 
 
 @pytest.fixture(scope="module")

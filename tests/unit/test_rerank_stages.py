@@ -98,7 +98,7 @@ def test_features_are_one_row_per_candidate_and_a_model_checks_its_feature_names
         RankerModel(("other",), (0.0,), (1.0,), (1.0,), 0.0)
 
 
-def test_the_default_ranker_skips_chinese_queries_and_chinese_queries_weigh_dense_less():
+def test_chinese_queries_get_their_own_ranker_and_weigh_dense_less():
     from projections.queries.retrieval import DEFAULT_FUSION
 
     envs = stream(("z1", message("我喜欢在周末去爬山", "c1", speaker="小红", turn_id="D1:1")),
@@ -107,13 +107,20 @@ def test_the_default_ranker_skips_chinese_queries_and_chinese_queries_weigh_dens
     user = fold(ShardState(), envs).user("acme", "alice")
     zh = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=5, config=DEFAULT_FUSION)
     en = fuse(user, "hiking weekends", [("e1", 0.9)], k=5, config=DEFAULT_FUSION)
-    assert DEFAULT_FUSION.ranker is not None
-    assert not any("ranker_probability" in h.breakdown for h in zh)
-    assert all("ranker_probability" in h.breakdown for h in en if len(en) > 1)
+    assert DEFAULT_FUSION.ranker is not None and DEFAULT_FUSION.cjk_ranker is not None
+    assert all("ranker_probability" in h.breakdown for h in zh + en)
+    # without a Chinese model, a Chinese query is not re-ranked (unless ranker_cjk applies the English one)
+    no_cjk = dataclasses.replace(DEFAULT_FUSION, cjk_ranker=None)
+    assert not any("ranker_probability" in h.breakdown for h in fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=5,
+                                                                     config=no_cjk))
+    english = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=5,
+                   config=dataclasses.replace(no_cjk, ranker_cjk=True, ranker=_model({"log_words": 1.0})))
+    assert all("ranker_probability" in h.breakdown for h in english)
     dense_only = dataclasses.replace(DEFAULT_FUSION, lexical_weight=0.0, episode_weight=0.0, note_weight=0.0,
                                      graph_weight=0.0, retention_weight=0.0, neighbour_weight=0.0, clause_weight=0.0,
                                          conversation_weight=0.0, context_weight=0.0)
-    [z2, _] = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=2, config=dense_only)
+    [z2, _] = fuse(user, "周末爬山", [("z2", 0.9), ("z1", 0.1)], k=2, config=dataclasses.replace(dense_only,
+                                                                                           cjk_ranker=None))
     [e1] = fuse(user, "hiking weekends", [("e1", 0.9)], k=1, config=dataclasses.replace(dense_only, ranker=None))
     assert z2.score == pytest.approx(DEFAULT_FUSION.cjk_dense_weight / (DEFAULT_FUSION.rrf_k + 1))
     assert e1.score == pytest.approx(DEFAULT_FUSION.dense_weight / (DEFAULT_FUSION.rrf_k + 1))
@@ -208,3 +215,50 @@ def test_prf_stage_reaches_the_turns_near_the_best_hit_that_the_query_missed():
     assert [h.memory_id for h in fuse(memory, "what films did he like both times", [("p1", 0.6)], k=10,
                                       config=gated, query_vector=vec)] == ["p1", "p2"]
     assert [h.memory_id for h in fuse(memory, query, [("p1", 0.6)], k=10, config=cfg)] == ["p1"]
+
+
+def test_a_derived_key_in_place_of_the_turns_text_skips_the_plain_search_and_the_ranker_reads_its_ranks(memory):
+    from projections.queries.retrieval import lexical_key
+    keyed = dataclasses.replace(BASE, fact_key=True)
+    assert lexical_key(keyed, "adopt pet") == "facts" and lexical_key(BASE, "adopt pet") == "lexical"
+    assert lexical_key(dataclasses.replace(BASE, cjk_subwords=True), "领养宠物") == "subwords"
+    hits = fuse(memory, "adopt pet", [], k=10, config=keyed)
+    assert hits and all("lexical_rank" not in h.breakdown and "bm25" not in h.breakdown for h in hits)
+    assert hits[0].breakdown["facts_rank"] == 1
+    rows = [[h.score, -h.provenance["seq"], h.memory_id, h.breakdown] for h in hits]
+    col = {name: i for i, name in enumerate(FEATURES)}
+    on_facts = features(memory, "adopt pet", None, rows, rerank.TABLES.get(memory), 5, "facts")
+    on_plain = features(memory, "adopt pet", None, rows, rerank.TABLES.get(memory), 5)
+    assert on_facts[0, col["lexical_term"]] == pytest.approx(1 / 6) and on_facts[0, col["bm25_share"]] == 1.0
+    assert on_plain[:, col["lexical_term"]].tolist() == [0.0] * len(rows)  # no plain ranks to read
+
+
+def test_the_features_added_with_the_keys_read_the_context_rank_the_top_rows_conversation_and_neighbours(memory):
+    rows = [[0.5, -1, "m1", {"context_rank": 2}], [0.4, -4, "m4", {"clause_rank": 1}],
+            [0.3, -2, "m2", {"conversation_term": 0.05}], [0.2, -3, "m3", {}]]
+    x = features(memory, "adopt pet", None, rows, rerank.TABLES.get(memory), 5)
+    col = {name: i for i, name in enumerate(FEATURES)}
+    assert x[:, col["context_term"]].tolist() == [1 / 7, 0.0, 0.0, 0.0]
+    assert x[:, col["clause_term"]].tolist() == [0.0, 1 / 6, 0.0, 0.0]
+    assert x[:, col["conversation_term"]].tolist() == [0.0, 0.0, 0.05, 0.0]
+    assert x[:, col["same_conversation_as_top"]].tolist() == [1.0, 0.0, 1.0, 1.0]  # m4 is in conv-2
+    # m2 is next to m1 (a top-3 row), m3 next to m2 (top 3); m1 and m4 neighbour no top-3 row
+    assert x[:, col["neighbour_of_top3"]].tolist() == [1.0, 0.0, 1.0, 1.0]
+    assert x[:, col["conversation_density"]].tolist() == [0.75, 0.25, 0.75, 0.75]
+
+
+def test_a_model_reads_its_own_subset_of_the_features_by_name(memory):
+    rows = [[0.5, -1, "m1", {}], [0.4, -4, "m4", {}], [0.3, -2, "m2", {}]]
+    x = features(memory, "adopt pet", None, rows, rerank.TABLES.get(memory), 5)
+    subset = RankerModel(("log_words", "coverage"), (0.0, 0.0), (1.0, 2.0), (0.5, 1.0), 0.1)
+    full = _model({"log_words": 0.5, "coverage": 0.5})
+    assert subset.logits(x) == pytest.approx(full.logits(x) + 0.1)
+    with pytest.raises(ValueError, match="re-fit"):
+        RankerModel(("log_words", "log_words"), (0.0, 0.0), (1.0, 1.0), (1.0, 1.0), 0.0)
+
+
+def test_context_candidates_bounds_the_context_list(memory):
+    cfg = dataclasses.replace(BASE, context_weight=1.0, lexical_weight=0.0)
+    assert len([h for h in fuse(memory, "adopt", [], k=10, config=cfg) if "context_rank" in h.breakdown]) == 3  # m1, m2 (next to m1), m4
+    few = fuse(memory, "adopt", [], k=10, config=dataclasses.replace(cfg, context_candidates=1))
+    assert [h.breakdown["context_rank"] for h in few if "context_rank" in h.breakdown] == [1]

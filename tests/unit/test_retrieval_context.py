@@ -16,6 +16,8 @@ from projections.queries.context import assemble, format_line
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
 from tests.builders import STAGES_OFF, T0, embedding, message, stream
 
+UNRANKED = dataclasses.replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None)  # the fusion's own order
+
 
 # Classic RRF, spelled out so the hand-computed scores do not move when the tuned defaults do.
 CLASSIC = FusionConfig(rrf_k=60, dense_weight=1.0, lexical_weight=1.0, episode_weight=0.0, bm25=BM25Params(k1=1.2, b=0.75),
@@ -88,7 +90,10 @@ def test_lexical_only_hit_without_embedding(memory):
     [hit] = fuse(memory, "hiking", [], k=5)
 
     assert hit.memory_id == "m3"
-    assert set(hit.breakdown) == {"lexical_rank", "bm25", "conversation_rank", "conversation_term", "rrf"}
+    # the default ranks an English turn by its fact key (here its own text: nothing was derived from it) and by its
+    # context (the turn with its neighbours)
+    assert set(hit.breakdown) == {"facts_rank", "facts_bm25", "context_rank", "context_bm25", "conversation_rank",
+                                  "conversation_term", "rrf"}
     assert hit.provenance["event_ids"] == ["m3"]
     assert (hit.provenance["conversation_id"], hit.provenance["turn_id"]) == ("conv-2", None)
 
@@ -105,7 +110,8 @@ def test_fusion_weights_are_a_frozen_config_that_reranks(memory):
 
 def test_fuse_truncates_to_k(memory):
     dense = [("m1", 0.9), ("m2", 0.8), ("m3", 0.7)]
-    assert [h.memory_id for h in fuse(memory, "nothing matches", dense, k=2)] == ["m1", "m2"]
+    # (no learned ranker: it would re-order the three by its features, e.g. longer turns first)
+    assert [h.memory_id for h in fuse(memory, "nothing matches", dense, k=2, config=UNRANKED)] == ["m1", "m2"]
 
 
 def words(lines: list[str]) -> list[int]:
@@ -115,7 +121,7 @@ def words(lines: list[str]) -> list[int]:
 @pytest.fixture
 def ranked(memory) -> list[Hit]:
     # m1: 8 words, m2: 16 words, m3: 5 words once formatted as context lines
-    hits = fuse(memory, "no lexical overlap", [("m1", 0.9), ("m2", 0.8), ("m3", 0.7)], k=3)
+    hits = fuse(memory, "no lexical overlap", [("m1", 0.9), ("m2", 0.8), ("m3", 0.7)], k=3, config=UNRANKED)
     assert words([format_line(h) for h in hits]) == [8, 16, 5]
     return hits
 

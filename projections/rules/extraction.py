@@ -164,12 +164,13 @@ def _third_person(obj: str, zh: bool, label: str) -> str:
 
 
 def _candidate(
-    rule: Rule, match: re.Match[str], clause: str, subject: str, previous: str | None
+    rule: Rule, match: re.Match[str], clause: str, subject: str, previous: str | None, anaphors: list[str]
 ) -> CandidateNote | None:
     zh = rule.language == "zh"
     label = ("用户" if zh else "The user") if subject == "user" else subject
     obj, confidence = _object(rule, match), rule.confidence
     if anaphor := ANAPHOR.match(obj):
+        anaphors.append(obj)
         resolved = _proposal(previous)
         if resolved is None:
             return None  # "let's go with that" says nothing on its own
@@ -198,20 +199,26 @@ def extract_notes(text: str, *, speaker: str | None = None, previous: str | None
     ``speaker`` names the subject (default ``"user"``); ``previous`` is the
     message before, used only to resolve "let's go with that" / "就用这个".
     """
-    return _extract_notes(text, speaker, previous)
+    notes, anaphoric = _extract_notes(text, speaker, None)
+    if not anaphoric or previous is None:  # the previous message is read only to resolve an anaphor
+        return notes
+    return _extract_notes(text, speaker, previous)[0]
 
 
 # A message is read here more than once: by the note decisions when it is recorded, then by the distillation of its
-# session, and a note's text each time a new statement is compared with it. The result is immutable (frozen notes).
+# session (with another message before it, at a session's start), and a note's text each time a new statement is
+# compared with it. The result is immutable (frozen notes).
 @lru_cache(maxsize=8192)
-def _extract_notes(text: str, speaker: str | None, previous: str | None) -> tuple[CandidateNote, ...]:
+def _extract_notes(text: str, speaker: str | None, previous: str | None) -> tuple[tuple[CandidateNote, ...], bool]:
+    """The notes, and whether a candidate's object was an anaphor (then ``previous`` decided whether it stays)."""
     subject = speaker or "user"
     found: dict[str, CandidateNote] = {}
+    anaphors: list[str] = []
     previous = None if previous is None else rule_text(previous)
     for clause in split_statements(rule_text(text)):
         for rule in EN_RULES + ZH_RULES if has_cjk(clause) else EN_RULES:
             if match := rule.pattern.search(clause):
-                if note := _candidate(rule, match, clause, subject, previous):
+                if note := _candidate(rule, match, clause, subject, previous, anaphors):
                     found.setdefault(note.text, note)
                 break
-    return tuple(found.values())
+    return tuple(found.values()), bool(anaphors)

@@ -54,3 +54,20 @@ def test_english_messages_never_load_jieba():
 def test_key_terms_of_chinese_still_drop_chinese_generic_words():
     assert "喜欢" not in key_terms("我喜欢咖啡")
     assert "咖啡" in key_terms("我喜欢咖啡")
+
+
+def test_time_rules_for_text_without_chinese_find_what_all_rules_find(monkeypatch):
+    from datetime import datetime, timezone
+
+    from projections.rules import timenorm
+
+    ref = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+    texts = ["I went there yesterday at 8pm and again last Friday", "2023-05-07 or May 7, 2023, in 2021",
+             "two weeks ago, the day before yesterday, this morning", "in 3 days; 12 months ago; tonight at 11",
+             "nothing here", "7 8 2023 5 12 1 2 3 10"]
+    fast = [timenorm.normalize_time(t, ref) for t in texts]
+    assert {r.language for r in timenorm._RULES_NO_CJK} == {"en"}
+    assert len(timenorm._RULES_NO_CJK) < len(timenorm._RULES)
+    monkeypatch.setattr(timenorm, "_RULES_NO_CJK", timenorm._RULES)
+    assert [timenorm.normalize_time(t, ref) for t in texts] == fast
+    assert any(fast)

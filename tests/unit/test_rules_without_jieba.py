@@ -71,3 +71,16 @@ def test_time_rules_for_text_without_chinese_find_what_all_rules_find(monkeypatc
     monkeypatch.setattr(timenorm, "_RULES_NO_CJK", timenorm._RULES)
     assert [timenorm.normalize_time(t, ref) for t in texts] == fast
     assert any(fast)
+
+
+def test_english_graph_reading_without_apostrophes_skips_only_contractions_that_cannot_match(monkeypatch):
+    from projections.rules import graph_english as ge
+
+    assert [p.pattern for p, _ in ge._CONTRACTIONS_NO_APOSTROPHE] == [r"\bgonna\b", r"\bgotta\b"]
+    clauses = ["I am gonna adopt a dog next month", "My sister and I went camping with the kids",
+               "I've been reading a book about whales", "we gotta visit Paris", "Melanie painted a sunset",
+               "I'm so proud of my son, he won't stop painting"]
+    fast = [ge.read_english(c, speaker="Caroline", inherited=None, tense=None) for c in clauses]
+    monkeypatch.setattr(ge, "_CONTRACTIONS_NO_APOSTROPHE", ge._CONTRACTIONS)
+    assert [ge.read_english(c, speaker="Caroline", inherited=None, tense=None) for c in clauses] == fast
+    assert any(readings for readings, _ in fast)

@@ -12,8 +12,10 @@ count too):
   cache is built and reported as ``label_encode_cpu_s``);
 - ``shard``: a fresh encrypted store of ``--num-shards`` shards (:class:`actors.core.ShardCore` each, the
   store's own spec), fed the same ``RecordMessages`` commands ``send_batches`` sends (one per shard per
-  chunk, users routed as the directory routes them), then closed; ``shard_cpu_per_message_ms`` is the CPU
-  of every ``handle`` and the final ``close`` over the messages.
+  chunk, users routed as the directory routes them); ``shard_cpu_per_message_ms`` is the CPU of every
+  ``handle`` (and a final touch flush) over the messages. Each run is a fresh process and the graph rules
+  run in another one, so caches start cold as in new actors; the shards share this process, though, so a
+  one-off load (jieba's dictionary) is paid once here where Ray's shard processes pay it once each.
 
 The message vectors and label vectors are the real encoder's (all-MiniLM-L6-v2), computed once and kept
 under ``--cache`` (``.npy``/``.npz`` named by a hash of the texts), so repeated runs never re-encode.

@@ -178,9 +178,13 @@ def _looks_like_code(text: str) -> bool:
     if CODE_STRONG.search(text) is not None:
         return True
     # Dense symbols over several lines: a snippet pasted without a fence.
+    if text.count("\n") < 2:  # checked first: most messages are one line, and counting symbols is the cost
+        return False
     stripped = text.replace(" ", "")
+    if len(stripped) < 30:
+        return False
     symbols = sum(ch in CODE_SYMBOLS for ch in stripped)
-    return text.count("\n") >= 2 and len(stripped) >= 30 and symbols / len(stripped) > 0.12
+    return symbols / len(stripped) > 0.12
 
 
 def _is_greeting(text: str) -> bool:

@@ -105,15 +105,15 @@ class _Statement:
     switch_kinds: frozenset[str]
 
 
-def _kind_table(table: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+def _kind_table(table: str, split=tokenize) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
     """Token → kinds, and the tokens that name a kind; words go through the tokenizer so stems match."""
     kinds: dict[str, frozenset[str]] = {}
     nouns: set[str] = set()
     for entry in re.split(r"\n(?=\w+:)", table.strip()):
         kind, words = entry.split(":", 1)
         names, members = words.split("|")
-        nouns |= set(tokenize(names))
-        for token in tokenize(f"{names} {members}"):
+        nouns |= set(split(names))
+        for token in split(f"{names} {members}"):
             kinds[token] = kinds.get(token, frozenset()) | {kind}
     return kinds, frozenset(nouns)
 
@@ -124,6 +124,19 @@ def _tables() -> tuple[dict[str, frozenset[str]], frozenset[str], frozenset[str]
     loads jieba's dictionary, which importing this module should not)."""
     kinds, nouns = _kind_table(KIND_TABLE)
     return kinds, nouns, frozenset(tokenize(STATE_WORDS))
+
+
+def _no_chinese(text: str) -> list[str]:
+    return tokenize(text, chinese=lambda run: [])
+
+
+@lru_cache(maxsize=1)
+def _latin_tables() -> tuple[dict[str, frozenset[str]], frozenset[str], frozenset[str]]:
+    """:func:`_tables` without the tokens that hold Chinese characters, read without jieba: all a term without
+    Chinese can match (a Chinese token matches another only by containment, and a run of Chinese characters
+    only ever yields Chinese tokens). A shard that sees no Chinese never loads jieba's dictionary (1.3 s)."""
+    kinds, nouns = _kind_table(KIND_TABLE, _no_chinese)
+    return kinds, nouns, frozenset(_no_chinese(STATE_WORDS))
 
 
 def state_words() -> frozenset[str]:
@@ -168,6 +181,8 @@ def _jaccard(a: Sequence[str], b: Sequence[str]) -> float:
 
 @lru_cache(maxsize=65_536)
 def _term_kinds(term: str) -> frozenset[str]:
+    if not _cjk(term):
+        return _latin_tables()[0].get(term, frozenset())
     return frozenset(k for word, kinds in _tables()[0].items() if _hit(word, term) for k in kinds)
 
 
@@ -179,6 +194,8 @@ def _kinds(terms: Sequence[str]) -> frozenset[str]:
 def _state_words(word: str) -> frozenset[str]:
     # One-character states count only as whole words (after 很/太…): 很累 is a state, 积累 is not.
     word = _DEGREE.sub("", word) or word
+    if not _cjk(word):  # a word without Chinese holds no Chinese state: it is one, or none
+        return frozenset((word,)) & _latin_tables()[2]
     return frozenset(s for s in _tables()[2] if word == s or (len(s) > 1 and has_cjk(s) and s in word))
 
 
@@ -264,7 +281,7 @@ def _switch_rule(new: _Statement, old: _Statement) -> Verdict | None:
     shared = new.switch_kinds & _kinds(old.terms)
     # What is switched to, of the shared kind: "coffee" of "switched to coffee in the morning" ("morning" is context),
     # "MySQL" of "改用 MySQL 作为数据库" (the kind noun itself is not a target).
-    targets = [t for t in new.switch_to if t not in _tables()[1] and _kinds([t]) & shared]
+    targets = [t for t in new.switch_to if t not in (_tables() if _cjk(t) else _latin_tables())[1] and _kinds([t]) & shared]
     if targets and not _matches(targets, old.terms):
         named = [t for t in old.terms if _kinds([t]) & shared]
         return _verdict(Relation.SUPERSEDES, "switch", f"switches to {', '.join(targets)} in place of "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 from projections.rules.note_rules import (
@@ -72,6 +72,16 @@ def generic_terms() -> frozenset[str]:
     return frozenset(t for word in GENERIC_WORDS.split() for t in tokenize(word))
 
 
+@cache
+def generic_latin_terms() -> frozenset[str]:
+    """The tokens of GENERIC_WORDS' non-Chinese words: all the generic tokens a text without Chinese can hold.
+
+    Read without jieba, so a shard that only sees such texts never loads its dictionary (1.5 s of CPU per
+    process). A Chinese word's tokens are Chinese, a non-Chinese word's are not (``tokenize`` splits on
+    Chinese runs), so this is exactly ``generic_terms()`` minus the tokens with Chinese characters."""
+    return frozenset(t for word in GENERIC_WORDS.split() if not has_cjk(word) for t in tokenize(word))
+
+
 _GO_LANGUAGE = re.compile(r"(?<![\w.])Go\b(?!\s+(?:with|to|for|ahead|back|on)\b)")  # the language, not the verb
 _TIME_TERM = re.compile(r"^(?:\d+|[一二两三四五六七八九十几]+)(?:天|周|个月|年|小时|分钟|星期)(?:前|后)?$")
 _SENTENCE = re.compile(r"(?:[^.!?。！？；;\n]|\.(?!\s|$))+[.!?。！？；;]*")  # "Node.js 18.2" is one sentence
@@ -95,7 +105,7 @@ def key_terms(text: str) -> tuple[str, ...]:
     words ("now", "十天") are left out; "Go" the language becomes "golang".
     """
     seen: dict[str, None] = {}
-    generic = generic_terms()
+    generic = generic_terms() if has_cjk(text) else generic_latin_terms()
     for token in tokenize(_GO_LANGUAGE.sub("golang", text)):
         if token not in generic and not _TIME_TERM.match(token):
             seen.setdefault(token, None)
@@ -154,12 +164,13 @@ def _third_person(obj: str, zh: bool, label: str) -> str:
 
 
 def _candidate(
-    rule: Rule, match: re.Match[str], clause: str, subject: str, previous: str | None
+    rule: Rule, match: re.Match[str], clause: str, subject: str, previous: str | None, anaphors: list[str]
 ) -> CandidateNote | None:
     zh = rule.language == "zh"
     label = ("用户" if zh else "The user") if subject == "user" else subject
     obj, confidence = _object(rule, match), rule.confidence
     if anaphor := ANAPHOR.match(obj):
+        anaphors.append(obj)
         resolved = _proposal(previous)
         if resolved is None:
             return None  # "let's go with that" says nothing on its own
@@ -188,13 +199,26 @@ def extract_notes(text: str, *, speaker: str | None = None, previous: str | None
     ``speaker`` names the subject (default ``"user"``); ``previous`` is the
     message before, used only to resolve "let's go with that" / "就用这个".
     """
+    notes, anaphoric = _extract_notes(text, speaker, None)
+    if not anaphoric or previous is None:  # the previous message is read only to resolve an anaphor
+        return notes
+    return _extract_notes(text, speaker, previous)[0]
+
+
+# A message is read here more than once: by the note decisions when it is recorded, then by the distillation of its
+# session (with another message before it, at a session's start), and a note's text each time a new statement is
+# compared with it. The result is immutable (frozen notes).
+@lru_cache(maxsize=8192)
+def _extract_notes(text: str, speaker: str | None, previous: str | None) -> tuple[tuple[CandidateNote, ...], bool]:
+    """The notes, and whether a candidate's object was an anaphor (then ``previous`` decided whether it stays)."""
     subject = speaker or "user"
     found: dict[str, CandidateNote] = {}
+    anaphors: list[str] = []
     previous = None if previous is None else rule_text(previous)
     for clause in split_statements(rule_text(text)):
         for rule in EN_RULES + ZH_RULES if has_cjk(clause) else EN_RULES:
             if match := rule.pattern.search(clause):
-                if note := _candidate(rule, match, clause, subject, previous):
+                if note := _candidate(rule, match, clause, subject, previous, anaphors):
                     found.setdefault(note.text, note)
                 break
-    return tuple(found.values())
+    return tuple(found.values()), bool(anaphors)

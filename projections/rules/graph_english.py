@@ -61,6 +61,8 @@ _CONTRACTIONS = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
     (r"\b(\w+)'ll\b", r"\1 will"), (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"\b(\w+)n't\b", r"\1 not"),
     (r"\bgonna\b", "going to"), (r"\bgotta\b", "have to"), (r"\b(i|we)'d\b", r"\1 would"),
 ))
+# A text without an apostrophe needs only these (no replacement writes one, so the others could never match).
+_CONTRACTIONS_NO_APOSTROPHE = tuple((p, r) for p, r in _CONTRACTIONS if "'" not in p.pattern)
 LEAD = re.compile(
     r"^(?:(?:so|and|but|also|well|oh|ah|actually|yeah|yep|yes|btw|anyway|plus|then|finally|recently|lately"
     r"|honestly|luckily|thankfully|unfortunately|sadly|fortunately|guess\s+what|by\s+the\s+way|on\s+top\s+of\s+that"
@@ -274,7 +276,7 @@ def _opinion(tokens: list[str], words: list[str], j: int, subject: str, topic: s
 def read_english(clause: str, *, speaker: str, inherited: str | None, tense: str | None) -> tuple[list[Reading], str | None]:
     """The memories one clause states, and its subject (for a following "… and got a dog")."""
     text = clause.replace("’", "'")
-    for pattern, replacement in _CONTRACTIONS:
+    for pattern, replacement in _CONTRACTIONS if "'" in text else _CONTRACTIONS_NO_APOSTROPHE:
         text = pattern.sub(replacement, text)
     text = LEAD.sub("", text.strip(" ,.!-–—")).strip()
     text = re.sub(r"^been\b", "have been", text, flags=re.IGNORECASE)  # "Been reading that book…": I have been

@@ -165,6 +165,10 @@ _RULES: tuple[_Rule, ...] = (
         r"[以之]?(?P<dir>前|后|後)", lambda m, r: _zh_ago(r, m)),
     _zh(r"(?P<part>" + PART_ZH + r")(?:" + ZH_CLOCK + ")", lambda m, r: clock(r, m, r.date(), m["part"])),
 )
+# The Chinese rules each need a Chinese character to match (年, 月, 天, 周, 前…): a text without one is read by the
+# others alone, in the same order (so the same hits, sorted the same).
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # projections.rules.text.CJK_RUN's characters
+_RULES_NO_CJK: tuple[_Rule, ...] = tuple(rule for rule in _RULES if rule.language != "zh")
 
 
 def _weekday(ref: datetime, weeks: int, weekday: int) -> Hit:
@@ -240,7 +244,7 @@ def normalize_time(text: str, reference: datetime) -> list[TimeMention]:
     """
     _require_aware(reference)
     hits: list[tuple[int, int, Hit]] = []
-    for rule in _RULES:
+    for rule in _RULES if _CJK.search(text) else _RULES_NO_CJK:
         for match in rule.pattern.finditer(text):
             if (hit := rule.resolve(match, reference)) is not None:
                 hits.append(_refine(text, match.start(), match.end(), hit, rule, reference))

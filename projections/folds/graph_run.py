@@ -21,6 +21,7 @@ from events.envelope import Envelope
 from events.graph_events import GraphEdgeLinked
 from events.model import MemoryTouched
 from projections.folds.graph import _STRUCTURAL, GraphEdge, GraphState, advance, apply
+from projections.folds.touches import count_burst
 
 _EDGE_SETTERS = tuple(getattr(GraphEdge, name).__set__ for name in GraphEdge.__slots__)
 assert GraphEdge.__slots__ == ("edge_id", "source_id", "target_id", "source_kind", "target_kind", "edge_type",
@@ -65,16 +66,8 @@ def fold_run(state: GraphState, envelopes: Iterable[Envelope]) -> GraphState:
             if env.event_id not in edges:
                 edges[env.event_id] = _linked_edge(env.event_id, event, seq)
         elif cls is MemoryTouched:
-            at = env.occurred_at
             # Most touched ids are messages, not graph memories: the filter (in C) keeps those the graph holds.
-            for mid in dict.fromkeys(filter(memories.__contains__, event.memory_ids)):
-                pending = touched.get(mid)
-                if pending is None:
-                    touched[mid] = [1, at]
-                else:
-                    pending[0] += 1
-                    if at > pending[1]:
-                        pending[1] = at
+            count_burst(touched, dict.fromkeys(filter(memories.__contains__, event.memory_ids)), env.occurred_at)
         else:
             if touched:
                 _apply_touches(state, touched)

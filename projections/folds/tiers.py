@@ -79,6 +79,7 @@ from projections.folds.tier_model import (
     TierState,
 )
 from projections.folds.tier_index import SessionIndex
+from projections.folds.touches import count_burst
 from projections.rules.extraction import key_terms
 
 __all__ = [  # the model is re-exported: callers import the tiers from one place
@@ -290,14 +291,7 @@ def fold_run(state: TierState, envelopes: Iterable[Envelope], config: TierConfig
         if type(event) is MemoryTouched:
             if event.reason in config.visit_reasons:
                 page_session, at = state.page_session, env.occurred_at
-                for session_id in dict.fromkeys([page_session[m] for m in event.memory_ids if m in page_session]):
-                    pending = visits.get(session_id)
-                    if pending is None:
-                        visits[session_id] = [1, at]
-                    else:
-                        pending[0] += 1
-                        if at > pending[1]:
-                            pending[1] = at
+                count_burst(visits, dict.fromkeys([page_session[m] for m in event.memory_ids if m in page_session]), at)
             continue
         if visits:
             _apply_visits(state, visits)

@@ -49,3 +49,18 @@ def evolve(state: TouchLog, env: Envelope) -> TouchLog:
             stats.last_touched_at = at
         state.total += len(event.memory_ids)
     return state
+
+
+def count_burst(pending: dict, keys, at) -> None:
+    """Count one touch event of a burst: each of ``keys`` (distinct) gains a visit, its latest time the max.
+
+    ``pending`` maps a key to ``[visits, latest time]``; the run folds (tiers, graph) apply it once per burst.
+    """
+    for key in keys:
+        entry = pending.get(key)
+        if entry is None:
+            pending[key] = [1, at]
+        else:
+            entry[0] += 1
+            if at > entry[1]:
+                entry[1] = at

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import bisect
 import math
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from events.envelope import Envelope
@@ -322,6 +323,33 @@ def retention_table(state: RetentionState, now: datetime, policy: RetentionPolic
     return [assess(item, now, policy) for item in _items_at(state, now, policy)]
 
 
+_EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
+# Derived, per state (never folded or saved): memory id -> (item, policy, created, exempt, rule, reference, last
+# access, bonus), times in epoch microseconds; used while the state holds that very (immutable) item and policy.
+_PREPARED: dict[int, tuple[weakref.ref, dict[str, tuple]]] = {}
+
+
+def _micros(at: datetime) -> int:
+    return (at - _EPOCH) // _MICROSECOND  # exact: (now - then).total_seconds() is this difference over 10**6
+
+
+def _prepared(state: RetentionState) -> dict[str, tuple]:
+    cached = _PREPARED.get(id(state))
+    if cached is not None and cached[0]() is state:
+        return cached[1]
+    if len(_PREPARED) > 1024:
+        _PREPARED.clear()
+    _PREPARED[id(state)] = (weakref.ref(state), table := {})
+    return table
+
+
+def _prepare(item: MemoryItem, policy: RetentionPolicy) -> tuple:
+    created, last = _micros(item.created_at), None if item.last_access is None else _micros(item.last_access)
+    return (item, policy, created, _exempt_reason(item, policy) is not None, policy.rule_for(item.category),
+            created if last is None else max(last, created), last,
+            1.0 + policy.access_bonus_weight * math.log1p(item.access_count))
+
+
 def retention_scores(
     state: RetentionState, now: datetime, policy: RetentionPolicy, memory_ids=None
 ) -> dict[str, float]:
@@ -332,34 +360,33 @@ def retention_scores(
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
     now = now.astimezone(UTC)  # the items' times are UTC: same tzinfo, no utcoffset call per comparison
-    out = {}
-    items = state.items
-    kinds: dict[tuple, tuple[bool, CategoryRule | None]] = {}  # (exempt, type, category) → exempt?, category rule
+    now_us, out, items, table = _micros(now), {}, state.items, _prepared(state)
     stabilities: dict[tuple[str, int], float] = {}  # (type, accesses) → stability, for past items
     base, bonus_weight = policy.base_retention, policy.access_bonus_weight
     for mid in memory_ids:
-        item = items.get(mid)
-        if item is None or item.created_at > now:
+        if (item := items.get(mid)) is None:
             continue
-        kind = (item.exempt, item.memory_type, item.category)
-        if (known := kinds.get(kind)) is None:
-            known = kinds[kind] = (_exempt_reason(item, policy) is not None, policy.rule_for(item.category))
-        exempt, rule = known
+        entry = table.get(mid)
+        if entry is None or entry[0] is not item or entry[1] is not policy:
+            entry = table[mid] = _prepare(item, policy)
+        _, _, created, exempt, rule, reference, last, bonus = entry
+        if created > now_us:
+            continue
         if exempt:
             out[mid] = base
             continue
-        # retention(as_of(item, now), now) without building the past item (a ranking asks it per candidate):
-        # the same operations in the same order as :func:`_terms`, so the same float.
-        n, stability, last = item.access_count, item.stability, item.last_access
-        if last is not None and last > now:  # time travel: accesses after ``now`` not yet counted
+        # retention(as_of(item, now), now) with no past item built: :func:`_terms`'s operations, so the same float
+        stability = item.stability
+        if last is not None and last > now_us:  # time travel: accesses after ``now`` not yet counted
             n = bisect.bisect_right(item.accesses, now)
             if (stability := stabilities.get((item.memory_type, n))) is None:
                 stability = stabilities[item.memory_type, n] = _stability(policy, item.memory_type, n)
-            last = item.accesses[n - 1] if n else None
-        reference = item.created_at if last is None else max(last, item.created_at)
-        delta = max(0.0, (now - reference).total_seconds() / SECONDS_PER_DAY)
+            reference = created if n == 0 else max(_micros(item.accesses[n - 1]), created)
+            bonus = 1.0 + bonus_weight * math.log1p(n)
+        delta = (now_us - reference) / 1_000_000 / SECONDS_PER_DAY
+        delta = delta if delta > 0.0 else 0.0
         factor = rule.step_multiplier(delta) if rule is not None else 1.0
-        out[mid] = base * math.exp(-delta / stability) * (1.0 + bonus_weight * math.log1p(n)) * factor
+        out[mid] = base * math.exp(-delta / stability) * bonus * factor
     return out
 
 

@@ -295,6 +295,29 @@ def test_the_rankings_retention_scores_equal_retention_of_the_item_as_it_was(pol
         assert retention_scores(state, day(at), policy, list(state.items)) == expected  # exactly, not approx
 
 
+def test_the_rankings_retention_scores_follow_new_touches_and_other_time_zones_exactly():
+    """The per-item figures :func:`retention_scores` keeps between queries follow the state as touches replace
+    items, and a ``now`` in another time zone (or with microseconds) gives the same floats as :func:`retention`."""
+    from datetime import timedelta, timezone
+
+    from projections.folds.retention import as_of, evolve
+
+    later = [(d, f"u{d}", touch("m1" if d % 3 else "m2", reason="context")) for d in (40, 44.25, 51)]
+    log = timeline(*typed("decision"), *typed("chitchat", at=2, mid="m2"), (6, "t6", touch("m1", reason="context")),
+                   *later)
+    state = fold(RetentionState(), log[:5], DEFAULT_POLICY)
+    east = timezone(timedelta(hours=5, minutes=30))
+    nows = [day(at).astimezone(east) + timedelta(microseconds=us) for at in (3, 6, 39.5, 45, 70) for us in (0, 7)]
+    for step in range(5, len(log) + 1):
+        if step > 5:
+            evolve(state, log[step - 1], DEFAULT_POLICY)
+        for now in nows:
+            expected = {mid: retention(past, now, DEFAULT_POLICY) for mid, item in state.items.items()
+                        if (past := as_of(item, now, DEFAULT_POLICY)) is not None}
+            assert retention_scores(state, now, DEFAULT_POLICY, list(state.items)) == expected
+    assert state.items["m1"].access_count == 3 and state.items["m2"].access_count == 1
+
+
 def test_restoring_from_the_archive_counts_as_an_access():
     restored = MemoryRestored(memory_ids=("m1",), at=day(50), reason="asked for it")
     state = project(*typed("decision"), (50, "r1", restored), policy=NO_BONUS)

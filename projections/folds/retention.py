@@ -36,7 +36,7 @@ from typing import NamedTuple
 from events.envelope import Envelope
 from events.errors import PalimpsestError
 from events.model import MemoryRestored, MemoryTouched, MessageClassified, MessageRecorded
-from projections.folds.policy import CategoryRule, RetentionPolicy
+from projections.folds.policy import RetentionPolicy
 
 SECONDS_PER_DAY = 86_400.0
 EXEMPT_METADATA_KEYS = ("exempt", "compression_exempt")  # the latter is seed 000's column name
@@ -324,8 +324,8 @@ def retention_table(state: RetentionState, now: datetime, policy: RetentionPolic
 
 
 _EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
-# Derived, per state (never folded or saved): memory id -> (item, policy, created, exempt, rule, reference, last
-# access, bonus), times in epoch microseconds; used while the state holds that very (immutable) item and policy.
+# Derived per state, dropped with it (never folded or saved): memory id -> _prepare(item, policy), times in epoch
+# microseconds; an entry is used while the state holds that very (immutable) item and the policy is the same.
 _PREPARED: dict[int, tuple[weakref.ref, dict[str, tuple]]] = {}
 
 
@@ -334,20 +334,20 @@ def _micros(at: datetime) -> int:
 
 
 def _prepared(state: RetentionState) -> dict[str, tuple]:
-    cached = _PREPARED.get(id(state))
-    if cached is not None and cached[0]() is state:
-        return cached[1]
-    if len(_PREPARED) > 1024:
-        _PREPARED.clear()
-    _PREPARED[id(state)] = (weakref.ref(state), table := {})
-    return table
+    cached = _PREPARED.get(key := id(state))
+    if cached is None or cached[0]() is not state:
+        cached = _PREPARED[key] = (weakref.ref(state, lambda _: _PREPARED.pop(key, None)), {})
+    return cached[1]
 
 
 def _prepare(item: MemoryItem, policy: RetentionPolicy) -> tuple:
+    """(item, policy, created, exempt?, rule, reference, last access, bonus, first access, S and bonus before it)"""
     created, last = _micros(item.created_at), None if item.last_access is None else _micros(item.last_access)
     return (item, policy, created, _exempt_reason(item, policy) is not None, policy.rule_for(item.category),
             created if last is None else max(last, created), last,
-            1.0 + policy.access_bonus_weight * math.log1p(item.access_count))
+            1.0 + policy.access_bonus_weight * math.log1p(item.access_count),
+            _micros(item.accesses[0]) if item.accesses else None, _stability(policy, item.memory_type, 0),
+            1.0 + policy.access_bonus_weight * math.log1p(0))
 
 
 def retention_scores(
@@ -361,7 +361,6 @@ def retention_scores(
         raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
     now = now.astimezone(UTC)  # the items' times are UTC: same tzinfo, no utcoffset call per comparison
     now_us, out, items, table = _micros(now), {}, state.items, _prepared(state)
-    stabilities: dict[tuple[str, int], float] = {}  # (type, accesses) → stability, for past items
     base, bonus_weight = policy.base_retention, policy.access_bonus_weight
     for mid in memory_ids:
         if (item := items.get(mid)) is None:
@@ -369,7 +368,7 @@ def retention_scores(
         entry = table.get(mid)
         if entry is None or entry[0] is not item or entry[1] is not policy:
             entry = table[mid] = _prepare(item, policy)
-        _, _, created, exempt, rule, reference, last, bonus = entry
+        _, _, created, exempt, rule, reference, last, bonus, first, stability_before, bonus_before = entry
         if created > now_us:
             continue
         if exempt:
@@ -378,11 +377,12 @@ def retention_scores(
         # retention(as_of(item, now), now) with no past item built: :func:`_terms`'s operations, so the same float
         stability = item.stability
         if last is not None and last > now_us:  # time travel: accesses after ``now`` not yet counted
-            n = bisect.bisect_right(item.accesses, now)
-            if (stability := stabilities.get((item.memory_type, n))) is None:
-                stability = stabilities[item.memory_type, n] = _stability(policy, item.memory_type, n)
-            reference = created if n == 0 else max(_micros(item.accesses[n - 1]), created)
-            bonus = 1.0 + bonus_weight * math.log1p(n)
+            if first is None or now_us < first:  # none of them yet
+                reference, stability, bonus = created, stability_before, bonus_before
+            else:
+                n = bisect.bisect_right(item.accesses, now)
+                stability, bonus = _stability(policy, item.memory_type, n), 1.0 + bonus_weight * math.log1p(n)
+                reference = max(_micros(item.accesses[n - 1]), created)
         delta = (now_us - reference) / 1_000_000 / SECONDS_PER_DAY
         delta = delta if delta > 0.0 else 0.0
         factor = rule.step_multiplier(delta) if rule is not None else 1.0

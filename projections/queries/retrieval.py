@@ -13,13 +13,12 @@ from datetime import datetime
 
 import numpy as np
 
-from projections.folds.archive import in_scope
 from projections.folds.episodes import Episode
 from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import coverage, graph_search, key_index, prf, rerank, session_docs
+from projections.queries import candidates, coverage, graph_search, key_index, prf, rerank, session_docs
 from projections.queries.graph_expand import expand_hits
 from projections.queries.learned import adjusted, hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
@@ -162,12 +161,7 @@ ROUNDED = {"dense_similarity": 6, "bm25": 6, "facts_bm25": 6, "context_bm25": 6,
 
 def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> list[tuple[Episode, float]]:
     """The user's episodes closest to the query by centroid cosine, best first (ties: log order)."""
-    episodes = [e for e in memory.episodes.episodes() if e.centroid is not None]
-    if not episodes or limit < 1:
-        return []
-    sims = np.stack([e.centroid for e in episodes]) @ np.asarray(query_vector, dtype=np.float64)
-    order = np.argsort(-sims, kind="stable")[:limit]
-    return [(episodes[i], float(sims[i])) for i in order]
+    return candidates.ranked_episodes(memory, query_vector, limit)
 
 
 def list_weights(config: FusionConfig, query: str) -> dict[str, float]:
@@ -224,7 +218,7 @@ def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], 
         row[0] += config.graph_weight / (config.rrf_k + rank)
         row[3].update(graph_rank=rank, graph_distance=r.distance, graph_memory=r.graph_memory,
                       graph_seed=r.seed_message, graph_via=list(r.via))
-    scored.sort(key=lambda s: (-s[0], s[1]))
+    candidates.order(scored)
 
 
 def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: FusionConfig,
@@ -248,11 +242,11 @@ def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: F
         rerank.timed(query, scored, tables, config.time_weight, config.rrf_k)
     if config.session_weight > 0:
         rerank.sessions(memory, scored, config.session_weight, config.rrf_k, config.session_candidates)
-    scored.sort(key=lambda s: (-s[0], s[1]))
+    candidates.order(scored)
     if config.neighbour_weight > 0:
         rerank.neighbours(memory, scored, tables, config.neighbour_weight, config.neighbour_top,
                           allowed)
-        scored.sort(key=lambda s: (-s[0], s[1]))
+        candidates.order(scored)
 
 
 def fuse(
@@ -301,19 +295,18 @@ def fuse(
             for memory_id in memory.notes.notes[note_id].source_message_ids:
                 parts.setdefault(memory_id, {}).setdefault("note", (rank, bm25, note_id))
     by_id = memory.messages.by_id
-
-    def allowed(mid: str) -> bool:
-        # an index row the projections do not know yet is never surfaced; archived ones only when asked for;
-        # with ``now`` (time travel), nothing recorded after it; memories the learning loop invalidated are out
-        # of default retrieval too
-        return (mid in by_id and in_scope(memory.archive, mid, scope)
-                and (now is None or by_id[mid].occurred_at <= now) and not (learn and hidden(memory, mid, now)))
-
+    # an index row the projections do not know yet is never surfaced; archived ones only when asked for; with
+    # ``now`` (time travel), nothing recorded after it; memories the learning loop invalidated are out of default
+    # retrieval too
+    allowed = candidates.scope_filter(memory, scope, now, rerank.TABLES.get(memory).times,
+                                      (lambda mid: hidden(memory, mid, now)) if learn else None)
     parts = {mid: p for mid, p in parts.items() if allowed(mid)}
     recall = {}
     if config.retention_weight > 0 and now is not None and policy is not None:
         recall = retention_scores(memory.retention, now, policy, parts)
-    dense_weight, lexical_weight = weights["dense"], weights["lexical"]
+    dense_weight, lexical_weight, rrf_k = weights["dense"], weights["lexical"], config.rrf_k
+    key_names = [(kind, weight, f"{kind}_rank", f"{kind}_bm25") for kind, (weight, _) in keys.items()]
+    archived = memory.archive.archived if scope != "active" else {}
     scored = []
     for memory_id, p in parts.items():
         score = 0.0
@@ -321,41 +314,40 @@ def fuse(
         # Figures go in unrounded (most rows never leave this function); :data:`ROUNDED` rounds a hit's.
         if "dense" in p:
             rank, sim = p["dense"]
-            score += dense_weight / (config.rrf_k + rank)
+            score += dense_weight / (rrf_k + rank)
             breakdown["dense_rank"], breakdown["dense_similarity"] = rank, sim
         if "lexical" in p:
             rank, bm25 = p["lexical"]
-            score += lexical_weight / (config.rrf_k + rank)
+            score += lexical_weight / (rrf_k + rank)
             breakdown["lexical_rank"], breakdown["bm25"] = rank, bm25
-        for kind, (weight, _) in keys.items():
+        for kind, weight, rank_key, bm25_key in key_names:
             if kind in p:
                 rank, bm25 = p[kind]
-                score += weight / (config.rrf_k + rank)
-                breakdown[f"{kind}_rank"], breakdown[f"{kind}_bm25"] = rank, bm25
+                score += weight / (rrf_k + rank)
+                breakdown[rank_key], breakdown[bm25_key] = rank, bm25
         if "episode" in p:
             rank, sim, episode = p["episode"]
-            score += config.episode_weight / (config.rrf_k + rank)
+            score += config.episode_weight / (rrf_k + rank)
             breakdown["episode_rank"], breakdown["episode_similarity"] = rank, sim
             breakdown["episode_id"] = episode.episode_id
         if "note" in p:
             rank, bm25, note_id = p["note"]
-            score += config.note_weight / (config.rrf_k + rank)
+            score += config.note_weight / (rrf_k + rank)
             breakdown["note_rank"], breakdown["note_bm25"], breakdown["note_id"] = rank, bm25, note_id
-        if memory_id in recall:
-            score += config.retention_weight * min(recall[memory_id], 2.0) / (config.rrf_k + 1)
-            breakdown["retention"] = recall[memory_id]
-        if scope != "active" and memory.archive.is_archived(memory_id):
-            breakdown["archived"] = memory.archive.archived[memory_id].reason
-        seq = memory.messages.by_id[memory_id].seq
-        scored.append([score, -seq, memory_id, breakdown])
-    scored.sort(key=lambda s: (-s[0], s[1]))
+        if (r := recall.get(memory_id)) is not None:
+            score += config.retention_weight * min(r, 2.0) / (rrf_k + 1)
+            breakdown["retention"] = r
+        if memory_id in archived:
+            breakdown["archived"] = archived[memory_id].reason
+        scored.append([score, -by_id[memory_id].seq, memory_id, breakdown])
+    candidates.order(scored)
     _rerank_stages(memory, query, scored, config, allowed)
     if config.graph_weight > 0 and memory.graph.memories:
         _graph_term(memory, query, dense, scored, config)
     if config.prf_weight > 0 and (not config.prf_lists_only or coverage.list_intent(query)):
         prf.prf_term(memory, query_vector, scored, config.prf_weight, config.rrf_k, config.prf_seeds,
                      config.prf_candidates, config.prf_beta, allowed)
-        scored.sort(key=lambda s: (-s[0], s[1]))
+        candidates.order(scored)
     for row in scored:
         row[3]["rrf"] = row[0]
     model = (config.cjk_ranker or (config.ranker if config.ranker_cjk else None)) if has_cjk(query) else config.ranker

@@ -318,6 +318,21 @@ def test_the_rankings_retention_scores_follow_new_touches_and_other_time_zones_e
     assert state.items["m1"].access_count == 3 and state.items["m2"].access_count == 1
 
 
+def test_the_figures_kept_for_the_rankings_retention_scores_go_with_their_state():
+    import gc
+
+    from projections.folds import retention as module
+
+    state = project(*typed("decision"), (6, "t6", touch("m1", reason="context")))
+    before = module.as_of(state.items["m1"], day(3), DEFAULT_POLICY)
+    assert retention_scores(state, day(3), DEFAULT_POLICY, ["m1"]) == {"m1": retention(before, day(3), DEFAULT_POLICY)}
+    key = id(state)
+    assert key in module._PREPARED
+    del state
+    gc.collect()
+    assert key not in module._PREPARED
+
+
 def test_restoring_from_the_archive_counts_as_an_access():
     restored = MemoryRestored(memory_ids=("m1",), at=day(50), reason="asked for it")
     state = project(*typed("decision"), (50, "r1", restored), policy=NO_BONUS)

@@ -44,9 +44,8 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
     its rank and score.
     """
     n = len(rows)
-    out = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if n == 0:
-        return out
+        return np.zeros((0, len(FEATURES)), dtype=np.float64)
     ids = [row[2] for row in rows]
     neighbour_ids = [tables.prev_next.get(m, (None, None)) for m in ids]
     cos: dict[str, float] = {}
@@ -56,7 +55,7 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
         if wanted:
             q = np.asarray(query_vector, dtype=np.float64).ravel()
             q = q / (np.linalg.norm(q) or 1.0)
-            mat = np.stack([np.asarray(memory.vectors.rows[m].vector, dtype=np.float64) for m in wanted])
+            mat = np.array([memory.vectors.rows[m].vector for m in wanted], dtype=np.float64)
             sims = mat @ q / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
             cos = dict(zip(wanted, sims.tolist()))
     rank_key, score_key = ("lexical_rank", "bm25") if lexical_kind == "lexical" else (f"{lexical_kind}_rank",
@@ -75,12 +74,20 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
     for c in conversations:
         per_conversation[c] = per_conversation.get(c, 0) + 1
     near_top = {x for pair in neighbour_ids[:3] for x in pair if x is not None}
+    table, cos_of, bm25_of, log_words = [], cos.get, bm25.get, tables.log_words
     for i, (row, (prev, nxt)) in enumerate(zip(rows, neighbour_ids)):
         memory_id, b = row[2], row[3]
         msg = by_id[memory_id]
         terms = _terms(tables, memory, memory_id)
-        neighbours = [x for x in (prev, nxt) if x is not None]
-        out[i] = (
+        if (words := log_words.get(memory_id)) is None:
+            words = log_words[memory_id] = math.log1p(len(msg.text.split()))
+        if prev is not None and nxt is not None:  # the best neighbour: max over (prev, next), as max() picks
+            near_cos, near_bm25 = max(cos_of(prev, 0.0), cos_of(nxt, 0.0)), max(bm25_of(prev, 0.0), bm25_of(nxt, 0.0))
+        elif (only := prev if prev is not None else nxt) is not None:
+            near_cos, near_bm25 = cos_of(only, 0.0), bm25_of(only, 0.0)
+        else:
+            near_cos = near_bm25 = 0.0
+        table.append((
             row[0] / top_score,
             1.0 / (i + 1),
             cos.get(memory_id, 0.0),
@@ -91,14 +98,14 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
             1.0 / (rrf_k + b["episode_rank"]) if "episode_rank" in b else 0.0,
             1.0 / (rrf_k + b["note_rank"]) if "note_rank" in b else 0.0,
             1.0 / (rrf_k + b["graph_rank"]) if "graph_rank" in b else 0.0,
-            max((cos.get(x, 0.0) for x in neighbours), default=0.0),
-            max((bm25.get(x, 0.0) for x in neighbours), default=0.0) / top_bm25,
+            near_cos,
+            near_bm25 / top_bm25,
             1.0 if "neighbour_of" in b else 0.0,
             1.0 if partial and msg.speaker in named else 0.0,
             1.0 if partial and msg.speaker not in named else 0.0,
             1.0 if when and memory_id in tables.timed else 0.0,
             len(query_terms & terms) / len(query_terms) if query_terms else 0.0,
-            math.log1p(len(msg.text.split())),
+            words,
             min(round(b.get("retention", 0.0), 6), 2.0),
             1.0 / (rrf_k + b.get("context_rank", b.get("context_prev_rank", 0))) if (
                 "context_rank" in b or "context_prev_rank" in b) else 0.0,
@@ -107,5 +114,5 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
             1.0 if conversations[i] == conversations[0] else 0.0,
             1.0 if memory_id in near_top else 0.0,
             per_conversation[conversations[i]] / n,
-        )
-    return out
+        ))
+    return np.array(table, dtype=np.float64)

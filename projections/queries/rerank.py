@@ -55,6 +55,7 @@ class Tables:
     terms: dict[str, frozenset[str]]  # turn -> its lexical terms, filled on first use (a derived cache)
     last: dict[str, str]  # conversation -> its last turn so far (where the next new turn links)
     times: dict[str, int]  # turn -> when it was recorded, in candidates.epoch_micros, filled on first use
+    log_words: dict[str, float]  # turn -> log1p of its number of words (a rank feature), filled on first use
 
 
 class UserTables:
@@ -102,7 +103,7 @@ def _extend(memory: UserMemory, tables: Tables, seen: int, seen_graph: int) -> T
         if msg.speaker:
             speakers.setdefault(msg.speaker.lower(), msg.speaker)
     timed = tables.timed | _timed(islice(memory.graph.memories.values(), seen_graph, None))
-    return Tables(prev_next, speakers, timed, tables.terms, last, tables.times)
+    return Tables(prev_next, speakers, timed, tables.terms, last, tables.times, tables.log_words)
 
 
 def build_tables(memory: UserMemory) -> Tables:
@@ -121,7 +122,7 @@ def build_tables(memory: UserMemory) -> Tables:
         if msg.speaker:
             speakers.setdefault(msg.speaker.lower(), msg.speaker)
     return Tables({k: (v[0], v[1]) for k, v in prev_next.items()}, speakers, _timed(memory.graph.memories.values()),
-                  {}, last, {})
+                  {}, last, {}, {})
 
 
 def _timed(graph_memories) -> frozenset[str]:

@@ -271,9 +271,7 @@ def fuse(
     """
     primary = lexical_key(config, query)
     lexical = memory.lexical.search(query, config.candidates, config.bm25) if primary == "lexical" else []
-    parts: dict[str, dict] = {}
-    for rank, (memory_id, sim) in enumerate(dense, start=1):
-        parts.setdefault(memory_id, {})["dense"] = (rank, sim)
+    parts: dict[str, dict] = {memory_id: {"dense": (rank, sim)} for rank, (memory_id, sim) in enumerate(dense, start=1)}
     for rank, (memory_id, score) in enumerate(lexical, start=1):
         parts.setdefault(memory_id, {})["lexical"] = (rank, score)
     weights = list_weights(config, query)
@@ -283,8 +281,8 @@ def fuse(
             parts.setdefault(memory_id, {})[kind] = (rank, score)
     if config.episode_weight > 0 and query_vector is not None:
         for rank, (episode, sim) in enumerate(rank_episodes(memory, query_vector, config.episode_candidates), start=1):
-            for memory_id in episode.member_ids:
-                parts.setdefault(memory_id, {}).setdefault("episode", (rank, sim, episode))
+            for member in episode.members:
+                parts.setdefault(member.event_id, {}).setdefault("episode", (rank, sim, episode))
 
     learn = adjusted(config) and scope == "active" and bool(memory.adjustments.by_target)
     if config.note_weight > 0:

@@ -43,7 +43,7 @@ class DenseIndex:
         k = min(k, len(ids))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
         top = top[np.lexsort((top, -sims[top]))]
-        return [(ids[i], float(sims[i])) for i in top]
+        return [(ids[i], sim) for i, sim in zip(top.tolist(), sims[top].tolist())]
 
     def forget(self, stream: tuple[str, str]) -> None:
         """Drop the user's cached matrix (an erased user's vectors must not stay in memory either)."""

@@ -89,12 +89,15 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
     active = memory.notes.active(now)
     if adjusted(fusion) and memory.adjustments.by_target:
         active = [n for n in active if not hidden(memory, n.note_id, now)]
-    by_source: dict[str, list] = {}
+    best = hits[: 2 * fusion.note_candidates]
+    wanted = {hit.memory_id for hit in best}
+    by_source: dict[str, list] = {}  # the best hits' notes (in log order)
     for note in active:
         for source in note.source_message_ids:
-            by_source.setdefault(source, []).append(note)
+            if source in wanted:
+                by_source.setdefault(source, []).append(note)
     chosen: dict[str, float] = {}
-    for hit in hits[: 2 * fusion.note_candidates]:
+    for hit in best:
         for note in by_source.get(hit.memory_id, ()):
             factor = memory.adjustments.factor(note.note_id, now, query) if adjusted(fusion) else 1.0
             chosen.setdefault(note.note_id, hit.score * factor)

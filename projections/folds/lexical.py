@@ -117,7 +117,8 @@ class LexicalIndex:
             cut = np.partition(scores[docs], len(docs) - k)[len(docs) - k]
             docs = docs[scores[docs] >= cut]
         order = docs[np.lexsort((docs, -scores[docs]))][:k]
-        return [(self.doc_ids[doc], float(scores[doc])) for doc in order.tolist()]
+        doc_ids = self.doc_ids
+        return [(doc_ids[doc], score) for doc, score in zip(order.tolist(), scores[order].tolist())]
 
 
 class _Arrays:

@@ -35,9 +35,11 @@ another policy needs no new fold.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from operator import is_
 from typing import Literal
 
 from events.envelope import Envelope
@@ -94,6 +96,10 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+# Derived (never folded or saved): id(NoteState) -> (its weak reference, the notes it held, them in log order).
+_ORDERED: dict[int, tuple[weakref.ref, list[Note], list[Note]]] = {}
+
+
 @dataclass
 class NoteState:
     """Every note version of one user by id, and a BM25 index over all of them."""
@@ -102,13 +108,21 @@ class NoteState:
     index: LexicalIndex = field(default_factory=LexicalIndex)
 
     def _ordered(self) -> list[Note]:
-        return sorted(self.notes.values(), key=lambda n: n.seq)
+        """Every note in log order (a fresh list; the order is kept between calls while the very same notes stand)."""
+        notes = list(self.notes.values())
+        cached = _ORDERED.get(id(self))
+        if cached is None or cached[0]() is not self or len(cached[1]) != len(notes) or not all(
+                map(is_, cached[1], notes)):
+            key = id(self)
+            cached = _ORDERED[key] = (weakref.ref(self, lambda _: _ORDERED.pop(key, None)), notes,
+                                      sorted(notes, key=lambda n: n.seq))
+        return list(cached[2])
 
     def active(self, at: datetime | None = None) -> list[Note]:
         """Notes active now (``at`` None), or valid at time ``at``; in log order."""
         if at is None:
             return [n for n in self._ordered() if n.status == "active"]
-        return [n for n in self._ordered() if n.valid_at(at)]
+        return [n for n in self._ordered() if n.valid_from <= at and (n.valid_to is None or n.valid_to > at)]
 
     def history(self, note_id: str) -> list[Note]:
         """The version chain containing ``note_id``, oldest first; empty for an unknown id."""

@@ -333,7 +333,7 @@ def fuse(
             score += config.note_weight / (rrf_k + rank)
             breakdown["note_rank"], breakdown["note_bm25"], breakdown["note_id"] = rank, bm25, note_id
         if (r := recall.get(memory_id)) is not None:
-            score += config.retention_weight * min(r, 2.0) / (rrf_k + 1)
+            score += config.retention_weight * (2.0 if 2.0 < r else r) / (rrf_k + 1)  # min(r, 2.0)
             breakdown["retention"] = r
         if memory_id in archived:
             breakdown["archived"] = archived[memory_id].reason

@@ -45,15 +45,21 @@ def epoch_micros(at: datetime) -> int:
 
 
 def scope_filter(memory: UserMemory, scope: str, now: datetime | None, times: dict[str, int],
-                 hidden: Callable[[str], bool] | None) -> Callable[[str], bool]:
+                 hidden: Callable[[str], bool] | None, newest: int | None = None) -> Callable[[str], bool]:
     """``allowed(memory_id)``: a turn the projections know, in ``scope`` (``all``, or archived exactly when the scope
     is ``archive``), recorded at or before ``now`` (when given), and not ``hidden`` (when given).
 
-    ``times`` is the user's turn -> recording time in :func:`epoch_micros`, filled here on first use (a turn's
-    time never changes); with a naive ``now`` the times are compared as datetimes (which refuses mixing them)."""
+    ``times`` is the user's turn -> recording time in :func:`epoch_micros`, filled here if missing (a turn's time
+    never changes); ``newest``, when known, is the latest of every turn's time: a ``now`` at or after it leaves
+    nobody out. With a naive ``now`` the times are compared as datetimes (which refuses mixing them)."""
     by_id, archived = memory.messages.by_id, memory.archive.archived
     any_scope, archive = scope == "all", scope == "archive"
     limit = epoch_micros(now) if now is not None and now.tzinfo is not None else None
+    if limit is not None and newest is not None and limit >= newest:
+        if hidden is None and (any_scope or (not archive and not archived)):
+            return by_id.__contains__  # every known turn (the usual question: about now, nothing archived)
+        limit = None
+        now = None
 
     def allowed(memory_id: str) -> bool:
         msg = by_id.get(memory_id)

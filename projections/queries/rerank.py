@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from projections.folds.state import UserMemory
+from projections.queries.candidates import epoch_micros
 from projections.rules.text import tokenize
 
 WHEN_INTENT = re.compile(
@@ -54,8 +55,9 @@ class Tables:
     timed: frozenset[str]  # turns a graph memory with a resolved time was read from
     terms: dict[str, frozenset[str]]  # turn -> its lexical terms, filled on first use (a derived cache)
     last: dict[str, str]  # conversation -> its last turn so far (where the next new turn links)
-    times: dict[str, int]  # turn -> when it was recorded, in candidates.epoch_micros, filled on first use
+    times: dict[str, int]  # turn -> when it was recorded, in candidates.epoch_micros
     log_words: dict[str, float]  # turn -> log1p of its number of words (a rank feature), filled on first use
+    newest: int | None  # the latest of ``times`` (None: no turn yet, or one recorded with a naive time)
 
 
 class UserTables:
@@ -103,7 +105,8 @@ def _extend(memory: UserMemory, tables: Tables, seen: int, seen_graph: int) -> T
         if msg.speaker:
             speakers.setdefault(msg.speaker.lower(), msg.speaker)
     timed = tables.timed | _timed(islice(memory.graph.memories.values(), seen_graph, None))
-    return Tables(prev_next, speakers, timed, tables.terms, last, tables.times, tables.log_words)
+    newest = _note_times(by_id, order[seen:], tables.times, tables.newest if seen else -1)
+    return Tables(prev_next, speakers, timed, tables.terms, last, tables.times, tables.log_words, newest)
 
 
 def build_tables(memory: UserMemory) -> Tables:
@@ -121,8 +124,23 @@ def build_tables(memory: UserMemory) -> Tables:
         last[msg.conversation_id] = memory_id
         if msg.speaker:
             speakers.setdefault(msg.speaker.lower(), msg.speaker)
+    times: dict[str, int] = {}
+    newest = _note_times(by_id, memory.messages.order, times, -1)
     return Tables({k: (v[0], v[1]) for k, v in prev_next.items()}, speakers, _timed(memory.graph.memories.values()),
-                  {}, last, {}, {})
+                  {}, last, times, {}, newest)
+
+
+def _note_times(by_id: dict, memory_ids, times: dict[str, int], newest: int | None) -> int | None:
+    """Record the turns' times in ``times``; the latest of them and ``newest`` (-1: none yet; None: unknown)."""
+    for memory_id in memory_ids:
+        at = by_id[memory_id].occurred_at
+        if at.tzinfo is None:
+            newest = None
+            continue
+        times[memory_id] = micros = epoch_micros(at)
+        if newest is not None and micros > newest:
+            newest = micros
+    return None if newest == -1 else newest
 
 
 def _timed(graph_memories) -> frozenset[str]:

@@ -296,8 +296,9 @@ def fuse(
     # an index row the projections do not know yet is never surfaced; archived ones only when asked for; with
     # ``now`` (time travel), nothing recorded after it; memories the learning loop invalidated are out of default
     # retrieval too
-    allowed = candidates.scope_filter(memory, scope, now, rerank.TABLES.get(memory).times,
-                                      (lambda mid: hidden(memory, mid, now)) if learn else None)
+    tables = rerank.TABLES.get(memory)
+    allowed = candidates.scope_filter(memory, scope, now, tables.times,
+                                      (lambda mid: hidden(memory, mid, now)) if learn else None, tables.newest)
     parts = {mid: p for mid, p in parts.items() if allowed(mid)}
     recall = {}
     if config.retention_weight > 0 and now is not None and policy is not None:

@@ -42,23 +42,31 @@ def _memory_events():
 
 def test_scope_filter_answers_as_the_plain_expression():
     memory = fold(ShardState(), stream(*_memory_events())).user("acme", "alice")
-    times = rerank.TABLES.get(memory).times
+    tables = rerank.TABLES.get(memory)
+    times = tables.times
+    assert tables.newest == candidates.epoch_micros(T0 + timedelta(days=1))
     nows = [None, T0 - timedelta(seconds=1), T0, (T0 + timedelta(hours=1)).astimezone(EAST),
-            T0 + timedelta(hours=2, microseconds=4), T0 + timedelta(hours=2, microseconds=5), T0 + timedelta(days=9)]
+            T0 + timedelta(hours=2, microseconds=4), T0 + timedelta(hours=2, microseconds=5), T0 + timedelta(days=1, microseconds=-1),
+            T0 + timedelta(days=1), T0 + timedelta(days=9)]
     hidden_ids = {"m2"}
     checked = 0
     for scope in ("active", "archive", "all"):
         for now in nows:
             for hide in (None, hidden_ids.__contains__):
-                allowed = candidates.scope_filter(memory, scope, now, times, hide)
-                for mid in ("m1", "m2", "m3", "m4", "unknown"):
-                    by_id = memory.messages.by_id
-                    plain = (mid in by_id and in_scope(memory.archive, mid, scope)
-                             and (now is None or by_id[mid].occurred_at <= now)
-                             and not (hide is not None and hide(mid)))
-                    assert allowed(mid) == plain, (scope, now, hide, mid)
-                    checked += 1
-    assert checked == 3 * len(nows) * 2 * 5 and set(times) == {"m1", "m2", "m3", "m4"}
+                for newest in (None, tables.newest):
+                    allowed = candidates.scope_filter(memory, scope, now, times, hide, newest)
+                    for mid in ("m1", "m2", "m3", "m4", "unknown"):
+                        by_id = memory.messages.by_id
+                        plain = (mid in by_id and in_scope(memory.archive, mid, scope)
+                                 and (now is None or by_id[mid].occurred_at <= now)
+                                 and not (hide is not None and hide(mid)))
+                        assert allowed(mid) == plain, (scope, now, hide, newest, mid)
+                        checked += 1
+    assert checked == 3 * len(nows) * 2 * 2 * 5 and set(times) == {"m1", "m2", "m3", "m4"}
+    unarchived = fold(ShardState(), stream(*_memory_events()[:4])).user("acme", "alice")
+    fast = candidates.scope_filter(unarchived, "active", T0 + timedelta(days=9), {}, None,
+                                   rerank.TABLES.get(unarchived).newest)
+    assert [fast(m) for m in ("m1", "m4", "unknown")] == [True, True, False]
     naive = candidates.scope_filter(memory, "active", T0.replace(tzinfo=None), times, None)
     with pytest.raises(TypeError):  # an aware and a naive time do not compare, as before
         naive("m1")

@@ -109,6 +109,7 @@ def conversation_term(memory: UserMemory, query: str, rows: list[list], weight: 
     for rank, (conversation, _) in enumerate(ranked, start=1):
         members = conversations.members[conversation]
         term = weight / (rrf_k + rank) * (min(1.0, fit / len(members)) if fit > 0 else 1.0)
+        shown = round(term, 8)
         for memory_id in members:
             row = by_id.get(memory_id)
             if row is None:
@@ -118,4 +119,4 @@ def conversation_term(memory: UserMemory, query: str, rows: list[list], weight: 
                 rows.append(row)
             row[0] += term
             # the term itself is recorded: it depends on the conversation's length, which the breakdown does not hold
-            row[3].update(conversation_rank=rank, conversation_term=round(term, 8))
+            row[3].update(conversation_rank=rank, conversation_term=shown)

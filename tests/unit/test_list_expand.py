@@ -1,18 +1,15 @@
-"""The second pass for list questions (projections.queries.list_expand) and the ranker's tail, on folded memories."""
+"""The second pass for list questions (projections.queries.list_expand), on folded memories (pure, no Ray)."""
 
 from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
 
-import numpy as np
 import pytest
 
 from projections.folds.state import ShardState, fold
 from projections.queries import list_expand, rerank
 from projections.queries.list_expand import ListExpandConfig
-from projections.queries.rank_features import FEATURES
-from projections.queries.ranker import RankerModel
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig, fuse
 from projections.rules.text import query_tokens
 from tests.builders import STAGES_OFF, T0, message, stream
@@ -92,23 +89,6 @@ def test_a_chinese_list_question_expands_through_the_seeds_shared_words():
     ranked = [h.memory_id for h in hits]
     assert "m3" in ranked  # a new row: the stage found it, no list of the first pass did
     assert "list_expand_rank" in hits[ranked.index("m3")].breakdown  # both seeds say 健身房
-
-
-def _model(coefs: dict[str, float]) -> RankerModel:
-    n = len(FEATURES)
-    return RankerModel(FEATURES, (0.0,) * n, (1.0,) * n, tuple(coefs.get(f, 0.0) for f in FEATURES), 0.0)
-
-
-def test_the_ranker_tail_reorders_the_rows_below_its_depth_and_leaves_the_top_as_it_was(books):
-    query, vec = "fantasy wizards book week", np.array([1.0, 0.0])
-    cfg = dataclasses.replace(BASE, ranker=_model({"log_words": 5.0}), ranker_depth=2)
-    top = fuse(books, query, [], k=10, config=cfg, query_vector=vec)
-    tailed = fuse(books, query, [], k=10, config=dataclasses.replace(cfg, ranker_tail=3), query_vector=vec)
-    assert [h.memory_id for h in tailed[:2]] == [h.memory_id for h in top[:2]]
-    rows = tailed[2:5]
-    assert [len(h.text.split()) for h in rows] == sorted((len(h.text.split()) for h in rows), reverse=True)
-    assert {h.memory_id for h in rows} == {h.memory_id for h in top[2:5]}
-    assert [h.score for h in tailed] == sorted((h.score for h in tailed), reverse=True)
 
 
 def test_the_default_runs_the_stage_and_the_ablation_does_not():

@@ -70,9 +70,7 @@ def context(core, q: BuildContext) -> Answer:
     notes = note_entries(memory, hits, q.fusion, q.now, q.query) if memory is not None and q.fusion.note_tokens else []
     ctx = assemble(q.query, hits, q.token_budget, core.count_tokens, notes, q.fusion.note_tokens,
                    q.fusion.note_share)
-    # a turn a note in the context states was used too (the note stands in for it): it is touched like the others
-    used = {i.memory_id for i in ctx.items} | {m for i in ctx.items if "note_id" in i.provenance
-                                                for m in i.provenance["event_ids"][1:]}
+    used = {i.memory_id for i in ctx.items}
     return Answer(ctx, touches(q.tenant, q.user_id, q.query, [h for h in hits if h.memory_id in used], "context"))
 
 

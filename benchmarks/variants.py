@@ -15,13 +15,14 @@ from projections.queries.list_expand import DEFAULT as LISTS_ON
 from projections.queries.list_expand import ListExpandConfig
 from projections.queries.ranker_model_before_keys import MODEL as BEFORE_KEYS_RANKER
 from projections.queries.ranker_model_before_lists import MODEL as BEFORE_LISTS_RANKER
+from projections.queries.ranker_model_cjk_before_lists import MODEL as BEFORE_LISTS_CJK_RANKER
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 LISTS_OFF = ListExpandConfig(weight=0.0)
 # The default before the second pass for list questions (issue 12, seventh round): no list pass, the ranker fitted
 # without its term over the best 20 rows, notes at most a quarter of a context's budget.
 BEFORE_LISTS = replace(DEFAULT_FUSION, list_expansion=LISTS_OFF, ranker=BEFORE_LISTS_RANKER, ranker_depth=20,
-                       note_share=0.25)
+                       note_share=0.25, cjk_ranker=BEFORE_LISTS_CJK_RANKER)
 
 # The default before the derived keys (projections.queries.key_index) were switched on: the turn's own text ranks,
 # no context list, its ranker fitted on the plain lexical ranks. The base of the experiment rounds below, so their

@@ -68,7 +68,8 @@ def context(core, q: BuildContext) -> Answer:
     hits = fused_hits(core, q, q.fusion.candidates)
     memory = core.state.user(q.tenant, q.user_id)
     notes = note_entries(memory, hits, q.fusion, q.now, q.query) if memory is not None and q.fusion.note_tokens else []
-    ctx = assemble(q.query, hits, q.token_budget, core.count_tokens, notes, q.fusion.note_tokens)
+    ctx = assemble(q.query, hits, q.token_budget, core.count_tokens, notes, q.fusion.note_tokens,
+                   q.fusion.note_share)
     used = {i.memory_id for i in ctx.items}
     return Answer(ctx, touches(q.tenant, q.user_id, q.query, [h for h in hits if h.memory_id in used], "context"))
 

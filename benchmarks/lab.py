@@ -131,7 +131,7 @@ class Lab:
         notes = note_entries(memory, hits, fusion) if fusion.note_tokens else []
         contexts = {}
         for budget in BUDGETS:
-            ctx = assemble(q.question, hits, budget, self.count, notes, fusion.note_tokens)
+            ctx = assemble(q.question, hits, budget, self.count, notes, fusion.note_tokens, fusion.note_share)
             contexts[budget] = BudgetContext(
                 frozenset().union(*(provenance_turns(i.turn_id, i.provenance) for i in ctx.items)), ctx.tokens)
         ranked = tuple(provenance_turns(h.turn_id, h.provenance) for h in hits[: max(K_VALUES)])

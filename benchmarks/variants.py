@@ -11,13 +11,23 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from projections.queries.list_expand import DEFAULT as LISTS_ON
+from projections.queries.list_expand import ListExpandConfig
 from projections.queries.ranker_model_before_keys import MODEL as BEFORE_KEYS_RANKER
+from projections.queries.ranker_model_before_lists import MODEL as BEFORE_LISTS_RANKER
+from projections.queries.ranker_model_cjk_before_lists import MODEL as BEFORE_LISTS_CJK_RANKER
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
+
+LISTS_OFF = ListExpandConfig(weight=0.0)
+# The default before the second pass for list questions (issue 12, seventh round): no list pass, the ranker fitted
+# without its term over the best 20 rows, notes at most a quarter of a context's budget.
+BEFORE_LISTS = replace(DEFAULT_FUSION, list_expansion=LISTS_OFF, ranker=BEFORE_LISTS_RANKER, ranker_depth=20,
+                       note_share=0.25, cjk_ranker=BEFORE_LISTS_CJK_RANKER)
 
 # The default before the derived keys (projections.queries.key_index) were switched on: the turn's own text ranks,
 # no context list, its ranker fitted on the plain lexical ranks. The base of the experiment rounds below, so their
 # figures stay reproducible.
-PREVIOUS = replace(DEFAULT_FUSION, fact_key=False, cjk_subwords=False, context_weight=0.0, context_candidates=100,
+PREVIOUS = replace(BEFORE_LISTS, fact_key=False, cjk_subwords=False, context_weight=0.0, context_candidates=100,
                    ranker=BEFORE_KEYS_RANKER, cjk_ranker=None)
 # The derived keys as the fifth round measured them (all 100 context candidates, the ranker before the keys).
 KEYS = replace(PREVIOUS, fact_key=True, cjk_subwords=True, context_weight=0.5)
@@ -28,6 +38,10 @@ VARIANTS: dict[str, FusionConfig] = {
     "palimpsest": DEFAULT_FUSION,
     "palimpsest_before": BEFORE,
     "palimpsest_no_ranker": replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None),
+    # the second pass for list questions off (projections.queries.list_expand); the notes' share as before it
+    "palimpsest_no_list_expand": replace(DEFAULT_FUSION, list_expansion=LISTS_OFF),
+    "palimpsest_notes_quarter": replace(DEFAULT_FUSION, note_share=0.25),
+    "palimpsest_before_lists": BEFORE_LISTS,
     "palimpsest_no_cjk_ranker": replace(DEFAULT_FUSION, cjk_ranker=None),  # Chinese queries not re-ranked
     "palimpsest_no_neighbours": replace(DEFAULT_FUSION, neighbour_weight=0.0),
     "palimpsest_no_speaker": replace(DEFAULT_FUSION, speaker_weight=0.0),
@@ -149,4 +163,18 @@ EXPERIMENTS.update({"keys_no_ranker": replace(KEYS, ranker=None), "keys_fact_onl
 EXPERIMENTS.update({f"keys_ctxc{c}": replace(KEYS, context_candidates=c) for c in (10, 20, 30, 50)})
 EXPERIMENTS.update({f"keys_ctxc{c}_no_ranker": replace(KEYS, context_candidates=c, ranker=None) for c in (20, 30, 50)})
 EXPERIMENTS.update({f"keys_notes{t}": replace(DEFAULT_FUSION, note_tokens=t) for t in (0, 250, 750)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# Issue 12, seventh round: a second pass for list questions (projections.queries.list_expand), the ranker refitted
+# with its term over the best 25 rows, the notes' share of a context 0.5. The grid is on top of the default before it.
+EXPERIMENTS.update({f"lz_{w}_s{s}_t{t}_m{m}": replace(
+    BEFORE_LISTS, list_expansion=ListExpandConfig(weight=w, seeds=s, terms=t, min_seeds=m, candidates=20))
+    for w in (0.5, 1.0, 2.0) for s in (3, 5) for t in (5, 10) for m in (1, 2)})
+EXPERIMENTS.update({f"lists_rd{d}": replace(BEFORE_LISTS, list_expansion=LISTS_ON, ranker_depth=d) for d in (20, 25, 30)})
+EXPERIMENTS.update({f"lists_notes{int(100 * f)}": replace(BEFORE_LISTS, list_expansion=LISTS_ON, note_share=f)
+                    for f in (0.35, 0.5, 0.6)})
+# the bases the rankers are fitted on (benchmarks/train_ranker.py): the default without its rankers; the Chinese one
+# with the (then Chinese) ranker slot used for Chinese queries
+EXPERIMENTS.update({"lists_no_ranker_cjk": replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None, ranker_cjk=True),
+                    "lists_cjk_off_no_ranker_cjk": replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None, ranker_cjk=True,
+                                                           list_expansion=replace(LISTS_ON, cjk=False))})
 ALL = {**VARIANTS, **EXPERIMENTS}

@@ -14,6 +14,7 @@ import numpy as np
 from events.envelope import Envelope, PendingEvent, seal
 from events.model import Event, MemoryTouched, MessageEmbedded, MessageRecorded
 from projections.adapters.embedding import HASH_ID
+from projections.queries.list_expand import ListExpandConfig
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 RECORDED_AT = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
@@ -96,4 +97,4 @@ def command(text: str, i: int = 0, **fields) -> dict:
 # The stages after the fusion and the learned ranker switched off: tests that compute fused scores by hand use it.
 STAGES_OFF = dict(neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
                   cjk_dense_weight=None, ranker=None, conversation_weight=0.0, fact_key=False, cjk_subwords=False,
-                  context_weight=0.0)
+                  context_weight=0.0, list_expansion=ListExpandConfig(weight=0.0))

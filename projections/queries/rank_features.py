@@ -25,6 +25,8 @@ FEATURES: tuple[str, ...] = (
     # added with the derived keys (a model may use any subset of FEATURES, by name)
     "context_term", "conversation_term", "clause_term", "same_conversation_as_top", "neighbour_of_top3",
     "conversation_density",
+    # added with the second pass for list questions (projections.queries.list_expand)
+    "list_expand_term",
 )
 
 
@@ -114,5 +116,6 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
             1.0 if conversations[i] == conversations[0] else 0.0,
             1.0 if memory_id in near_top else 0.0,
             per_conversation[conversations[i]] / n,
+            1.0 / (rrf_k + b["list_expand_rank"]) if "list_expand_rank" in b else 0.0,
         ))
     return np.array(table, dtype=np.float64)

@@ -18,7 +18,7 @@ from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import candidates, coverage, graph_search, key_index, prf, rerank, session_docs
+from projections.queries import candidates, coverage, graph_search, key_index, list_expand, prf, rerank, session_docs
 from projections.queries.graph_expand import expand_hits
 from projections.queries.learned import adjusted, hidden, penalise
 from projections.queries.ranker import RankerModel, rerank_rows
@@ -86,6 +86,7 @@ class FusionConfig:
     note_weight: float = 0.5  # source turns of the active notes that match the query get a fourth RRF term
     note_candidates: int = 10
     note_tokens: int = 500  # the notes' share of a context (seed 000: under ~500 tokens); 0 leaves notes out
+    note_share: float = 0.5  # and at most this share of its budget (context.assemble)
     graph_weight: float = 0.5  # candidates the graph reaches from the best hits: a fifth term
     graph_seeds: int = 5  # the best hits whose graph memories seed the expansion
     graph_candidates: int = 100  # at most this many reached turns get the term
@@ -93,8 +94,7 @@ class FusionConfig:
     graph_depth: int = 1
     graph_shared_nodes: bool = False  # also hop through shared topic/object nodes, not only linked edges
     graph_config: graph_search.GraphSearchConfig = graph_search.DEFAULT_GRAPH_SEARCH  # seeds, hops, five-term score
-    # Stages after the fusion (projections.queries.rerank); each weight 0 turns its stage off. Defaults chosen
-    # leave-conversations-out on the three dev files (benchmarks/variants.py, benchmarks/lab.py).
+    # Stages after the fusion (projections.queries.rerank; weight 0: off), chosen leave-conversations-out (benchmarks/)
     neighbour_weight: float = 0.2  # a top row's previous and next turn get this share of its score
     neighbour_top: int = 20  # the best rows whose neighbours are lifted
     session_weight: float = 0.0  # members of the best-scoring conversations (sessions) get an RRF term
@@ -110,14 +110,13 @@ class FusionConfig:
     # The learned stage (projections.queries.ranker): ``ranker`` fitted on English dev chats, ``cjk_ranker`` on
     # Chinese ones (a Chinese query uses it, or ``ranker`` with ranker_cjk, or none). None turns either off.
     ranker: RankerModel | None = ENGLISH_RANKER
-    ranker_depth: int = 20  # how many of the best rows it re-orders
+    ranker_depth: int = 25  # how many of the best rows it re-orders
     ranker_cjk: bool = False
     cjk_ranker: RankerModel | None = CHINESE_RANKER
     candidates: int = 100
     # The learning loop (projections.queries.learned): the dispatcher's adjustments (invalidated memories and
-    # notes leave default retrieval, penalties scale scores) and the Molt policy. False: the palimpsest_no_feedback
-    # ablation. The two parts can be switched off alone (the benchmark's per-mechanism ablations):
-    # feedback_adjustments (penalties and invalidations) and feedback_policy (the Molt controller's policy).
+    # notes leave default retrieval, penalties scale scores) and the Molt policy (False: palimpsest_no_feedback).
+    # Each part can be switched off alone: feedback_adjustments (penalties, invalidations), feedback_policy (Molt).
     feedback: bool = True
     feedback_adjustments: bool = True
     feedback_policy: bool = True
@@ -134,6 +133,7 @@ class FusionConfig:
     prf_candidates: int = 20
     prf_beta: float = 1.0
     prf_lists_only: bool = False  # only for questions that ask for several items (coverage.list_intent)
+    list_expansion: list_expand.ListExpandConfig = list_expand.DEFAULT  # a second pass for list questions
     # Derived lexical keys of each turn (projections.queries.key_index). The turn's lexical key: fact_key (English
     # queries, or every query with fact_cjk) ranks the turns by their fact-augmented document (the turn + its
     # notes, graph words, spelled dates) and cjk_subwords (Chinese queries) by jieba search-mode sub-words, in place
@@ -347,6 +347,7 @@ def fuse(
         prf.prf_term(memory, query_vector, scored, config.prf_weight, config.rrf_k, config.prf_seeds,
                      config.prf_candidates, config.prf_beta, allowed)
         candidates.order(scored)
+    list_expand.term(memory, query, scored, config.list_expansion, config.rrf_k, config.bm25, allowed)
     for row in scored:
         row[3]["rrf"] = row[0]
     model = (config.cjk_ranker or (config.ranker if config.ranker_cjk else None)) if has_cjk(query) else config.ranker

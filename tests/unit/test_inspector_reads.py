@@ -3,6 +3,7 @@ with the retention fold at every sample, time-travel searches and contexts, and 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -36,7 +37,9 @@ def core(tmp_path_factory):
                                model_id=HashEmbedder.model_id, dim=384))
     with resources.as_file(resources.files("palimpsest") / "data" / "sample_dialogue.jsonl") as path:
         record(core, read_jsonl(Path(path)))
-    context(core, "What does Maya drink in the morning?", 200, tenant="demo", user_id="maya", now=JUNE)
+    # notes at most a quarter of the budget, as this fixture was written for: the turns are shown, not stated by notes
+    context(core, "What does Maya drink in the morning?", 200, tenant="demo", user_id="maya", now=JUNE,
+            fusion=replace(DEFAULT_FUSION, note_share=0.25))
     core.flush_touches()  # the context's touches are accesses: the curve below has reinforcement points
     yield core
     core.close()

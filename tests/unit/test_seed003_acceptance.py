@@ -14,6 +14,7 @@ plus: a replay reproduces every adjustment and policy change without a language 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -23,6 +24,7 @@ from actors.consolidation import run_consolidation
 from actors.core import ShardCore
 from actors.spec import ShardSpec
 from projections.adapters.embedding import HashEmbedder
+from projections.queries.retrieval import DEFAULT_FUSION
 from tests.builders import command
 from tests.shard_helpers import context, record
 from tests.unit.test_command_retries import staged
@@ -107,7 +109,8 @@ def test_row_5_a_molt_adjustment_improves_the_recall_effectiveness_metric(core):
 
 def test_explainability_why_kept_source_events_expiry_and_reinforcement(core):
     [m] = record(core, [command("We decided to deploy on Fridays only", 0, user_id="row6")])
-    context(core, "deploy on Fridays", 60, user_id="row6")
+    # a turn a note stands in for is not shown, so not touched: notes at most a quarter of this small budget
+    context(core, "deploy on Fridays", 60, user_id="row6", fusion=replace(DEFAULT_FUSION, note_share=0.25))
     core.flush_touches()
     x = core.query(c.Explain(tenant="acme", user_id="row6", memory_id=m["memory_id"],
                              at=datetime.now(UTC) + timedelta(minutes=1)))

@@ -99,7 +99,7 @@ class LexicalIndex:
         touched = np.zeros(n, dtype=bool)
         k1, b = params.k1, params.b
         stamp = (n, self.total_len, k1, b)
-        for term in set(query_terms):
+        for term in sorted(set(query_terms)):  # a fixed order: float sums must not follow the per-process str hash
             posting = self.postings.get(term)
             if not posting:
                 continue

@@ -185,7 +185,7 @@ def summarize(
     candidates = []  # (score, position, sentence, message)
     for msg in quotable:
         for sentence in split_sentences(msg.text):
-            score = sum(scale.get(t, 0.0) for t in set(tokenize(sentence)))
+            score = sum(scale.get(t, 0.0) for t in sorted(set(tokenize(sentence))))  # fixed order: not the str hash's
             score += config.centrality_weight * central.get(msg.event_id, 0.0)
             candidates.append((score, len(candidates), sentence, msg))
     best = sorted(candidates, key=lambda c: (-c[0], c[1]))[: config.sentences]

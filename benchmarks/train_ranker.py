@@ -121,7 +121,7 @@ def _fit(joined: tuple, l2: float, names: tuple[str, ...] = FEATURES) -> RankerM
 def _line(name: str, r: dict, names: dict) -> str:
     cats = [c for c, v in r["per_category"].items() if v["questions"]]
     per = "  ".join(f"{c}:{100 * r['per_category'][c]['recall@10']:.1f}" for c in cats)
-    return (f"  {name:28s} R@10 {100 * r['recall@10']:5.1f}  B1000 {100 * r['budget_recall@1000']:5.1f}  "
+    return (f"  {name:28s} R@10 {100 * r['recall@10']:6.2f}  B1000 {100 * r['budget_recall@1000']:6.2f}  "
             f"B2000 {100 * r['budget_recall@2000']:5.1f}   {per}")
 
 

@@ -21,3 +21,14 @@ settings.register_profile(
     "palimpsest", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "palimpsest"))
+
+
+# Modules that stop the local Ray the integration modules share (tests/integration/conftest.py) and start a Ray
+# of their own: run last, so the shared Ray is started once per session instead of again after each of them.
+OWN_RAY_MODULES = ("tests/integration/test_multinode.py",)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    own = [item for item in items if item.nodeid.startswith(OWN_RAY_MODULES)]
+    if own:
+        items[:] = [item for item in items if not item.nodeid.startswith(OWN_RAY_MODULES)] + own

@@ -2,10 +2,13 @@
 
 Starting Ray (and warming its workers) costs seconds per module; the modules use stores of their own (their
 actors are named after the store's path), so they can share one cluster. A module that needs a Ray of its own
-(test_multinode's multi-node cluster) shuts the shared one down first; the next module starts it again.
+(test_multinode's multi-node cluster) shuts the shared one down first; ``tests/conftest.py`` runs such modules
+last, so the shared Ray starts once per session.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import ray
@@ -17,8 +20,10 @@ from palimpsest import Memory
 def start_shared_ray() -> None:
     """The local Ray the integration modules share (the namespace :func:`actors.ray_init.ensure_ray` gives)."""
     if not ray.is_initialized():
+        # Worker logs stay in Ray's session files (PALIMPSEST_RAY_LOGS=1 streams them here, as ensure_ray does):
+        # streaming every worker's output to the driver costs CPU the tests' own workers wait for.
         ray.init(address="local", num_cpus=2, include_dashboard=False, namespace=NAMESPACE,
-                 _system_config=dict(SYSTEM_CONFIG))
+                 log_to_driver=os.environ.get("PALIMPSEST_RAY_LOGS") == "1", _system_config=dict(SYSTEM_CONFIG))
 
 
 @pytest.fixture(scope="session")

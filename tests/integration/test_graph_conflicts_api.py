@@ -117,20 +117,22 @@ def test_decay_runs_on_the_users_clock_and_the_cli_travels_in_time(store, tmp_pa
     assert mem.consolidate(idle=True)["archived"] == 0  # on the user's own clock nothing has decayed yet
 
     path = str(tmp_path / "cli-store")
+    # The store stays open while the CLI commands run: each re-attaches to its running actors, as a second driver
+    # of a store does (what a command prints and writes is the same as when it opens the store itself).
     with Memory.open(path, num_shards=1, embedder="hash") as fresh:
         fresh.add_messages(TEA_THEN_COFFEE, tenant="acme", user_id="atlas")
-    rc = main(["--store", path, "consolidate", "--at", "2026-01-01T00:00:00+00:00"])  # no --decay: nothing archived
-    out = capsys.readouterr().out
-    assert rc == 0 and "1 superseded by the notes, 0 archived by decay" in out
-    rc = main(["--store", path, "consolidate", "--decay", "--at", "2026-01-01T00:00:00+00:00"])
-    out = capsys.readouterr().out
-    assert rc == 0 and "0 superseded by the notes" in out and "0 archived by decay" not in out
-    with Memory.open(path) as reopened:
+        rc = main(["--store", path, "consolidate", "--at", "2026-01-01T00:00:00+00:00"])  # no --decay: none archived
+        out = capsys.readouterr().out
+        assert rc == 0 and "1 superseded by the notes, 0 archived by decay" in out
+        rc = main(["--store", path, "consolidate", "--decay", "--at", "2026-01-01T00:00:00+00:00"])
+        out = capsys.readouterr().out
+        assert rc == 0 and "0 superseded by the notes" in out and "0 archived by decay" not in out
+    with Memory.open(path) as reopened:  # what the commands wrote is in the logs
         statuses = {m["status"] for m in graph_memories(reopened).values()}
         assert statuses == {"superseded", "archived"}  # a year and a half later, the rest decayed
         assert memory_ids(reopened, "coffee") == []
         assert all(r.equal for r in reopened.replay())
-    assert main(["--store", path, "consolidate", "--decay", "--at", "2026-01-01T00:00:00+00:00", "--json"]) == 0
+        assert main(["--store", path, "consolidate", "--decay", "--at", "2026-01-01T00:00:00+00:00", "--json"]) == 0
     report = capsys.readouterr().out
     assert '"users": 1' in report and '"events": 0' in report  # with --decay even an idle user; nothing twice
     with pytest.raises(SystemExit):  # a naive time is ambiguous: argparse refuses it

@@ -136,8 +136,15 @@ def test_a_hit_s_detail_shows_its_source_turn_and_retention_curve(world, browser
     page.press("#q", "Enter")
     page.wait_for_selector(".hit")
     memory_id = page.locator(".hit").first.get_attribute("data-memory-id")
-    # Compared with the card the page itself read: a touch an earlier search recorded may still wait in the shard
-    # for its group commit, so a card asked for later may list one access more than the page was given.
+    # A search hit is not an access (only a context or a reply that uses the memory counts), and a context may show
+    # a note in place of its turn: the agent's reply uses the hit, so the card has an access to draw (a reply is a
+    # command, durable when answered). Compared with the card the page itself read: a touch of an earlier search may
+    # still wait for its group commit, so a card asked for later may list one access more.
+    api = world["api"]["demo"]
+    text = api.get(f"/v1/users/maya/memories/{memory_id}")["memory"]["text"]
+    used = api.post("/v1/users/maya/reply", {"reply": f"As you told me: {text}", "memory_ids": [memory_id],
+                                               "query": "What does Maya drink in the morning?"})["used"]
+    assert memory_id in [u["memory_id"] for u in used]
     with page.expect_response(lambda r: f"/v1/users/maya/memories/{memory_id}" in r.url) as answered:
         page.locator(".detail-link").first.click()
     page.wait_for_selector("svg.curve polyline")

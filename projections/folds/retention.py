@@ -329,7 +329,7 @@ _EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=
 _PREPARED: dict[int, tuple[weakref.ref, dict[str, tuple]]] = {}
 
 
-def _micros(at: datetime) -> int:
+def epoch_micros(at: datetime) -> int:
     return (at - _EPOCH) // _MICROSECOND  # exact: (now - then).total_seconds() is this difference over 10**6
 
 
@@ -342,11 +342,11 @@ def _prepared(state: RetentionState) -> dict[str, tuple]:
 
 def _prepare(item: MemoryItem, policy: RetentionPolicy) -> tuple:
     """(item, policy, created, exempt?, rule, reference, last access, bonus, first access, S and bonus before it)"""
-    created, last = _micros(item.created_at), None if item.last_access is None else _micros(item.last_access)
+    created, last = epoch_micros(item.created_at), None if item.last_access is None else epoch_micros(item.last_access)
     return (item, policy, created, _exempt_reason(item, policy) is not None, policy.rule_for(item.category),
             created if last is None else max(last, created), last,
             1.0 + policy.access_bonus_weight * math.log1p(item.access_count),
-            _micros(item.accesses[0]) if item.accesses else None, _stability(policy, item.memory_type, 0),
+            epoch_micros(item.accesses[0]) if item.accesses else None, _stability(policy, item.memory_type, 0),
             1.0 + policy.access_bonus_weight * math.log1p(0))
 
 
@@ -360,7 +360,7 @@ def retention_scores(
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
     now = now.astimezone(UTC)  # the items' times are UTC: same tzinfo, no utcoffset call per comparison
-    now_us, out, items, table = _micros(now), {}, state.items, _prepared(state)
+    now_us, out, items, table = epoch_micros(now), {}, state.items, _prepared(state)
     base, bonus_weight = policy.base_retention, policy.access_bonus_weight
     for mid in memory_ids:
         if (item := items.get(mid)) is None:
@@ -382,7 +382,7 @@ def retention_scores(
             else:
                 n = bisect.bisect_right(item.accesses, now)
                 stability, bonus = _stability(policy, item.memory_type, n), 1.0 + bonus_weight * math.log1p(n)
-                reference = max(_micros(item.accesses[n - 1]), created)
+                reference = max(epoch_micros(item.accesses[n - 1]), created)
         delta = (now_us - reference) / 1_000_000 / SECONDS_PER_DAY
         delta = delta if delta > 0.0 else 0.0
         factor = rule.step_multiplier(delta) if rule is not None else 1.0

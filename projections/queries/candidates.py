@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from operator import is_, itemgetter
 
 import numpy as np
 
 from projections.folds.episodes import Episode, EpisodeState
+from projections.folds.retention import epoch_micros  # an aware time as integer epoch microseconds (exact order)
 from projections.folds.state import UserMemory
 
 _SCORE, _SEQ = itemgetter(0), itemgetter(1)
-_EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
 
 
 def order(rows: list[list]) -> None:
@@ -37,11 +37,6 @@ def order(rows: list[list]) -> None:
     order): the same order, without a key tuple per row."""
     rows.sort(key=_SEQ)
     rows.sort(key=_SCORE, reverse=True)
-
-
-def epoch_micros(at: datetime) -> int:
-    """An aware time as integer microseconds since the epoch: compares exactly as the times do."""
-    return (at - _EPOCH) // _MICROSECOND
 
 
 def scope_filter(memory: UserMemory, scope: str, now: datetime | None, times: dict[str, int],

@@ -32,14 +32,11 @@ from dataclasses import dataclass
 from projections.folds.lexical import BM25Params
 from projections.folds.state import UserMemory
 from projections.queries import coverage, rerank
-from projections.rules.text import has_cjk, query_tokens, tokenize
+from projections.rules.text import EN_STOP, has_cjk, query_tokens, tokenize
 
-# Words too common in chat to carry an item (tokenize keeps them; IDF alone lets a few through in short chats).
-STOP = frozenset(
-    "i you he she it we they me him her us them my your his its our their this that these those a an the and or "
-    "but so to of in on at for with from by as is are was were be been being have has had do does did not no yes "
-    "just really so very too also what when where who how why which there here then than if about like get got "
-    "can could would should will wow hey hi thanks thank great awesome cool nice good love oh yeah".split())
+# Words too common in chat to carry an item: the tokenizer's stop words plus chat words it keeps (IDF alone lets a
+# few through in short chats).
+STOP = EN_STOP | frozenset("awesome cool get good got great like love nice thank thanks yes".split())
 
 
 # "What books has Tim read?", "Which cities did Elise visit?": a plural asked for with what/which (the list cues of

@@ -230,7 +230,7 @@ class ShardCore:
         with users.pinned(streams):  # resident from before the append until after the fold
             expected = {s: users[s].head if s in users else 0 for s in streams}
             envelopes = self.log.append(pending, expected=expected, command=command)
-            shard_state.fold(self.state, envelopes)
+            self._fold_appended(envelopes, streams)
             self.vectors.add([
                 (e.tenant, e.user_id, users[e.stream].vectors.rows[e.event.message_event_id])
                 for e in envelopes if e.kind == "message_embedded"
@@ -263,6 +263,15 @@ class ShardCore:
         if pending:
             self.commit(pending, react=False)
 
+    def _fold_appended(self, envelopes: list[Envelope], streams: list[tuple[str, str]]) -> None:
+        """Fold events the log now holds. Should the fold fail, the streams' in-memory state is dropped, to be
+        loaded again from snapshot + log on next use (LanceDB reconciled then): it never stays behind the log."""
+        try:
+            shard_state.fold(self.state, envelopes)
+        except BaseException:
+            self.users.reload_later(self.state.users, streams)
+            raise
+
     def flush_touches(self) -> int:
         """Group-commit the touches of the queries answered since the last flush; returns how many events."""
         if not self._touches:
@@ -293,7 +302,7 @@ class ShardCore:
         with taken.pins:
             if not envelopes:
                 return
-            shard_state.fold(self.state, envelopes)
+            self._fold_appended(envelopes, list(taken.expected))
             self.users.checkpoint(self.state.users, list(taken.expected))
         self._react_to(envelopes)
 

@@ -69,6 +69,10 @@ class ResidentUsers(MutableMapping):
         return len(self._known)
 
     # -- residency -------------------------------------------------------
+    def drop(self, stream: Stream) -> None:
+        """Let ``stream``'s memory go without evicting it (no snapshot); it stays known, loaded again on next use."""
+        self._resident.pop(stream, None)
+
     @property
     def resident(self) -> Mapping[Stream, UserMemory]:
         """The users in memory now (a read-only view, no copy: the runner asks on every commit)."""

@@ -110,6 +110,20 @@ class UserStore:
             self.lance_unreconciled.pop(stream, None)
         return self.snapshots.remove(stream) if self.snapshots is not None else False
 
+    def reload_later(self, users: ResidentUsers, streams) -> None:
+        """Let go of ``streams``' memory without a snapshot (it may be half-folded): the next use loads it again
+        from the newest valid snapshot and the log, and brings its LanceDB rows in line with the result."""
+        streams = set(streams)
+        have: dict[Stream, set[str]] = {s: set() for s in streams}
+        for tenant, user_id, memory_id in self.vectors.keys():
+            if (tenant, user_id) in streams:
+                have[(tenant, user_id)].add(memory_id)
+        for stream in streams:
+            users.drop(stream)
+            if self.lance_unreconciled is not None:
+                self.lance_unreconciled[stream] = have[stream]
+        logger.warning("users_reloaded_after_failed_fold", users=len(streams))
+
     def checkpoint(self, users: ResidentUsers, streams) -> None:
         """Snapshot the users written to that are ``snapshot_every`` events past their snapshot."""
         if self.snapshots is None:

@@ -114,6 +114,9 @@ class CategoryRule(BaseModel):
 
 
 NEVER_DECAYS = CategoryRule(decays=False)
+# Where a memory's stability stops growing, in days. Past it R = e^(-Δt/S) is 1.0 for any Δt a calendar holds, so
+# the ceiling changes no figure: it keeps S finite (a JSON number, no overflow) for a memory touched without end.
+STABILITY_CEILING_DAYS = 1e300
 
 
 def _frozen_mapping(value: Mapping) -> Mapping:
@@ -189,6 +192,19 @@ class RetentionPolicy(BaseModel):
     def stability_for(self, memory_type: str) -> float:
         """Initial stability in days for a memory type (unknown types use ``unknown``)."""
         return self.stability_days.get(memory_type, self.stability_days["unknown"])
+
+    def reinforced_stability(self, memory_type: str, access_count: int) -> float:
+        """S after ``access_count`` counted touches: ``stability_for(type) · reinforcement_factor ** count``, at most
+        :data:`STABILITY_CEILING_DAYS` (the power overflows a float after a few thousand touches: 1.3 ** 2706).
+
+        A closed form rather than repeated multiplication: the value does not depend on whether the
+        classification arrived before or after the touches.
+        """
+        try:
+            return min(self.stability_for(memory_type) * self.reinforcement_factor**access_count,
+                       STABILITY_CEILING_DAYS)
+        except OverflowError:
+            return STABILITY_CEILING_DAYS
 
     def counts(self, reason: str) -> bool:
         """Whether a touch with this reason reinforces."""

@@ -99,9 +99,7 @@ def _check_policy(state: RetentionState, policy: RetentionPolicy) -> None:
 
 
 def _stability(policy: RetentionPolicy, memory_type: str, access_count: int) -> float:
-    # Closed form rather than repeated multiplication: the value does not depend
-    # on whether the classification arrived before or after the touches.
-    return policy.stability_for(memory_type) * policy.reinforcement_factor**access_count
+    return policy.reinforced_stability(memory_type, access_count)
 
 
 def _with_access(accesses: tuple[datetime, ...], at: datetime) -> tuple[datetime, ...]:

@@ -160,3 +160,32 @@ def test_a_rejected_command_records_nothing_and_can_be_sent_again_once_valid(tmp
     core.handle([c.ArchiveMemories(**USER, memory_ids=(outcome["memory_id"],), now=NOW, reason="x")])
     assert core.handle([restore]) == [[outcome["memory_id"]]]
     core.close()
+
+
+def test_a_fold_that_fails_after_the_append_leaves_no_user_behind_the_log(tmp_path, monkeypatch):
+    # The log holds the events once appended; a fold that then raised (a float overflow did, in a benchmark) used
+    # to leave the user's projections behind the log, and every later write to that user failed its expected-head
+    # check. Now the user is loaded again from the log on next use.
+    from projections.folds import state as shard_state
+
+    core = ShardCore(spec_for(tmp_path))
+    record(core, TURNS[:1])
+    lexical = shard_state.PROJECTIONS["lexical"]
+
+    def broken(value, env):
+        raise MemoryError("injected")
+
+    monkeypatch.setitem(shard_state.PROJECTIONS, "lexical", broken)
+    cmd = record_command(TURNS[1:2])
+    with pytest.raises(MemoryError):
+        core.handle([cmd])
+    monkeypatch.setitem(shard_state.PROJECTIONS, "lexical", lexical)
+
+    [again] = core.handle([cmd])  # the caller's retry: the recorded outcome, nothing written twice
+    [third] = record(core, TURNS[2:3])  # later writes succeed
+    assert [o["created"] for o in again] == [True] and third["created"]
+    assert [m.text for m in core.state.users[("acme", "mel")].messages.by_id.values()] == [t["text"] for t in TURNS]
+    hits = core.query(c.Search(**USER, query="nurse sister", query_vector=EMBED.encode(["nurse sister"])[0], k=3))
+    assert hits[0].memory_id == again[0]["memory_id"]  # its vector reached LanceDB
+    assert core.query(c.Replay()).equal
+    core.close()

@@ -88,6 +88,23 @@ def test_used_touches_count_and_compound():
     assert r(state, "m1", 20 + 90 * 1.69) == pytest.approx(math.exp(-1) * (1 + math.log(3)))
 
 
+def test_a_memory_touched_thousands_of_times_keeps_a_finite_stability_in_both_folds():
+    # 1.3 ** 2706 overflows a float: the fold raised OverflowError and the shard's writes stopped (found by a
+    # benchmark that asked every question through four systems).
+    from projections.folds.policy import STABILITY_CEILING_DAYS
+    from projections.folds.state import ShardState, fold as shard_fold
+
+    log = timeline(*typed("decision"), *[(1 + i / 1000, f"t{i}", touch("m1", reason="context")) for i in range(3000)])
+    for item in (fold(RetentionState(), log, DEFAULT_POLICY).items["m1"],
+                 shard_fold(ShardState(), log).users[("acme", "alice")].retention.items["m1"]):
+        assert item.access_count == 3000 and item.stability == STABILITY_CEILING_DAYS
+        assert retention(item, day(10_000), NO_BONUS) == 1.0
+    row = retention_table(project(*typed("decision"), *[(1, f"t{i}", touch("m1", reason="used")) for i in range(2706)]),
+                          day(5), NO_BONUS)[0]
+    assert row.stability == STABILITY_CEILING_DAYS and row.retention == 1.0
+    assert DEFAULT_POLICY.reinforced_stability("decision", 1) == pytest.approx(117.0)
+
+
 def test_search_hit_is_recorded_but_does_not_reinforce_by_default():
     touched = project(*typed("decision"), (30, "t1", touch("m1", reason="search_hit")))
     untouched = project(*typed("decision"))

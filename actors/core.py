@@ -144,6 +144,7 @@ class ShardCore:
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         self._touches: list[PendingEvent] = []
         self._touches_since = 0.0
+        self.flush_failures = 0  # background touch flushes that failed (ShardActor's flusher logs and counts them)
         started = time.perf_counter()
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
         self.dense = DenseIndex(self.vectors)
@@ -264,8 +265,7 @@ class ShardCore:
             self.commit(pending, react=False)
 
     def _fold_appended(self, envelopes: list[Envelope], streams: list[tuple[str, str]]) -> None:
-        """Fold events the log now holds. Should the fold fail, the streams' in-memory state is dropped, to be
-        loaded again from snapshot + log on next use (LanceDB reconciled then): it never stays behind the log."""
+        """Fold events the log holds; should that fail, the users load again from the log on next use, not behind it."""
         try:
             shard_state.fold(self.state, envelopes)
         except BaseException:
@@ -386,7 +386,7 @@ class ShardCore:
             "vectors_indexed": self.vectors.count(),
             "streams": [list(s) for s in users],
             "start_seconds": round(self.start_seconds, 3),
-            "cold_loads": users.loads,
+            "cold_loads": users.loads, "touch_flush_failures": self.flush_failures,
         }
 
     def close(self) -> None:

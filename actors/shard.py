@@ -96,10 +96,12 @@ class ShardActor:
                 envelopes = None
                 try:  # the durable append, without the projections' lock: queries are answered meanwhile
                     envelopes = self._core.append_touches(taken)
-                except Exception as exc:  # noqa: BLE001 - a failed flush is logged; the touches are dropped
+                except Exception as exc:  # noqa: BLE001 - a failed flush is logged and counted; the touches are dropped
+                    self._core.flush_failures += 1
                     logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))
                 with self._lock:
                     try:
                         self._core.fold_touches(taken, envelopes)
                     except Exception as exc:  # noqa: BLE001 - as when the flush ran in one step
+                        self._core.flush_failures += 1
                         logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))

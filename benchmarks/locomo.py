@@ -155,6 +155,9 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         check_replay(replays)
         events = sum(r.events for r in replays)
         stats = mem.stats()
+        if stats["touch_flush_failures"]:
+            raise SystemExit(f"{stats['touch_flush_failures']} background touch flushes failed in the shards during "
+                             "the run, so the figures are not reported; PALIMPSEST_RAY_LOGS=1 shows the shards' log")
         memory = peak_rss()
         load_end = os.getloadavg()
     finally:

@@ -392,9 +392,8 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
             "path": str(self.path),
             "num_shards": self.config.num_shards,
             "embedder": self.config.model_id,
-            "users": sum(s["users"] for s in shards),
-            "events": sum(s["events"] for s in shards),
-            "messages": sum(s["messages"] for s in shards),
-            "touches": sum(s["touches"] for s in shards),
+            # totals over the shards; touch_flush_failures: background touch flushes that failed (their log says why)
+            **{key: sum(s[key] for s in shards) for key in ("users", "events", "messages", "touches",
+                                                             "touch_flush_failures")},
             "shards": shards,
         }

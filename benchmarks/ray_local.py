@@ -82,6 +82,18 @@ def wait_for_resources(cluster, cpus: int, timeout: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the Ray cluster counts {ray.cluster_resources().get('CPU', 0)} CPUs, not {cpus}")
         time.sleep(0.2)
+    # The count above is the GCS's; a SPREAD placement is decided by the driver's raylet, whose view of the other
+    # nodes can lag it (all three shards once landed on the head). Wait until SPREAD probes reach every node.
+    nodes = len(cluster.list_all_nodes())
+
+    @ray.remote(num_cpus=0)
+    def node_id() -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    while len(set(ray.get([node_id.options(scheduling_strategy="SPREAD").remote() for _ in range(2 * nodes)]))) < nodes:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"SPREAD placements do not reach all {nodes} nodes of the Ray cluster")
+        time.sleep(0.5)
 
 
 def pin_node(node, core: int) -> None:

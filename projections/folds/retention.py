@@ -98,10 +98,6 @@ def _check_policy(state: RetentionState, policy: RetentionPolicy) -> None:
         )
 
 
-def _stability(policy: RetentionPolicy, memory_type: str, access_count: int) -> float:
-    return policy.reinforced_stability(memory_type, access_count)
-
-
 def _with_access(accesses: tuple[datetime, ...], at: datetime) -> tuple[datetime, ...]:
     if not accesses or accesses[-1] <= at:  # the usual case: touches arrive in time order
         return (*accesses, at)
@@ -131,7 +127,7 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
             memory_id=env.event_id,
             seq=env.seq,
             created_at=event.occurred_at.astimezone(UTC),  # the UTC singleton: compared per candidate
-            stability=_stability(policy, "unknown", 0),
+            stability=policy.reinforced_stability("unknown", 0),
             category=category if isinstance(category, str) else policy.role_categories.get(event.role),
             exempt=any(meta.get(key) is True for key in EXEMPT_METADATA_KEYS),
         )
@@ -142,7 +138,7 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
                 item,
                 memory_type=event.memory_type,
                 classifier=event.classifier,
-                stability=_stability(policy, event.memory_type, item.access_count),
+                stability=policy.reinforced_stability(event.memory_type, item.access_count),
             )
     elif isinstance(event, MemoryTouched):
         counts = policy.counts(event.reason)
@@ -155,7 +151,7 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
             if counts:
                 n = item.access_count + 1
                 last = env.occurred_at if item.last_access is None else max(item.last_access, env.occurred_at)
-                stability, ignored = _stability(policy, item.memory_type, n), item.ignored_touches
+                stability, ignored = policy.reinforced_stability(item.memory_type, n), item.ignored_touches
                 accesses = _with_access(item.accesses, env.occurred_at)
             else:
                 n, last, stability, ignored = item.access_count, item.last_access, item.stability, item.ignored_touches + 1
@@ -173,7 +169,7 @@ def evolve(state: RetentionState, env: Envelope, policy: RetentionPolicy) -> Ret
                 n = item.access_count + 1
                 last = at if item.last_access is None else max(item.last_access, at)
                 state.items[memory_id] = replace(
-                    item, access_count=n, last_access=last, stability=_stability(policy, item.memory_type, n),
+                    item, access_count=n, last_access=last, stability=policy.reinforced_stability(item.memory_type, n),
                     accesses=_with_access(item.accesses, at),
                 )
     return state
@@ -216,9 +212,9 @@ def as_of(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> MemoryIte
     past = item.accesses[: bisect.bisect_right(item.accesses, now)]
     # Positional, not dataclasses.replace: a ranking asks this for every candidate of every query.
     return MemoryItem(
-        item.memory_id, item.seq, item.created_at, _stability(policy, item.memory_type, len(past)), item.memory_type,
-        item.classifier, item.category, item.exempt, len(past), past[-1] if past else None, item.ignored_touches,
-        past,
+        item.memory_id, item.seq, item.created_at, policy.reinforced_stability(item.memory_type, len(past)),
+        item.memory_type, item.classifier, item.category, item.exempt, len(past), past[-1] if past else None,
+        item.ignored_touches, past,
     )
 
 
@@ -344,7 +340,7 @@ def _prepare(item: MemoryItem, policy: RetentionPolicy) -> tuple:
     return (item, policy, created, _exempt_reason(item, policy) is not None, policy.rule_for(item.category),
             created if last is None else max(last, created), last,
             1.0 + policy.access_bonus_weight * math.log1p(item.access_count),
-            epoch_micros(item.accesses[0]) if item.accesses else None, _stability(policy, item.memory_type, 0),
+            epoch_micros(item.accesses[0]) if item.accesses else None, policy.reinforced_stability(item.memory_type, 0),
             1.0 + policy.access_bonus_weight * math.log1p(0))
 
 
@@ -379,7 +375,7 @@ def retention_scores(
                 reference, stability, bonus = created, stability_before, bonus_before
             else:
                 n = bisect.bisect_right(item.accesses, now)
-                stability, bonus = _stability(policy, item.memory_type, n), 1.0 + bonus_weight * math.log1p(n)
+                stability, bonus = policy.reinforced_stability(item.memory_type, n), 1.0 + bonus_weight * math.log1p(n)
                 reference = max(epoch_micros(item.accesses[n - 1]), created)
         delta = (now_us - reference) / 1_000_000 / SECONDS_PER_DAY
         delta = delta if delta > 0.0 else 0.0

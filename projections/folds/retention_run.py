@@ -16,7 +16,7 @@ from events.envelope import Envelope
 from events.model import MemoryRestored, MemoryTouched, MessageClassified, MessageRecorded
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import (
-    CATEGORY_METADATA_KEY, EXEMPT_METADATA_KEYS, MemoryItem, RetentionState, _stability, bind,
+    CATEGORY_METADATA_KEY, EXEMPT_METADATA_KEYS, MemoryItem, RetentionState, bind,
 )
 
 # Where each MemoryItem field sits in fold_run's mutable working copy of an item.
@@ -96,7 +96,7 @@ def fold_run(state: RetentionState, envelopes: Iterable[Envelope], policy: Reten
                 if w is not None:
                     access(w, at)
     for memory_id, w in work.items():
-        w[3] = _stability(policy, w[4], w[_COUNT])
+        w[3] = policy.reinforced_stability(w[4], w[_COUNT])
         w[_ACCESSES] = tuple(w[_ACCESSES])
         items[memory_id] = MemoryItem(*w)
     return state

@@ -38,6 +38,7 @@ from events.duckdb_log import DuckDBEventLog
 from events.keystore import KeyStore
 from palimpsest import config as store_config
 from palimpsest.locomo import TENANT
+from projections.adapters.embedding import QUERY_TOKENS, make_embedder
 from projections.adapters.tokens import default_counter
 from projections.folds.policy import DEFAULT_POLICY
 from projections.folds.state import ShardState, fold
@@ -80,13 +81,12 @@ def fold_logs(logs: list[Path], store: Path) -> ShardState:
     return state
 
 
-def query_vectors(texts: list[str], model_id: str) -> dict[str, np.ndarray]:
+def query_vectors(texts: list[str], model_id: str) -> dict[str, np.ndarray]:  # (the texts as given, not cut)
     """Vectors of ``texts``, encoded once per (model, text) and kept in :data:`CACHE`."""
     key = {t: hashlib.sha1(f"{model_id}\0{t}".encode()).hexdigest() for t in texts}
     cached: dict[str, np.ndarray] = dict(np.load(CACHE)) if CACHE.exists() else {}
     missing = sorted({t for t in texts if key[t] not in cached})
     if missing:
-        from projections.adapters.embedding import make_embedder
         vecs = make_embedder("minilm").encode(missing)
         cached.update({key[t]: v for t, v in zip(missing, vecs)})
         CACHE.parent.mkdir(parents=True, exist_ok=True)
@@ -145,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variants", help=f"comma-separated, default all: {', '.join(VARIANTS)}")
     p.add_argument("--baselines", action="store_true", help="also score bm25, dense and rrf")
     p.add_argument("--out", type=Path, help="write the per-variant aggregates as JSON")
+    p.add_argument("--query-tokens", type=int, default=QUERY_TOKENS,
+                   help=f"encode each question cut after this many model tokens (default {QUERY_TOKENS}, as Memory does)")
     args = p.parse_args(argv)
     names = args.variants.split(",") if args.variants else list(VARIANTS)
     unknown = [n for n in names if n not in VARIANTS]
@@ -154,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     lab = Lab(load_state(args.store))
     model_id = json.loads((args.store / "store.json").read_text())["model_id"]
-    vecs = query_vectors([q.question for q in data.questions], model_id)
+    cutter = make_embedder("minilm") if args.query_tokens else None
+    texts = {q.question: cutter.query_prefix(q.question, args.query_tokens) if cutter else q.question
+             for q in data.questions}
+    cut = query_vectors(sorted(set(texts.values())), model_id)
+    vecs = {t: cut[texts[t]] for t in texts}
     print(f"folded {args.store} and vectors in {time.perf_counter() - started:.1f}s", file=sys.stderr)
     keys = metric_keys(K_VALUES, BUDGETS)
     rows: dict[str, list] = {}

@@ -42,7 +42,7 @@ from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
 from palimpsest.remote import positive as _positive
 from palimpsest.remote import scan_filter as _scan_filter
-from projections.adapters.embedding import Embedder, make_embedder
+from projections.adapters.embedding import Embedder, encode_queries, make_embedder
 from projections.folds.archive import SCOPES
 from projections.folds.policy import RetentionPolicy
 from projections.queries.context import Context
@@ -197,7 +197,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
     def _query_vector(self, query: str) -> np.ndarray:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError([("query", "empty; give the text to search for")], what="query")
-        return self._query_vectors.get(query, self.embedder.encode)
+        return self._query_vectors.get(query, lambda texts: encode_queries(self.embedder, texts))
 
     def search(
         self,

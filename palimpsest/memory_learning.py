@@ -8,6 +8,7 @@ from datetime import datetime
 from actors import commands as c
 from events.errors import InvalidInputError
 from palimpsest.remote import Shards, aware
+from projections.adapters.embedding import encode_queries
 from projections.queries.retrieval import FusionConfig
 
 
@@ -70,7 +71,7 @@ class LearningApiMixin:
             streams = tqdm(streams, desc="molt", unit="user")
         for t, u in streams:
             recorded = self.shards.ask(t, u, c.MoltInputs(tenant=t, user_id=u))
-            vectors = self.embedder.encode([r["query"] for r in recorded]) if recorded else []
+            vectors = encode_queries(self.embedder, [r["query"] for r in recorded]) if recorded else []
             queries = tuple((r["query"], v, asked_at or datetime.fromisoformat(r["at"]), tuple(r["memory_ids"]))
                             for r, v in zip(recorded, vectors))
             out.append(self.shards.send(t, u, c.Molt(tenant=t, user_id=u, queries=queries, now=now, dry_run=dry_run,

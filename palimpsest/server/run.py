@@ -51,18 +51,46 @@ class Running:
             self.memory.close()
 
 
+class _Background:
+    """``fn()`` on a thread of its own; :meth:`join` waits for it and raises what it raised."""
+
+    def __init__(self, fn) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), name="serve-start", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn) -> None:
+        try:
+            fn()
+        except BaseException as exc:  # handed to the caller of join
+            self._error = exc
+
+    def join(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
 def start(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int | None = None) -> Running:
     """Open (or create) the store, deploy the API in front of it and return once it answers."""
     from palimpsest.memory import Memory
 
     plan = ingress.plan(settings)  # a bad --ingress or a taken port is refused before anything starts
     ensure_ray()
-    memory = Memory.open(settings.store, num_shards=num_shards, embedder=embedder)
+    # Serve's controller and proxy start while the shards open: each is seconds of process start-up
+    # (imports), and neither needs the other until the application is deployed.
+    controller = _Background(lambda: serve.start(http_options={"host": settings.host, "port": plan.proxy_port},
+                                                 controller_options={"runtime_env": {"env_vars": plan.env}}))
+    try:
+        memory = Memory.open(settings.store, num_shards=num_shards, embedder=embedder)
+    except BaseException:
+        controller.join()
+        serve.shutdown()
+        raise
     try:
         # before any replica asks for it; the handle is kept: a named actor without one is collected
         limiter = start_limiter(store_id(memory.path), settings.rate_per_s, settings.burst)
-        serve.start(http_options={"host": settings.host, "port": plan.proxy_port},
-                    controller_options={"runtime_env": {"env_vars": plan.env}})
+        controller.join()
         serve.run(deployment(settings, plan.env), name=APP_NAME, route_prefix="/")
         ingress.wait_until_answering(plan)
     except BaseException:

@@ -21,6 +21,14 @@ HASH_ID = "palimpsest/hash-384"
 LABEL_BATCH_SIZE = 16  # rows per run for short labels: less padding than 64 (LoCoMo dev labels: 5.6k tokens, not 8.3k)
 
 
+# A query's vector reads at most its first QUERY_TOKENS model tokens ([CLS] and [SEP] included). An encoder's cost
+# grows with its input, and MiniLM reads each Chinese character as one token: a 200-character Chinese question cost
+# ~15 times a short English one (on MemDaily dev, 52 % of the questions pass 32 tokens; on LoCoMo and REALTALK dev
+# none does). MiniLM is English-only, so a Chinese query's dense list is weighed down anyway (FusionConfig.
+# cjk_dense_weight); the lexical lists read the whole query. Turns are embedded whole (up to the model's limit).
+QUERY_TOKENS = 32
+
+
 class Embedder(Protocol):
     model_id: str
     dim: int
@@ -35,6 +43,13 @@ def encode_labels(embedder: Embedder, labels: list[str]) -> np.ndarray:
     it has one (fewer rows per run, so less padding; the same vectors up to float rounding), else its ``encode``."""
     encode = getattr(embedder, "encode_labels", None)
     return encode(labels) if encode is not None else embedder.encode(labels)
+
+
+def encode_queries(embedder: Embedder, queries: list[str]) -> np.ndarray:
+    """The query vectors of ``queries``: each cut after :data:`QUERY_TOKENS` tokens when the encoder can say where
+    (its ``query_prefix``), else whole (the hash encoder's cost does not grow that way)."""
+    cut = getattr(embedder, "query_prefix", None)
+    return embedder.encode([cut(q, QUERY_TOKENS) for q in queries] if cut is not None else list(queries))
 
 
 def packaged_model_path() -> str:
@@ -60,6 +75,7 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self._path = packaged_model_path()
         self._model = None
+        self._tokenizer = None
         self._onnx = onnx_encoder.load(self._path, self._sentence_transformer)
         if self._onnx is None:
             self._sentence_transformer()
@@ -81,6 +97,20 @@ class MiniLMEmbedder:
             texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
         )
         return np.ascontiguousarray(vecs, dtype=np.float32)
+
+    def query_prefix(self, text: str, max_tokens: int) -> str:
+        """``text`` cut after its first ``max_tokens`` model tokens ([CLS] and [SEP] included), at a token's end
+        (:func:`encode_queries`)."""
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            self._tokenizer = Tokenizer.from_file(os.path.join(self._path, "tokenizer.json"))
+            self._tokenizer.no_truncation()
+            self._tokenizer.no_padding()
+        offsets = self._tokenizer.encode(text).offsets  # [CLS], the text's tokens, [SEP]
+        if len(offsets) <= max_tokens:
+            return text
+        return text[: offsets[max(1, max_tokens - 2)][1]]
 
     def encode_labels(self, labels: list[str]) -> np.ndarray:
         """:meth:`encode` for short texts, run :data:`LABEL_BATCH_SIZE` rows at a time."""

@@ -39,7 +39,7 @@ from itertools import islice
 
 from projections.folds.state import UserMemory
 from projections.queries.candidates import epoch_micros
-from projections.rules.text import tokenize
+from projections.rules.text import query_tokens
 
 WHEN_INTENT = re.compile(
     r"^\s*when\b|\bwhat (?:year|month|day|date|time)\b|\bhow long ago\b|\bwhich (?:year|month|day)\b"
@@ -213,7 +213,7 @@ CLAUSE_SPLIT = re.compile(
 def clauses(query: str) -> list[str]:
     """The parts of a compound question (each with at least one lexical term); one part: not compound."""
     parts = [p.strip() for p in CLAUSE_SPLIT.split(query)]
-    return [p for p in parts if tokenize(p)]
+    return [p for p in parts if query_tokens(p)]
 
 
 def clause_term(memory: UserMemory, query: str, rows: list[list], weight: float, rrf_k: int, candidates: int,

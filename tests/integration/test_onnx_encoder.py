@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from projections.adapters import onnx_encoder
-from projections.adapters.embedding import LABEL_BATCH_SIZE, HashEmbedder, MiniLMEmbedder, encode_labels, packaged_model_path
+from projections.adapters.embedding import (LABEL_BATCH_SIZE, QUERY_TOKENS, HashEmbedder, MiniLMEmbedder,
+                                            encode_labels, encode_queries, make_embedder, packaged_model_path)
 
 pytestmark = pytest.mark.model
 
@@ -81,3 +82,20 @@ def test_turned_off_by_the_environment(monkeypatch):
     embedder = MiniLMEmbedder()
     assert embedder.backend == "sentence-transformers"
     assert embedder.encode(["hello"]).shape == (1, 384)
+
+
+def test_a_query_vector_reads_the_first_query_tokens_tokens_and_a_short_query_whole():
+    embedder = make_embedder("minilm")
+    short = "What did Caroline research after the support group meeting?"
+    assert embedder.query_prefix(short, QUERY_TOKENS) == short
+    chinese = "我上周五和妈妈一起去超市买了水果，然后回家做饭，晚上还看了一部关于长城历史的纪录片，觉得很有意思。" * 3
+    cut = embedder.query_prefix(chinese, QUERY_TOKENS)
+    assert chinese.startswith(cut) and len(embedder._tokenizer.encode(cut).ids) == QUERY_TOKENS
+    english = "tell me everything about the climbing trip we planned " * 10
+    # [CLS], ten words, [SEP]: cut at the tenth word's end
+    assert embedder.query_prefix(english, 12) == "tell me everything about the climbing trip we planned tell"
+    vectors = encode_queries(embedder, [short, chinese])
+    assert np.abs(vectors - embedder.encode([short, cut])).max() < 1e-5
+    assert float(vectors[1] @ embedder.encode([chinese])[0]) < 0.9999  # the whole text would give another vector
+    hashed = HashEmbedder()  # no query_prefix: a query is encoded whole
+    assert np.array_equal(encode_queries(hashed, [chinese]), hashed.encode([chinese]))

@@ -127,7 +127,9 @@ class RemoteMemory:
                       now: datetime | None = None) -> Context:
         body = self.http.call("POST", self._user(tenant, user_id) + "/context",
                               body={"query": query, "token_budget": token_budget, **_when("now", now)})
-        return Context(body["query"], body["budget"], body["tokens"], tuple(ContextItem(**i) for i in body["items"]))
+        items = tuple(ContextItem(**{**i, "occurred_at": datetime.fromisoformat(i["occurred_at"])
+                                     if i.get("occurred_at") else None}) for i in body["items"])
+        return Context(body["query"], body["budget"], body["tokens"], items)
 
     def _get(self, tenant: str, user_id: str, path: str, **params):
         return self.http.call("GET", self._user(tenant, user_id) + path, params=params)

@@ -3,7 +3,8 @@ with the provenance of every line kept.
 
 Notes come first, grouped by category (constraints, decisions, preferences,
 facts), within their share of the budget; the retrieved turns fill the rest
-in rank order. A note's provenance names its version and its source turns.
+in rank order, and the text shows them by day (a date header, then that day's
+turns in time order). A note's provenance names its version and its source turns.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from projections.queries.results import Context, ContextItem, Hit
+from projections.queries.results import Context, ContextItem, Hit, day_header
 
 
 CATEGORY_ORDER: tuple[str, ...] = ("constraint", "decision", "preference", "fact")
@@ -38,8 +39,13 @@ def note_line(note: NoteEntry) -> str:
 
 
 def format_line(hit: Hit) -> str:
+    return f"{day_header(hit.occurred_at.date().isoformat())} {body_line(hit)}"
+
+
+def body_line(hit: Hit) -> str:
+    """A turn's line under its day's header in :attr:`Context.text`: who said it and what."""
     who = f"{hit.speaker}: " if hit.speaker else f"{hit.role}: "
-    return f"[{hit.occurred_at.date().isoformat()}] {who}{hit.text}"
+    return f"{who}{hit.text}"
 
 
 def _notes_first(
@@ -80,28 +86,37 @@ def assemble(
 
     A turn whose note is already in the context is not repeated: the note
     states it in fewer tokens and its provenance points to the turn. A line
-    that does not fit is skipped and smaller ones may follow.
+    that does not fit is skipped and smaller ones may follow. The text shows
+    each day's date once, above that day's turns (:attr:`Context.text`), so a
+    turn costs its date only when it is the first of its day taken.
     """
     share = min(note_tokens, int(budget * note_share))
     items: list[ContextItem] = _notes_first(notes, share, count_tokens) if share > 0 else []
     used = sum(i.tokens for i in items)
     stated = {m for i in items for m in i.provenance["event_ids"][1:]}
     hits = [h for h in hits if h.memory_id not in stated]
-    lines = [format_line(h) for h in hits]
-    sizes = count_tokens(lines) if lines else []
-    for hit, line, size in zip(hits, lines, sizes):
-        if used + size > budget:
+    days = [h.occurred_at.date().isoformat() for h in hits]
+    headers = list(dict.fromkeys(days))
+    bodies = [body_line(h) for h in hits]
+    sizes = count_tokens(bodies + [day_header(d) for d in headers]) if hits else []
+    header_size = dict(zip(headers, sizes[len(bodies):]))
+    shown: set[str] = set()
+    for hit, day, size in zip(hits, days, sizes):
+        cost = size + (0 if day in shown else header_size[day])  # a day's header is paid by its first turn
+        if used + cost > budget:
             continue
-        used += size
+        used += cost
+        shown.add(day)
         items.append(
             ContextItem(
                 memory_id=hit.memory_id,
                 turn_id=hit.turn_id,
                 conversation_id=hit.conversation_id,
-                line=line,
-                tokens=size,
+                line=format_line(hit),
+                tokens=cost,
                 score=hit.score,
                 provenance=hit.provenance,
+                occurred_at=hit.occurred_at,
             )
         )
     return Context(query=query, budget=budget, tokens=used, items=tuple(items))

@@ -45,6 +45,11 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class ContextItem:
+    """One line of a context: a note, or a turn (``occurred_at`` set; its line is ``[day] who: text``).
+
+    ``tokens`` is what the item adds to the context's text: a turn's line without its date, plus its day's
+    header when it is the first turn of that day the context took (in rank order)."""
+
     memory_id: str
     turn_id: str | None
     conversation_id: str
@@ -52,6 +57,15 @@ class ContextItem:
     tokens: int
     score: float
     provenance: dict
+    occurred_at: datetime | None = None
+
+    @property
+    def day(self) -> str | None:
+        return None if self.occurred_at is None else self.occurred_at.date().isoformat()
+
+
+def day_header(day: str) -> str:
+    return f"[{day}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +77,17 @@ class Context:
 
     @property
     def text(self) -> str:
-        return "\n".join(item.line for item in self.items)
+        """The notes (in order), then the turns grouped by day: each day's header once, its turns under it, days and
+        the turns within a day in time order (turns at the same time: best first). ``items`` stay in rank order."""
+        lines = [item.line for item in self.items if item.day is None]
+        turns = sorted((item for item in self.items if item.occurred_at is not None), key=lambda i: i.occurred_at)
+        shown = None
+        for item in turns:
+            if item.day != shown:
+                lines.append(day_header(item.day))
+                shown = item.day
+            lines.append(item.line.removeprefix(day_header(item.day) + " "))
+        return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return {
@@ -80,6 +104,7 @@ class Context:
                     "tokens": i.tokens,
                     "score": i.score,
                     "provenance": i.provenance,
+                    "occurred_at": None if i.occurred_at is None else i.occurred_at.isoformat(),
                 }
                 for i in self.items
             ],

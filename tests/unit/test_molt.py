@@ -47,7 +47,8 @@ def core(tmp_path_factory):
                                model_id=HashEmbedder.model_id, dim=384))
     record(core, [command(text, i, user_id="kai") for i, text in enumerate(TURNS)])
     for query in QUERIES:  # the agent answers six questions; each reply draws on the same two memories
-        ctx = context(core, AGENT_SEARCH, 120, user_id="kai", now=NOW, fusion=TURNS_ONLY)
+        # 72 tokens: six turns under their day's header (the contexts the scenario was written for)
+        ctx = context(core, AGENT_SEARCH, 72, user_id="kai", now=NOW, fusion=TURNS_ONLY)
         core.handle([c.RecordReply(tenant="acme", user_id="kai", reply=REPLY, query=query,
                                    memory_ids=tuple(i.memory_id for i in ctx.items))])
     yield core

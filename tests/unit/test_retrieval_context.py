@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -12,7 +13,8 @@ from hypothesis import strategies as st
 from projections.adapters.tokens import TokenCounter
 from projections.folds.lexical import BM25Params
 from projections.folds.state import ShardState, fold
-from projections.queries.context import assemble, format_line
+from projections.queries.context import assemble, body_line, format_line
+from projections.queries.results import day_header
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig, Hit, fuse
 from tests.builders import STAGES_OFF, T0, embedding, message, stream
 
@@ -131,17 +133,37 @@ def test_context_skips_a_line_that_does_not_fit_and_keeps_smaller_later_ones(ran
 
     assert [i.memory_id for i in ctx.items] == ["m1", "m3"]
     assert ctx.tokens == 13 <= ctx.budget == 14
-    assert ctx.text == "[2024-05-01] Alice: I adopted a puppy last week\n[2024-05-04] user: We went hiking"
+    assert ctx.text == "[2024-05-01]\nAlice: I adopted a puppy last week\n[2024-05-04]\nuser: We went hiking"
+    assert [i.line for i in ctx.items] == ["[2024-05-01] Alice: I adopted a puppy last week",
+                                           "[2024-05-04] user: We went hiking"]  # each item whole, with its day
 
 
 @pytest.mark.parametrize(
     ("budget", "expected"),
-    [(4, []), (5, ["m3"]), (8, ["m1"]), (13, ["m1", "m3"]), (28, ["m1", "m2"]), (29, ["m1", "m2", "m3"])],
+    [(4, []), (5, ["m3"]), (8, ["m1"]), (13, ["m1", "m3"]), (22, ["m1", "m3"]), (23, ["m1", "m2"]),
+     (28, ["m1", "m2", "m3"])],
 )
 def test_context_never_exceeds_the_budget(ranked, budget, expected):
+    # m1 and m2 were said the same day: m2 costs its 15 words without the date m1's line pays
     ctx = assemble("q", ranked, budget=budget, count_tokens=words)
     assert [i.memory_id for i in ctx.items] == expected
-    assert ctx.tokens == sum(words([i.line for i in ctx.items])) <= budget
+    assert ctx.tokens == sum(i.tokens for i in ctx.items) == len(ctx.text.split()) <= budget
+
+
+def test_a_day_s_date_is_shown_and_paid_once_and_its_turns_follow_in_time_order():
+    day = datetime(2024, 5, 1, 9, tzinfo=UTC)
+    hits = [replace(_hit(i), text=t, occurred_at=day + timedelta(hours=h), rank=i + 1)
+            for i, (t, h) in enumerate([("we moved to Lisbon", 5), ("the flat has a balcony", 1),
+                                        ("my sister visits in June", 30)])]
+    ctx = assemble("q", hits, budget=100, count_tokens=words)
+
+    assert [i.memory_id for i in ctx.items] == ["m0", "m1", "m2"]  # rank order
+    assert [i.tokens for i in ctx.items] == [5 + 1, 6, 6 + 1]  # a day's header (1 word) paid by its first turn taken
+    assert ctx.tokens == 19
+    assert ctx.text == ("[2024-05-01]\nuser: the flat has a balcony\nuser: we moved to Lisbon\n"
+                        "[2024-05-02]\nuser: my sister visits in June")
+    assert assemble("q", hits, budget=12, count_tokens=words).text == (  # the second turn of a day costs no date
+        "[2024-05-01]\nuser: the flat has a balcony\nuser: we moved to Lisbon")
 
 
 def test_context_items_keep_their_hit_provenance(ranked):
@@ -182,13 +204,16 @@ def test_context_is_a_greedy_fill_in_rank_order(sizes, budget):
     hits = [_hit(i) for i in range(len(sizes))]
     size_of = {format_line(h): s for h, s in zip(hits, sizes)}
 
+    size_of = {body_line(h): s for h, s in zip(hits, sizes)} | {day_header(T0.date().isoformat()): 3}
+
     ctx = assemble("q", hits, budget, lambda lines: [size_of[line] for line in lines])
 
     assert ctx.tokens == sum(i.tokens for i in ctx.items) <= budget
     kept = [int(i.memory_id[1:]) for i in ctx.items]
     assert kept == sorted(kept)  # rank order is kept
+    assert [i.tokens for i in ctx.items] == [sizes[i] + 3 * (n == 0) for n, i in enumerate(kept)]  # one day: one date
     for j in set(range(len(hits))) - set(kept):  # a line is skipped only if it did not fit when its turn came
-        assert sum(sizes[i] for i in kept if i < j) + sizes[j] > budget
+        assert sum(sizes[i] for i in kept if i < j) + 3 + sizes[j] > budget  # the day's date: paid once, by one of them
 
 
 def _two_topics():

@@ -98,7 +98,7 @@ def test_row_4_conflicting_versions_from_different_sources_are_both_kept(core):
 def test_row_5_a_molt_adjustment_improves_the_recall_effectiveness_metric(core):
     record(core, [command(text, i, user_id="kai") for i, text in enumerate(TURNS)])
     for query in QUERIES:
-        ctx = context(core, AGENT_SEARCH, 120, user_id="kai", fusion=TURNS_ONLY)
+        ctx = context(core, AGENT_SEARCH, 72, user_id="kai", fusion=TURNS_ONLY)  # six turns under their day's date
         core.handle([c.RecordReply(tenant="acme", user_id="kai", reply=REPLY, query=query,
                                    memory_ids=tuple(i.memory_id for i in ctx.items))])
     [out] = core.handle([molt_command(core, "kai")])

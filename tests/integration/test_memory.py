@@ -86,7 +86,8 @@ def test_build_context_fits_the_budget_and_keeps_provenance(populated):
 
     counter = TokenCounter()
     assert ctx.items, "something fits in 30 tokens"
-    assert ctx.tokens == sum(counter.count(i.line) for i in ctx.items) <= 30
+    # the text's lines (a day's date once, then its turns) cost what the items say they add
+    assert ctx.tokens == sum(i.tokens for i in ctx.items) == sum(map(counter.count, ctx.text.split("\n"))) <= 30
     assert counter.count(ctx.text) <= 30
     assert len(ctx.items) < len(ALICE)
     assert "Biscuit" in ctx.items[0].line

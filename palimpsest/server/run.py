@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import structlog
 from ray import serve
@@ -51,26 +52,6 @@ class Running:
             self.memory.close()
 
 
-class _Background:
-    """``fn()`` on a thread of its own; :meth:`join` waits for it and raises what it raised."""
-
-    def __init__(self, fn) -> None:
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn,), name="serve-start", daemon=True)
-        self._thread.start()
-
-    def _run(self, fn) -> None:
-        try:
-            fn()
-        except BaseException as exc:  # handed to the caller of join
-            self._error = exc
-
-    def join(self) -> None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-
 def start(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int | None = None) -> Running:
     """Open (or create) the store, deploy the API in front of it and return once it answers."""
     from palimpsest.memory import Memory
@@ -79,18 +60,20 @@ def start(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int 
     ensure_ray()
     # Serve's controller and proxy start while the shards open: each is seconds of process start-up
     # (imports), and neither needs the other until the application is deployed.
-    controller = _Background(lambda: serve.start(http_options={"host": settings.host, "port": plan.proxy_port},
-                                                 controller_options={"runtime_env": {"env_vars": plan.env}}))
+    pool = ThreadPoolExecutor(1, thread_name_prefix="serve-start")
+    controller = pool.submit(serve.start, http_options={"host": settings.host, "port": plan.proxy_port},
+                             controller_options={"runtime_env": {"env_vars": plan.env}})
+    pool.shutdown(wait=False)  # the submitted start runs on; its result is read below
     try:
         memory = Memory.open(settings.store, num_shards=num_shards, embedder=embedder)
     except BaseException:
-        controller.join()
+        wait([controller])
         serve.shutdown()
         raise
     try:
         # before any replica asks for it; the handle is kept: a named actor without one is collected
         limiter = start_limiter(store_id(memory.path), settings.rate_per_s, settings.burst)
-        controller.join()
+        controller.result()  # raises what serve.start raised
         serve.run(deployment(settings, plan.env), name=APP_NAME, route_prefix="/")
         ingress.wait_until_answering(plan)
     except BaseException:

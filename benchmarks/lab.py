@@ -81,13 +81,20 @@ def fold_logs(logs: list[Path], store: Path) -> ShardState:
     return state
 
 
-def query_vectors(texts: list[str], model_id: str) -> dict[str, np.ndarray]:  # (the texts as given, not cut)
-    """Vectors of ``texts``, encoded once per (model, text) and kept in :data:`CACHE`."""
-    key = {t: hashlib.sha1(f"{model_id}\0{t}".encode()).hexdigest() for t in texts}
+def query_vectors(texts: list[str], model_id: str, *, query_graph: bool = False) -> dict[str, np.ndarray]:
+    """Vectors of ``texts`` (as given, not cut), encoded once per (model, text) and kept in :data:`CACHE`.
+
+    ``query_graph``: through the encoder's query path, as ``Memory.search`` encodes (int8 weights; the graph's
+    file's name, size and time join the cache key), else through the float32 graph that embeds turns.
+    """
+    embedder = make_embedder("minilm")
+    graph = getattr(getattr(embedder, "_onnx", None), "query_path", None) if query_graph else None
+    tag = f"{model_id}\0{graph.name}\0{graph.stat().st_size}\0{graph.stat().st_mtime_ns}" if graph else model_id
+    key = {t: hashlib.sha1(f"{tag}\0{t}".encode()).hexdigest() for t in texts}
     cached: dict[str, np.ndarray] = dict(np.load(CACHE)) if CACHE.exists() else {}
     missing = sorted({t for t in texts if key[t] not in cached})
     if missing:
-        vecs = make_embedder("minilm").encode(missing)
+        vecs = embedder.encode_queries(missing) if graph is not None else embedder.encode(missing)
         cached.update({key[t]: v for t, v in zip(missing, vecs)})
         CACHE.parent.mkdir(parents=True, exist_ok=True)
         np.savez(CACHE, **cached)
@@ -147,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="write the per-variant aggregates as JSON")
     p.add_argument("--query-tokens", type=int, default=QUERY_TOKENS,
                    help=f"encode each question cut after this many model tokens (default {QUERY_TOKENS}, as Memory does)")
+    p.add_argument("--query-encoder", choices=("query", "float32"), default="query",
+                   help="query: the encoder's query graph (int8 weights), as Memory encodes a search; float32: the "
+                        "graph that embeds turns")
     args = p.parse_args(argv)
     names = args.variants.split(",") if args.variants else list(VARIANTS)
     unknown = [n for n in names if n not in VARIANTS]
@@ -159,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     cutter = make_embedder("minilm") if args.query_tokens else None
     texts = {q.question: cutter.query_prefix(q.question, args.query_tokens) if cutter else q.question
              for q in data.questions}
-    cut = query_vectors(sorted(set(texts.values())), model_id)
+    cut = query_vectors(sorted(set(texts.values())), model_id, query_graph=args.query_encoder == "query")
     vecs = {t: cut[texts[t]] for t in texts}
     print(f"folded {args.store} and vectors in {time.perf_counter() - started:.1f}s", file=sys.stderr)
     keys = metric_keys(K_VALUES, BUDGETS)

@@ -49,7 +49,9 @@ def encode_queries(embedder: Embedder, queries: list[str]) -> np.ndarray:
     """The query vectors of ``queries``: each cut after :data:`QUERY_TOKENS` tokens when the encoder can say where
     (its ``query_prefix``), else whole (the hash encoder's cost does not grow that way)."""
     cut = getattr(embedder, "query_prefix", None)
-    return embedder.encode([cut(q, QUERY_TOKENS) for q in queries] if cut is not None else list(queries))
+    texts = [cut(q, QUERY_TOKENS) for q in queries] if cut is not None else list(queries)
+    encode = getattr(embedder, "encode_queries", None)  # the encoder's query path (MiniLM's: int8, one thread)
+    return encode(texts) if encode is not None else embedder.encode(texts)
 
 
 def packaged_model_path() -> str:
@@ -111,6 +113,13 @@ class MiniLMEmbedder:
         if len(offsets) <= max_tokens:
             return text
         return text[: offsets[max(1, max_tokens - 2)][1]]
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Search queries' vectors (:func:`encode_queries` cuts them first): through ONNX Runtime's query session
+        (int8 weights, one thread; :mod:`projections.adapters.onnx_query`), else :meth:`encode`."""
+        if not texts or self._onnx is None:
+            return self.encode(texts)
+        return self._onnx.encode_queries(texts)
 
     def encode_labels(self, labels: list[str]) -> np.ndarray:
         """:meth:`encode` for short texts, run :data:`LABEL_BATCH_SIZE` rows at a time."""

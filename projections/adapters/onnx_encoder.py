@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import structlog
 
+from projections.adapters import onnx_query
+
 log = structlog.get_logger("palimpsest.encoder")
 
 EXPORT_VERSION = 2  # bump when the exported graph changes (2: fused attention)
@@ -81,10 +83,21 @@ class OnnxMiniLM:
         # shard call took p95 12.6 ms after a sleeping pool, 17.0 after a spinning one (README, the encoder).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.query_path: Path | None = None
+        self.query_session = None  # queries' session (:mod:`projections.adapters.onnx_query`), set by ``load``
+
+    def use_query_graph(self, path: Path) -> None:
+        self.query_path, self.query_session = path, onnx_query.session(path)
 
     def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         """Vectors of ``texts``, run ``batch_size`` rows at a time (default the encoder's) sorted by length."""
-        size = batch_size or self.batch_size
+        return self._run(self.session, texts, batch_size or self.batch_size)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Vectors of search queries: through the query session (int8, one thread) once ``load`` set it."""
+        return self._run(self.query_session or self.session, texts, self.batch_size)
+
+    def _run(self, session, texts: list[str], size: int) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(list(texts))
         out: np.ndarray | None = None
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")  # similar lengths share a batch
@@ -98,7 +111,7 @@ class OnnxMiniLM:
                 ids[i, :n] = encodings[r].ids
                 mask[i, :n] = 1
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            vectors = self.session.run(None, feeds)[0]
+            vectors = session.run(None, feeds)[0]
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
             out[rows] = vectors
@@ -128,7 +141,7 @@ def load(model_dir: str, reference=None) -> OnnxMiniLM | None:
     length = max_length(model_dir)
     if path.exists():
         try:
-            return OnnxMiniLM(model_dir, path, length)
+            return _with_query_graph(OnnxMiniLM(model_dir, path, length))
         except Exception as exc:  # a truncated or hand-edited file: export it again
             log.warning("onnx_graph_unreadable", path=str(path), error=str(exc))
     try:
@@ -141,10 +154,34 @@ def load(model_dir: str, reference=None) -> OnnxMiniLM | None:
             log.warning("onnx_graph_rejected", max_difference=diff)
             return None
         log.info("onnx_graph_exported", path=str(path), max_difference=diff)
-        return encoder
+        return _with_query_graph(encoder)
     except Exception as exc:
         log.warning("onnx_export_failed", error=f"{type(exc).__name__}: {exc}")
         return None
+
+
+def _with_query_graph(encoder: OnnxMiniLM) -> OnnxMiniLM:
+    """The encoder with its query session (:mod:`projections.adapters.onnx_query`): int8 when that checks out.
+
+    An int8 file that does not load (hand-edited, truncated) is made again; should that fail too, queries run on
+    the float32 graph."""
+
+    def check(path: Path) -> float:
+        expected = encoder.encode(list(PROBES))
+        return onnx_query.least_cosine(encoder._run(onnx_query.session(path), list(PROBES), len(PROBES)), expected)
+
+    for attempt in range(2):
+        path = onnx_query.query_graph(encoder.path, check)
+        try:
+            encoder.use_query_graph(path)
+            return encoder
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            log.warning("onnx_query_graph_unreadable", path=str(path), error=f"{type(exc).__name__}: {exc}")
+            if path == encoder.path:
+                break
+            path.unlink(missing_ok=True)
+    encoder.use_query_graph(encoder.path)
+    return encoder
 
 
 def _export(model, path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from projections.adapters import onnx_encoder
+from projections.adapters import onnx_encoder, onnx_query
 from projections.adapters.embedding import (LABEL_BATCH_SIZE, QUERY_TOKENS, HashEmbedder, MiniLMEmbedder,
                                             encode_labels, encode_queries, make_embedder, packaged_model_path)
 
@@ -95,7 +95,59 @@ def test_a_query_vector_reads_the_first_query_tokens_tokens_and_a_short_query_wh
     # [CLS], ten words, [SEP]: cut at the tenth word's end
     assert embedder.query_prefix(english, 12) == "tell me everything about the climbing trip we planned tell"
     vectors = encode_queries(embedder, [short, chinese])
-    assert np.abs(vectors - embedder.encode([short, cut])).max() < 1e-5
-    assert float(vectors[1] @ embedder.encode([chinese])[0]) < 0.9999  # the whole text would give another vector
+    assert np.abs(vectors - embedder.encode_queries([short, cut])).max() < 1e-5
+    assert float(vectors[1] @ embedder.encode_queries([chinese])[0]) < 0.9999  # the whole text: another vector
     hashed = HashEmbedder()  # no query_prefix: a query is encoded whole
     assert np.array_equal(encode_queries(hashed, [chinese]), hashed.encode([chinese]))
+
+
+QUESTIONS = ["What did Caroline research after the support group meeting?", "When did Melanie paint a sunrise?",
+             "你上周五和谁去了超市？", "ok"]
+
+
+def test_queries_run_one_thread_on_the_float32_graph_by_default():
+    embedder = MiniLMEmbedder()
+    onnx = embedder._onnx
+    assert onnx.query_path == onnx.path
+    options = onnx.query_session.get_session_options()
+    assert options.intra_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert np.abs(encode_queries(embedder, QUESTIONS) - embedder.encode(QUESTIONS)).max() < 1e-5
+
+
+def test_int8_queries_when_asked_close_to_the_float32_vectors(monkeypatch):
+    monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "1")
+    embedder = MiniLMEmbedder()
+    onnx = embedder._onnx
+    assert onnx.query_path == onnx_query.int8_path(onnx.path) and onnx.query_path.is_file()
+    assert onnx.query_session.get_session_options().intra_op_num_threads == 1
+    exact, query = embedder.encode(QUESTIONS), encode_queries(embedder, QUESTIONS)
+    cosines = np.sum(exact * query, axis=1)
+    assert cosines.min() >= onnx_query.MIN_COSINE and cosines.max() < 0.9999  # close, and not the float32 graph
+    assert np.allclose(np.linalg.norm(query, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(embedder.encode(QUESTIONS), exact)  # turns and labels: the float32 graph, as before
+
+
+def test_a_broken_int8_file_is_made_again_and_a_rejected_one_leaves_queries_on_float32(tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "1")
+    model_dir = packaged_model_path()
+    graph = onnx_encoder.graph_path(model_dir)
+    MiniLMEmbedder()  # this machine's float32 graph exists
+    monkeypatch.setenv("PALIMPSEST_CACHE_DIR", str(tmp_path))
+    shutil.copy(graph, onnx_encoder.graph_path(model_dir))  # no export needed in the new cache directory
+    int8 = onnx_query.int8_path(onnx_encoder.graph_path(model_dir))
+    int8.write_bytes(b"truncated by a crash")
+
+    encoder = onnx_encoder.load(model_dir)
+
+    assert encoder.query_path == int8 and int8.stat().st_size > 1_000_000
+    assert not list(tmp_path.glob("*.part"))
+    assert np.sum(encoder.encode(QUESTIONS) * encoder.encode_queries(QUESTIONS), axis=1).min() >= onnx_query.MIN_COSINE
+
+    int8.unlink()
+    monkeypatch.setattr(onnx_query, "MIN_COSINE", 0.99999)  # probes that cannot pass: the int8 graph is refused
+    encoder = onnx_encoder.load(model_dir)
+    assert encoder.query_path == encoder.path and not int8.exists()
+    assert np.abs(encoder.encode_queries(QUESTIONS) - encoder.encode(QUESTIONS)).max() < 1e-5

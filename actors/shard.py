@@ -32,6 +32,7 @@ from actors.commands import Command, Query
 from actors.core import ShardCore
 from actors.read_channel import ChannelServer
 from actors.spec import ShardSpec
+from actors.warm import Warmer
 
 logger = structlog.get_logger("palimpsest.shard")
 
@@ -49,6 +50,7 @@ class ShardActor:
         self._lock = threading.Lock()  # the projections: queries, folds
         self._writing = threading.Lock()  # the log: one writer at a time; always taken before ``_lock``
         self._closed = threading.Event()
+        self._warmer = Warmer(spec.dim)  # read indexes built while idle (actors.warm)
         threading.Thread(target=self._flusher, name="touch-flusher", daemon=True).start()
         self._channel = ChannelServer(self.query, f"shard-{spec.index}")
 
@@ -63,7 +65,12 @@ class ShardActor:
         """Where this incarnation's read channel listens, and on which Ray node (a caller elsewhere uses Ray)."""
         return {"path": self._channel.path, "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
 
+    def warmed(self) -> int:
+        """Users this incarnation warmed while idle (:mod:`actors.warm`)."""
+        return self._warmer.warmed
+
     def handle(self, commands: list[Command]) -> list:
+        self._warmer.saw()
         with self._writing, self._lock:
             outcomes = self._core.handle(commands)
             marker = self._core.spec.crash_marker
@@ -73,6 +80,7 @@ class ShardActor:
             return outcomes
 
     def query(self, queries: list[Query]) -> list:
+        self._warmer.saw(queries)
         if any(q.flushes_first for q in queries):  # these write pending touches, then read the log
             with self._writing, self._lock:
                 return [self._core.query(q) for q in queries]
@@ -88,20 +96,38 @@ class ShardActor:
     def _flusher(self) -> None:
         period = max(0.01, self._core.spec.touch_flush_s / 2)
         while not self._closed.wait(period):
-            with self._writing:
-                with self._lock:
-                    if self._closed.is_set() or not self._core.touches_due():
-                        continue
-                    taken = self._core.take_touches()
-                envelopes = None
-                try:  # the durable append, without the projections' lock: queries are answered meanwhile
-                    envelopes = self._core.append_touches(taken)
-                except Exception as exc:  # noqa: BLE001 - a failed flush is logged and counted; the touches are dropped
+            self._flush_due()
+            if self._warmer.idle():
+                self._warm_idle()
+
+    def _flush_due(self) -> None:
+        with self._writing:
+            with self._lock:
+                if self._closed.is_set() or not self._core.touches_due():
+                    return
+                taken = self._core.take_touches()
+            envelopes = None
+            try:  # the durable append, without the projections' lock: queries are answered meanwhile
+                envelopes = self._core.append_touches(taken)
+            except Exception as exc:  # noqa: BLE001 - a failed flush is logged and counted; the touches are dropped
+                self._core.flush_failures += 1
+                logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))
+            with self._lock:
+                try:
+                    self._core.fold_touches(taken, envelopes)
+                except Exception as exc:  # noqa: BLE001 - as when the flush ran in one step
                     self._core.flush_failures += 1
                     logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))
-                with self._lock:
-                    try:
-                        self._core.fold_touches(taken, envelopes)
-                    except Exception as exc:  # noqa: BLE001 - as when the flush ran in one step
-                        self._core.flush_failures += 1
-                        logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))
+
+    def _warm_idle(self) -> None:
+        """Warm the users that are due, one at a time, until a call arrives (:mod:`actors.warm`)."""
+        with self._lock:
+            due = self._warmer.due(self._core)
+        for stream in due:
+            if self._closed.is_set() or not self._warmer.idle():
+                return
+            with self._lock:
+                try:
+                    self._warmer.warm(self._core, stream)
+                except Exception as exc:  # noqa: BLE001 - a warm-up only: the next query builds what it needs
+                    logger.warning("warm_failed", shard=self._core.spec.index, error=f"{type(exc).__name__}: {exc}")

@@ -94,11 +94,17 @@ class OnnxMiniLM:
         return self._run(self.session, texts, batch_size or self.batch_size)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Vectors of search queries: through the query session (int8, one thread) once ``load`` set it."""
-        return self._run(self.query_session or self.session, texts, self.batch_size)
-
-    def _run(self, session, texts: list[str], size: int) -> np.ndarray:
+        """Vectors of search queries: on the query session once ``load`` set it (:mod:`projections.adapters.
+        onnx_query`). On the float32 graph, a query longer than ``ONE_THREAD_TOKENS`` tokens (or several queries at
+        once) runs on the two-thread batch session instead: the same vectors, and there two threads pay off."""
         encodings = self.tokenizer.encode_batch(list(texts))
+        session = self.query_session or self.session
+        if self.query_path == self.path and (len(texts) > 1 or len(encodings[0].ids) > onnx_query.ONE_THREAD_TOKENS):
+            session = self.session
+        return self._run(session, texts, self.batch_size, encodings)
+
+    def _run(self, session, texts: list[str], size: int, encodings: list | None = None) -> np.ndarray:
+        encodings = encodings if encodings is not None else self.tokenizer.encode_batch(list(texts))
         out: np.ndarray | None = None
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")  # similar lengths share a batch
         for start in range(0, len(order), size):

@@ -13,7 +13,8 @@ query encode p50/p95 in ms and the search's:
 
 A two-thread run waits for its slower thread whenever a shard holds the other core, and after it the shards'
 own answers were slower too (p50 6.3 → 4.2 ms for the same query with its vector given). So queries run on one
-thread, on the float32 graph by default: the same vectors as before. ``PALIMPSEST_QUERY_INT8=1`` runs them on
+thread, on the float32 graph by default: the same vectors as before (a query longer than
+:data:`ONE_THREAD_TOKENS` tokens runs on two threads). ``PALIMPSEST_QUERY_INT8=1`` runs them on
 int8 weights instead, faster but approximate: ``python -m benchmarks.lab --query-encoder float32|query`` (palimpsest,
 R@10 / budget recall@1000, whole file) float32 → int8: LoCoMo dev 80.5/88.2 → 80.6/87.9 (leave-out 80.4/88.2 →
 80.6/87.9), REALTALK 66.4/73.5 → 66.7/74.3, MemDaily 76.9/92.6 → 77.0/92.4. LoCoMo's budget recall falls below
@@ -38,6 +39,10 @@ log = structlog.get_logger("palimpsest.encoder")
 
 MIN_COSINE = 0.95  # least accepted cosine between a probe's int8 and float32 vectors
 QUERY_THREADS = 1
+# On the float32 graph, longer queries run on the batch session's two threads: one query of 32 tokens (a long
+# MemDaily question, cut) took p50 14.1 ms on one thread and 8.1 on two (quiet); one of 12 tokens 7.3 and 4.7, but
+# under a benchmark's load the one-thread run of the short LoCoMo questions (p95 20 tokens) won (above).
+ONE_THREAD_TOKENS = 20
 
 
 def int8_enabled() -> bool:

@@ -105,7 +105,7 @@ QUESTIONS = ["What did Caroline research after the support group meeting?", "Whe
              "你上周五和谁去了超市？", "ok"]
 
 
-def test_queries_run_one_thread_on_the_float32_graph_by_default():
+def test_queries_run_one_thread_on_the_float32_graph_by_default(monkeypatch):
     embedder = MiniLMEmbedder()
     onnx = embedder._onnx
     assert onnx.query_path == onnx.path
@@ -113,6 +113,14 @@ def test_queries_run_one_thread_on_the_float32_graph_by_default():
     assert options.intra_op_num_threads == 1
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert np.abs(encode_queries(embedder, QUESTIONS) - embedder.encode(QUESTIONS)).max() < 1e-5
+    runs = []  # a short query runs on the one-thread session, a long one (over ONE_THREAD_TOKENS) on two threads
+    for name in ("session", "query_session"):
+        session = getattr(onnx, name)
+        monkeypatch.setattr(session, "run", lambda out, feeds, name=name, run=session.run: runs.append(name)
+                            or run(out, feeds), raising=False)
+    short, long = encode_queries(embedder, [QUESTIONS[0]]), encode_queries(embedder, ["我们聊过的长城纪录片" * 5])
+    assert runs == ["query_session", "session"]
+    assert np.abs(short - embedder.encode([QUESTIONS[0]])).max() < 1e-5
 
 
 def test_int8_queries_when_asked_close_to_the_float32_vectors(monkeypatch):

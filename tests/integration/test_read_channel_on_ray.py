@@ -54,6 +54,17 @@ def test_a_search_over_the_channel_answers_what_ray_answers(mem):
     assert "Biscuit" in ctx.text
 
 
+def test_an_idle_shard_warms_its_users_read_indexes_and_writes_nothing(mem):
+    actor = mem.shards.of("acme", "alice")
+    events = mem.stats()["events"]
+    deadline = time.monotonic() + 10
+    while get(actor.warmed.remote()) < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert get(actor.warmed.remote()) == 1  # its one user, once
+    assert mem.stats()["events"] == events
+    assert "nurse" in mem.search("acme", "alice", "Who is a nurse?", k=1, now=NOW)[0].text
+
+
 def test_a_shard_error_comes_back_as_itself(mem):
     mem.search("acme", "alice", "puppy", now=NOW)  # the channel is open
     index = mem.shards.index_of("acme", "alice")

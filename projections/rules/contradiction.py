@@ -151,9 +151,21 @@ def _cjk(term: str) -> bool:
 
 
 @lru_cache(maxsize=65_536)
-def _index(terms: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
-    """The terms as a set, and those that can match by containment (Chinese, longer than one character)."""
-    return frozenset(terms), tuple(t for t in terms if len(t) > 1 and _cjk(t))
+def _index(terms: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...], frozenset[str]]:
+    """The terms as a set, those that can match by containment (Chinese, longer than one character), and the
+    character bigrams of the latter.
+
+    One term of two or more characters inside another shares every bigram of its own with it, so two sets of
+    such terms without a common bigram hold no containment pair (most pairs of Chinese notes): the bigrams rule
+    them out before any substring test.
+    """
+    nested = tuple(t for t in terms if len(t) > 1 and _cjk(t))
+    return frozenset(terms), nested, frozenset().union(*map(_bigrams, nested))
+
+
+@lru_cache(maxsize=65_536)
+def _bigrams(term: str) -> frozenset[str]:
+    return frozenset(term[i:i + 2] for i in range(len(term) - 1))
 
 
 def _hit(x: str, y: str) -> bool:
@@ -163,8 +175,8 @@ def _hit(x: str, y: str) -> bool:
 
 def _matches(a: Sequence[str], b: Sequence[str]) -> tuple[str, ...]:
     """The terms of ``a`` found in ``b`` (by :func:`_hit`, with ``b`` read once)."""
-    same, nested = _index(tuple(b))
-    return tuple(x for x in a if x in same or (nested and len(x) > 1 and _cjk(x)
+    same, nested, grams = _index(tuple(b))
+    return tuple(x for x in a if x in same or (nested and len(x) > 1 and _cjk(x) and not grams.isdisjoint(_bigrams(x))
                                                and any(x in y or y in x for y in nested)))
 
 
@@ -326,8 +338,9 @@ _SILENT = Verdict("", Relation.CONSISTENT, "none", "the message asserts nothing"
 
 def _judge(new: _Statement, old: _Statement) -> Verdict:
     if not (new.switch_from or new.switch_kinds or (new.states and old.states) or (new.slot and new.slot == old.slot)):
-        same, nested = _index(new.terms)
-        if not nested and same.isdisjoint(old.terms):  # no shared term either (without Chinese containment)
+        same, nested, grams = _index(new.terms)
+        # no shared term either: none alike, and no Chinese term inside another (no common bigram, see _index)
+        if same.isdisjoint(old.terms) and (not nested or grams.isdisjoint(_index(old.terms)[2])):
             return _UNRELATED
     shared = _matches(old.terms, new.terms)
     if not (shared or (new.states and old.states) or new.switch_from or new.switch_kinds

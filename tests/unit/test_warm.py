@@ -11,7 +11,7 @@ import numpy as np
 from actors import commands as c
 from actors.core import ShardCore
 from actors.spec import ShardSpec
-from actors.warm import Warmer
+from actors.warm import IDLE_S, Warmer
 from projections.adapters.embedding import HashEmbedder
 from projections.queries import key_index, rerank, session_docs
 from projections.queries.retrieval import DEFAULT_FUSION
@@ -65,7 +65,7 @@ def test_the_fusion_of_the_last_query_is_the_one_warmed_and_idleness_follows_cal
     monkeypatch.setattr("actors.warm.time.monotonic", lambda: clock[0])
     warmer.saw([query])
     assert warmer.fusion == fusion != DEFAULT_FUSION and not warmer.idle()
-    clock[0] += 0.6
+    clock[0] += IDLE_S + 0.1
     assert warmer.idle()
     warmer.saw()  # a command batch
     assert not warmer.idle()

@@ -42,6 +42,13 @@ from projections.rules.extraction import (
     split_statements,
 )
 from projections.rules.note_rules import EN_SWITCH, KIND_TABLE, STATE_WORDS, TIME, ZH_SWITCH
+from projections.rules.term_match import bigrams as _bigrams
+from projections.rules.term_match import cjk as _cjk
+from projections.rules.term_match import covers as _covers
+from projections.rules.term_match import hit as _hit
+from projections.rules.term_match import index as _index
+from projections.rules.term_match import jaccard as _jaccard
+from projections.rules.term_match import matches as _matches
 from projections.rules.text import has_cjk, tokenize
 
 DETECTOR_ID = "rules-v1"
@@ -145,50 +152,6 @@ def state_words() -> frozenset[str]:
 
 
 _DEGREE = re.compile(r"^(?:很|太|好|真|超|挺|特别|非常|有点|有些|比较)")
-@lru_cache(maxsize=262_144)
-def _cjk(term: str) -> bool:
-    return has_cjk(term)
-
-
-@lru_cache(maxsize=65_536)
-def _index(terms: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...], frozenset[str]]:
-    """The terms as a set, those that can match by containment (Chinese, longer than one character), and the
-    character bigrams of the latter.
-
-    One term of two or more characters inside another shares every bigram of its own with it, so two sets of
-    such terms without a common bigram hold no containment pair (most pairs of Chinese notes): the bigrams rule
-    them out before any substring test.
-    """
-    nested = tuple(t for t in terms if len(t) > 1 and _cjk(t))
-    return frozenset(terms), nested, frozenset().union(*map(_bigrams, nested))
-
-
-@lru_cache(maxsize=65_536)
-def _bigrams(term: str) -> frozenset[str]:
-    return frozenset(term[i:i + 2] for i in range(len(term) - 1))
-
-
-def _hit(x: str, y: str) -> bool:
-    # jieba may glue a word into a longer one (喝咖啡 ⊃ 咖啡); Chinese terms match by containment.
-    return x == y or (_cjk(x) and _cjk(y) and min(len(x), len(y)) > 1 and (x in y or y in x))
-
-
-def _matches(a: Sequence[str], b: Sequence[str]) -> tuple[str, ...]:
-    """The terms of ``a`` found in ``b`` (by :func:`_hit`, with ``b`` read once)."""
-    same, nested, grams = _index(tuple(b))
-    return tuple(x for x in a if x in same or (nested and len(x) > 1 and _cjk(x) and not grams.isdisjoint(_bigrams(x))
-                                               and any(x in y or y in x for y in nested)))
-
-
-def _covers(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Every term of a non-empty ``a`` is in ``b`` ("Paris" is covered by "Paris with my wife")."""
-    return bool(a) and len(_matches(a, b)) == len(a)
-
-
-def _jaccard(a: Sequence[str], b: Sequence[str]) -> float:
-    shared = len(_matches(a, b))
-    union = len(set(a)) + len(set(b)) - shared
-    return shared / union if union else 0.0
 
 
 @lru_cache(maxsize=65_536)

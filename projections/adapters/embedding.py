@@ -50,7 +50,7 @@ def encode_queries(embedder: Embedder, queries: list[str]) -> np.ndarray:
     (its ``query_prefix``), else whole (the hash encoder's cost does not grow that way)."""
     cut = getattr(embedder, "query_prefix", None)
     texts = [cut(q, QUERY_TOKENS) for q in queries] if cut is not None else list(queries)
-    encode = getattr(embedder, "encode_queries", None)  # the encoder's query path (MiniLM's: int8, one thread)
+    encode = getattr(embedder, "encode_queries", None)  # the encoder's query path (MiniLM's: one thread)
     return encode(texts) if encode is not None else embedder.encode(texts)
 
 
@@ -116,7 +116,7 @@ class MiniLMEmbedder:
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Search queries' vectors (:func:`encode_queries` cuts them first): through ONNX Runtime's query session
-        (int8 weights, one thread; :mod:`projections.adapters.onnx_query`), else :meth:`encode`."""
+        (one thread, int8 weights if asked for; :mod:`projections.adapters.onnx_query`), else :meth:`encode`."""
         if not texts or self._onnx is None:
             return self.encode(texts)
         return self._onnx.encode_queries(texts)

@@ -42,7 +42,6 @@ from projections.rules.extraction import (
     split_statements,
 )
 from projections.rules.note_rules import EN_SWITCH, KIND_TABLE, STATE_WORDS, TIME, ZH_SWITCH
-from projections.rules.term_match import bigrams as _bigrams
 from projections.rules.term_match import cjk as _cjk
 from projections.rules.term_match import covers as _covers
 from projections.rules.term_match import hit as _hit

@@ -23,6 +23,7 @@ from actors.core import ShardCore
 from actors.spec import ShardSpec
 from events.commands import RecordMessage
 from projections.adapters.embedding import HashEmbedder
+from projections.adapters.lance_import import import_lancedb
 
 EMBED = HashEmbedder()
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
@@ -125,7 +126,7 @@ def main(argv: list[str]) -> None:
     task = json.loads(argv[0])
     store = Path(task.pop("store"))
     kind = task.pop("kind")
-    import lancedb  # noqa: F401 - imported before any clock starts (about 6 s here), as every shard process does
+    import_lancedb()  # imported before any clock starts, as every shard process does
     result = {"build": build, "refresh": refresh, "start": start}[kind](store, **task)
     print(json.dumps(result), flush=True)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from projections.adapters.lance_import import import_lancedb
 from projections.folds.vectors import VectorRow
 
 Stream = tuple[str, str]
@@ -40,9 +41,8 @@ class LanceVectorTable:
                 pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
             ]
         )
-        import lancedb  # imported here: a LanceDB runtime in the driver does not survive Ray's worker forks
-
-        self._db = lancedb.connect(str(directory))
+        # imported here: a LanceDB runtime in the driver does not survive Ray's worker forks
+        self._db = import_lancedb().connect(str(directory))
         self._table = self._db.create_table(table, schema=self.schema, exist_ok=True)
         self._adds_since_optimize = 0
 

@@ -84,13 +84,13 @@ def fold_logs(logs: list[Path], store: Path) -> ShardState:
 def query_vectors(texts: list[str], model_id: str, *, query_graph: bool = False) -> dict[str, np.ndarray]:
     """Vectors of ``texts`` (as given, not cut), encoded once per (model, text) and kept in :data:`CACHE`.
 
-    ``query_graph``: through the encoder's query path, as ``Memory.search`` encodes (its graph, int8 with
-    ``PALIMPSEST_QUERY_INT8=1``: the file's name, size and time join the cache key), else through the graph that
-    embeds turns.
+    ``query_graph``: through the encoder's query path, as ``Memory.search`` encodes (its graphs and which queries
+    run on int8 weights, ``PALIMPSEST_QUERY_INT8``, join the cache key: the encoder's ``query_tag``), else
+    through the float32 graph that embeds turns.
     """
     embedder = make_embedder("minilm")
-    graph = getattr(getattr(embedder, "_onnx", None), "query_path", None) if query_graph else None
-    tag = f"{model_id}\0{graph.name}\0{graph.stat().st_size}\0{graph.stat().st_mtime_ns}" if graph else model_id
+    graph = getattr(getattr(embedder, "_onnx", None), "query_tag", None) if query_graph else None
+    tag = f"{model_id}\0{graph}" if graph else model_id
     key = {t: hashlib.sha1(f"{tag}\0{t}".encode()).hexdigest() for t in texts}
     cached: dict[str, np.ndarray] = dict(np.load(CACHE)) if CACHE.exists() else {}
     missing = sorted({t for t in texts if key[t] not in cached})
@@ -156,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--query-tokens", type=int, default=QUERY_TOKENS,
                    help=f"encode each question cut after this many model tokens (default {QUERY_TOKENS}, as Memory does)")
     p.add_argument("--query-encoder", choices=("query", "float32"), default="query",
-                   help="query: the encoder's query path, as Memory encodes a search (int8 weights with "
-                        "PALIMPSEST_QUERY_INT8=1); float32: the graph that embeds turns")
+                   help="query: the encoder's query path, as Memory encodes a search (long queries on int8 "
+                        "weights; PALIMPSEST_QUERY_INT8=all|off changes it); float32: the graph that embeds turns")
     args = p.parse_args(argv)
     names = args.variants.split(",") if args.variants else list(VARIANTS)
     unknown = [n for n in names if n not in VARIANTS]

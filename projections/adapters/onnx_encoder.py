@@ -83,25 +83,59 @@ class OnnxMiniLM:
         # shard call took p95 12.6 ms after a sleeping pool, 17.0 after a spinning one (README, the encoder).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.query_path: Path | None = None
-        self.query_session = None  # queries' session (:mod:`projections.adapters.onnx_query`), set by ``load``
+        self.query_path: Path | None = None  # the int8 graph, or ``path`` when queries run on float32 only
+        self.query_session = None  # short queries' session (:mod:`projections.adapters.onnx_query`), set by ``load``
+        self.long_session = None  # long queries' session on the int8 graph, two threads; None: the batch session
+        self.short_int8 = False  # short queries on the int8 graph too (PALIMPSEST_QUERY_INT8=all)
 
     def use_query_graph(self, path: Path) -> None:
-        self.query_path, self.query_session = path, onnx_query.session(path)
+        """Queries' sessions: short ones on one thread (float32, or ``path`` with ``PALIMPSEST_QUERY_INT8=all``),
+        long ones on ``path`` with two threads when it is an int8 graph, else on the batch session."""
+        int8 = path != self.path
+        self.short_int8 = int8 and onnx_query.int8_mode() == "all"
+        self.query_session = onnx_query.session(path if self.short_int8 else self.path)
+        self.long_session = onnx_query.session(path, 2) if int8 else None
+        self.query_path = path
+
+    @property
+    def query_tag(self) -> str:
+        """Which graphs encode queries, and how (a cache of query vectors keys on it)."""
+        graph = self.query_path or self.path
+        stat = graph.stat()
+        mode = "off" if self.long_session is None else "all" if self.short_int8 else "long"
+        return f"{graph.name}|{stat.st_size}|{stat.st_mtime_ns}|{mode}"
 
     def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         """Vectors of ``texts``, run ``batch_size`` rows at a time (default the encoder's) sorted by length."""
         return self._run(self.session, texts, batch_size or self.batch_size)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Vectors of search queries: on the query session once ``load`` set it (:mod:`projections.adapters.
-        onnx_query`). On the float32 graph, a query longer than ``ONE_THREAD_TOKENS`` tokens (or several queries at
-        once) runs on the two-thread batch session instead: the same vectors, and there two threads pay off."""
-        encodings = self.tokenizer.encode_batch(list(texts))
-        session = self.query_session or self.session
-        if self.query_path == self.path and (len(texts) > 1 or len(encodings[0].ids) > onnx_query.ONE_THREAD_TOKENS):
-            session = self.session
-        return self._run(session, texts, self.batch_size, encodings)
+        """Vectors of search queries (:mod:`projections.adapters.onnx_query`): a query of at most
+        ``ONE_THREAD_TOKENS`` tokens on the one-thread query session, a longer one on the int8 graph with two
+        threads. An int8 run quantizes its activations over the whole batch, so int8 queries run one at a time
+        (a query's vector does not depend on the others); float32 ones run together on the batch session when
+        there are several (the same vectors to 1e-5)."""
+        texts = list(texts)
+        encodings = self.tokenizer.encode_batch(texts)
+        out: np.ndarray | None = None
+        long = [len(e.ids) > onnx_query.ONE_THREAD_TOKENS for e in encodings]
+        groups = [(False, self.query_session or self.session, self.short_int8),
+                  (True, self.long_session or self.session, self.long_session is not None)]
+        for is_long, session, alone in groups:
+            rows = [i for i, flag in enumerate(long) if flag == is_long]
+            if not rows:
+                continue
+            if len(rows) > 1 and not alone:  # float32: several at once on the batch session
+                session = self.session
+            runs = [[i] for i in rows] if alone else [rows]
+            for run in runs:
+                vectors = self._run(session, [texts[i] for i in run], self.batch_size, [encodings[i] for i in run])
+                if out is None:
+                    out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+                out[run] = vectors
+        if out is None:
+            return self._run(self.session, texts, self.batch_size, encodings)  # no texts: an empty matrix
+        return out
 
     def _run(self, session, texts: list[str], size: int, encodings: list | None = None) -> np.ndarray:
         encodings = encodings if encodings is not None else self.tokenizer.encode_batch(list(texts))

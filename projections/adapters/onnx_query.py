@@ -1,4 +1,4 @@
-"""The query encoder: the exported MiniLM graph run on one thread, optionally with int8 weights.
+"""The query encoder: short queries on the float32 graph with one thread, long ones on int8 weights with two.
 
 A search encodes one short text while the shards and the rest of the
 process want the same two cores. Measured through ``benchmarks.locomo`` on
@@ -12,13 +12,16 @@ query encode p50/p95 in ms and the search's:
 - int8 weights, one thread: encode 4.3/6.0, search 10.0/14.4
 
 A two-thread run waits for its slower thread whenever a shard holds the other core, and after it the shards'
-own answers were slower too (p50 6.3 → 4.2 ms for the same query with its vector given). So queries run on one
-thread, on the float32 graph by default: the same vectors as before (a query longer than
-:data:`ONE_THREAD_TOKENS` tokens runs on two threads). ``PALIMPSEST_QUERY_INT8=1`` runs them on
-int8 weights instead, faster but approximate: ``python -m benchmarks.lab --query-encoder float32|query`` (palimpsest,
-R@10 / budget recall@1000, whole file) float32 → int8: LoCoMo dev 80.5/88.2 → 80.6/87.9 (leave-out 80.4/88.2 →
-80.6/87.9), REALTALK 66.4/73.5 → 66.7/74.3, MemDaily 76.9/92.6 → 77.0/92.4. LoCoMo's budget recall falls below
-its 88 target and recall is not unchanged, so int8 is not the default.
+own answers were slower too (p50 6.3 → 4.2 ms for the same query with its vector given). So short queries run on
+one thread on the float32 graph: the same vectors as the turns' graph. A query longer than
+:data:`ONE_THREAD_TOKENS` tokens (a MemDaily question: MiniLM reads each Chinese character as one token) runs on
+the int8 weights with two threads, one query per run: on MemDaily's 600 questions, alone and quiet, p50/p95
+9.3/11.0 ms on the float32 two-thread session, 6.3/7.9 on int8 with two threads, 8.0/10.5 on int8 with one.
+Recall through ``python -m benchmarks.lab --query-encoder float32|query`` (palimpsest, R@10 / budget
+recall@1000, whole file and leave-out alike): LoCoMo dev 80.5/88.2 and REALTALK dev 66.4/73.5 unchanged, MemDaily
+dev 76.9/92.6 → 77.2/92.4. ``PALIMPSEST_QUERY_INT8=all`` runs the short queries on int8 as well (the one-thread
+rows above; LoCoMo dev 80.5/88.2 → 80.6/87.9, below its 88 budget-recall target), ``off`` none.
+
 The int8 weights are quantized per output channel (``onnxruntime.quantization.quantize_dynamic``), once per
 machine, from the float32 graph into the same cache directory, and checked on the probes: each int8 vector must
 have cosine at least :data:`MIN_COSINE` with the float32 one, a guard against a broken quantization (400 LoCoMo
@@ -39,14 +42,30 @@ log = structlog.get_logger("palimpsest.encoder")
 
 MIN_COSINE = 0.95  # least accepted cosine between a probe's int8 and float32 vectors
 QUERY_THREADS = 1
-# On the float32 graph, longer queries run on the batch session's two threads: one query of 32 tokens (a long
-# MemDaily question, cut) took p50 14.1 ms on one thread and 8.1 on two (quiet); one of 12 tokens 7.3 and 4.7, but
-# under a benchmark's load the one-thread run of the short LoCoMo questions (p95 20 tokens) won (above).
+# Longer queries run on two threads (int8, or with PALIMPSEST_QUERY_INT8=off the float32 batch session): one query
+# of 32 tokens (a long MemDaily question, cut) took p50 14.1 ms on one thread and 8.1 on two (float32, quiet); one
+# of 12 tokens 7.3 and 4.7, but under a benchmark's load the one-thread run of the short LoCoMo questions (p95 20
+# tokens) won (above).
 ONE_THREAD_TOKENS = 20
 
 
+MODES = {"long": ("long", "", "default"), "all": ("all", "1", "true", "yes", "on"), "off": ("off", "0", "false", "no")}
+
+
+def int8_mode() -> str:
+    """Which queries run on int8 weights (``PALIMPSEST_QUERY_INT8``): ``long`` (the default: those over
+    :data:`ONE_THREAD_TOKENS` tokens), ``all`` (``1``), or ``off`` (``0``: every query on the float32 graph)."""
+    value = os.environ.get("PALIMPSEST_QUERY_INT8", "").strip().lower()
+    for mode, spellings in MODES.items():
+        if value in spellings:
+            return mode
+    log.warning("query_int8_setting_unknown", value=value, using="long",
+                fix="set PALIMPSEST_QUERY_INT8 to long, all (1) or off (0)")
+    return "long"
+
+
 def int8_enabled() -> bool:
-    return os.environ.get("PALIMPSEST_QUERY_INT8", "0").strip().lower() in ("1", "true", "yes", "on")
+    return int8_mode() != "off"
 
 
 def int8_path(graph: Path) -> Path:
@@ -54,21 +73,21 @@ def int8_path(graph: Path) -> Path:
     return graph.with_name(f"{graph.stem}-int8{graph.suffix}")
 
 
-def session(path: Path):
-    """An ONNX Runtime session on one thread whose pool does not spin (a query's session)."""
+def session(path: Path, threads: int = QUERY_THREADS):
+    """An ONNX Runtime session on ``threads`` threads (a query's: one) whose pool does not spin."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
-    options.intra_op_num_threads = QUERY_THREADS
+    options.intra_op_num_threads = threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def query_graph(graph: Path, check) -> Path:
-    """The graph queries run on: ``graph``, or with ``PALIMPSEST_QUERY_INT8=1`` the int8 one (made and checked
-    first if this machine has none).
+    """The int8 graph made from ``graph`` (made and checked first if this machine has none), or ``graph`` itself
+    with ``PALIMPSEST_QUERY_INT8=off``.
 
     ``check(path)`` returns the least probe cosine of the graph at ``path``
     against the float32 encoder. Any failure (no quantizer, a graph it cannot

@@ -105,35 +105,85 @@ QUESTIONS = ["What did Caroline research after the support group meeting?", "Whe
              "你上周五和谁去了超市？", "ok"]
 
 
-def test_queries_run_one_thread_on_the_float32_graph_by_default(monkeypatch):
+LONG = "我们聊过的长城纪录片" * 2 + "吗？"  # over ONE_THREAD_TOKENS tokens, within QUERY_TOKENS (not cut)
+
+
+def spy(monkeypatch, onnx) -> list[tuple[str, int]]:
+    """(session name, rows) of each run on the encoder's sessions."""
+    runs = []
+    for name in ("session", "query_session", "long_session"):
+        session = getattr(onnx, name)
+        if session is not None:
+            monkeypatch.setattr(session, "run", lambda out, feeds, name=name, run=session.run:
+                                runs.append((name, len(feeds["input_ids"]))) or run(out, feeds), raising=False)
+    return runs
+
+
+def test_short_queries_run_one_thread_on_the_float32_graph_and_long_ones_two_on_int8(monkeypatch):
+    monkeypatch.delenv("PALIMPSEST_QUERY_INT8", raising=False)
     embedder = MiniLMEmbedder()
     onnx = embedder._onnx
-    assert onnx.query_path == onnx.path
-    options = onnx.query_session.get_session_options()
-    assert options.intra_op_num_threads == 1
-    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    assert np.abs(encode_queries(embedder, QUESTIONS) - embedder.encode(QUESTIONS)).max() < 1e-5
-    runs = []  # a short query runs on the one-thread session, a long one (over ONE_THREAD_TOKENS) on two threads
-    for name in ("session", "query_session"):
-        session = getattr(onnx, name)
-        monkeypatch.setattr(session, "run", lambda out, feeds, name=name, run=session.run: runs.append(name)
-                            or run(out, feeds), raising=False)
-    short, long = encode_queries(embedder, [QUESTIONS[0]]), encode_queries(embedder, ["我们聊过的长城纪录片" * 5])
-    assert runs == ["query_session", "session"]
-    assert np.abs(short - embedder.encode([QUESTIONS[0]])).max() < 1e-5
+    assert onnx_query.ONE_THREAD_TOKENS < len(onnx.tokenizer.encode(LONG).ids) <= QUERY_TOKENS
+    assert onnx.query_path == onnx_query.int8_path(onnx.path) and onnx.query_path.is_file()
+    short_options, long_options = onnx.query_session.get_session_options(), onnx.long_session.get_session_options()
+    assert (short_options.intra_op_num_threads, long_options.intra_op_num_threads) == (1, 2)
+    for options in (short_options, long_options):
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    runs = spy(monkeypatch, onnx)
+    short = encode_queries(embedder, QUESTIONS)
+    assert runs == [("session", len(QUESTIONS))]  # several short ones: together, on the float32 batch session
+    assert np.abs(short - embedder.encode(QUESTIONS)).max() < 1e-5
+    runs.clear()
+    one, long = encode_queries(embedder, [QUESTIONS[0]]), encode_queries(embedder, [LONG])
+    assert runs == [("query_session", 1), ("long_session", 1)]
+    assert np.abs(one - embedder.encode([QUESTIONS[0]])).max() < 1e-5
+    cosine = float(long[0] @ embedder.encode([LONG])[0])
+    assert onnx_query.MIN_COSINE <= cosine < 0.9999  # close to the float32 vector, and not the float32 graph
+    runs.clear()
+    mixed = encode_queries(embedder, [LONG, QUESTIONS[0], LONG + "？", QUESTIONS[1]])
+    # int8 runs one query at a time (its activations are quantized over the batch): a vector never depends on
+    # the other queries asked with it
+    assert sorted(runs) == [("long_session", 1), ("long_session", 1), ("session", 2)]
+    assert np.abs(mixed[0] - long[0]).max() < 1e-6 and np.abs(mixed[1] - one[0]).max() < 1e-5
+    assert np.array_equal(embedder.encode(QUESTIONS), embedder.encode(QUESTIONS))  # turns: the float32 graph
 
 
-def test_int8_queries_when_asked_close_to_the_float32_vectors(monkeypatch):
+def test_every_query_on_float32_when_int8_is_off(monkeypatch):
+    monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "off")
+    embedder = MiniLMEmbedder()
+    onnx = embedder._onnx
+    assert onnx.query_path == onnx.path and onnx.long_session is None
+    assert onnx.query_session.get_session_options().intra_op_num_threads == 1
+    runs = spy(monkeypatch, onnx)
+    texts = [*QUESTIONS, LONG]
+    assert np.abs(encode_queries(embedder, texts) - embedder.encode(texts)).max() < 1e-5
+    runs.clear()
+    encode_queries(embedder, [QUESTIONS[0]]), encode_queries(embedder, [LONG])
+    assert runs == [("query_session", 1), ("session", 1)]  # a long one on the two-thread batch session
+
+
+def test_int8_for_every_query_when_asked_close_to_the_float32_vectors(monkeypatch):
     monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "1")
     embedder = MiniLMEmbedder()
     onnx = embedder._onnx
     assert onnx.query_path == onnx_query.int8_path(onnx.path) and onnx.query_path.is_file()
     assert onnx.query_session.get_session_options().intra_op_num_threads == 1
-    exact, query = embedder.encode(QUESTIONS), encode_queries(embedder, QUESTIONS)
+    exact = embedder.encode(QUESTIONS)
+    runs = spy(monkeypatch, onnx)
+    query = encode_queries(embedder, QUESTIONS)
+    assert runs == [("query_session", 1)] * len(QUESTIONS)  # one at a time
     cosines = np.sum(exact * query, axis=1)
     assert cosines.min() >= onnx_query.MIN_COSINE and cosines.max() < 0.9999  # close, and not the float32 graph
     assert np.allclose(np.linalg.norm(query, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(embedder.encode(QUESTIONS), exact)  # turns and labels: the float32 graph, as before
+
+
+def test_an_unknown_int8_setting_is_the_default(monkeypatch):
+    monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "sometimes")
+    assert onnx_query.int8_mode() == "long"
+    for value, mode in (("0", "off"), ("OFF", "off"), ("1", "all"), ("all", "all"), ("", "long"), ("long", "long")):
+        monkeypatch.setenv("PALIMPSEST_QUERY_INT8", value)
+        assert onnx_query.int8_mode() == mode
 
 
 def test_a_broken_int8_file_is_made_again_and_a_rejected_one_leaves_queries_on_float32(tmp_path, monkeypatch):

@@ -115,8 +115,9 @@ class MiniLMEmbedder:
         return text[: offsets[max(1, max_tokens - 2)][1]]
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Search queries' vectors (:func:`encode_queries` cuts them first): through ONNX Runtime's query session
-        (one thread, int8 weights if asked for; :mod:`projections.adapters.onnx_query`), else :meth:`encode`."""
+        """Search queries' vectors (:func:`encode_queries` cuts them first): through ONNX Runtime's query sessions
+        (short ones float32 on one thread, long ones int8 on two; :mod:`projections.adapters.onnx_query`), else
+        :meth:`encode`."""
         if not texts or self._onnx is None:
             return self.encode(texts)
         return self._onnx.encode_queries(texts)

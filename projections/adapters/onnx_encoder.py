@@ -109,7 +109,7 @@ class OnnxMiniLM:
         """Vectors of ``texts``, run ``batch_size`` rows at a time (default the encoder's) sorted by length."""
         return self._run(self.session, texts, batch_size or self.batch_size)
 
-    def encode_queries(self, texts: list[str]) -> np.ndarray:
+    def encode_queries(self, texts: list[str]) -> np.ndarray | None:
         """Vectors of search queries (:mod:`projections.adapters.onnx_query`): a query of at most
         ``ONE_THREAD_TOKENS`` tokens on the one-thread query session, a longer one on the int8 graph with two
         threads. An int8 run quantizes its activations over the whole batch, so int8 queries run one at a time
@@ -133,9 +133,7 @@ class OnnxMiniLM:
                 if out is None:
                     out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
                 out[run] = vectors
-        if out is None:
-            return self._run(self.session, texts, self.batch_size, encodings)  # no texts: an empty matrix
-        return out
+        return out  # None for no texts: MiniLMEmbedder.encode_queries answers those itself
 
     def _run(self, session, texts: list[str], size: int, encodings: list | None = None) -> np.ndarray:
         encodings = encodings if encodings is not None else self.tokenizer.encode_batch(list(texts))

@@ -54,7 +54,7 @@ from actors.followups import decide_user_followups, latest_time
 from actors.llm import LlmClient
 from actors.residency import ResidentUsers
 from actors.spec import ReplayReport, ShardSpec
-from actors.user_store import UserStore
+from actors.user_store import FAR_BEHIND, UserStore
 from events.duckdb_log import LOG_ERRORS, DuckDBEventLog, open_error
 from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError, StoreError
@@ -298,12 +298,12 @@ class ShardCore:
         return self.log.append(taken.pending, expected=taken.expected)
 
     def fold_touches(self, taken: TakenTouches, envelopes: list[Envelope] | None) -> None:
-        """Fold what ``append_touches`` wrote (``None``: it failed, nothing was written), then the follow-ups."""
+        """Fold what ``append_touches`` wrote (``None``: none), then the follow-ups; snapshots only if far behind."""
         with taken.pins:
             if not envelopes:
                 return
             self._fold_appended(envelopes, list(taken.expected))
-            self.users.checkpoint(self.state.users, list(taken.expected))
+            self.users.checkpoint(self.state.users, list(taken.expected), FAR_BEHIND * self.spec.snapshot_every)
         self._react_to(envelopes)
 
     def touches_due(self) -> bool:

@@ -158,3 +158,39 @@ def test_a_capped_sweep_of_every_user_archives_what_the_uncapped_one_does(tmp_pa
         assert core.query(c.Replay()).equal
         core.close()
     assert results[0] and results[0] == results[1]
+
+
+def flush(core: ShardCore, searches: int, user: str = "ann") -> None:
+    """``searches`` searches of ``user``, then their touches flushed in the shard actor's three steps."""
+    for i in range(searches):
+        search(core, f"steps {i}", user_id=user)
+    taken = core.take_touches()
+    core.fold_touches(taken, core.append_touches(taken))
+
+
+def test_a_touch_flush_leaves_a_near_snapshot_to_idle_time_and_writes_a_far_one(tmp_path):
+    from actors.user_store import FAR_BEHIND
+
+    core = ShardCore(spec_for(tmp_path, snapshot_every=2))
+    try:
+        fill(core)  # commands write their users' snapshots as they go
+        stream = ("acme", "ann")
+        users = core.state.users
+        written = core.users.snapshot_heads[stream]
+        assert written == users[stream].head and core.users.due(users, [stream]) == []
+
+        flush(core, 3)  # 3 touch events: due, but not far behind
+        assert core.users.snapshot_heads[stream] == written
+        assert core.users.due(users, list(users.resident)) == [stream]
+        assert core.users.checkpoint(users, [stream]) == 1  # what the actor's flusher does once idle
+        assert core.users.snapshot_heads[stream] == users[stream].head == written + 3
+
+        flush(core, FAR_BEHIND * 2)  # far behind: the flush writes it itself
+        assert core.users.snapshot_heads[stream] == users[stream].head == written + 3 + FAR_BEHIND * 2
+    finally:
+        core.close()
+    restarted = ShardCore(spec_for(tmp_path, snapshot_every=2))
+    try:
+        assert restarted.query(c.Digest()) == fresh_digest(tmp_path, snapshot_every=2)
+    finally:
+        restarted.close()

@@ -24,6 +24,7 @@ import gc
 import os
 import sys
 import threading
+from contextlib import nullcontext
 
 import ray
 import structlog
@@ -98,8 +99,14 @@ class ShardActor:
         while not self._closed.wait(period):
             self._flush_due()
             if self._warmer.idle():
-                self._checkpoint_idle()
-                self._warm_idle()
+                core, users = self._core, self._core.users
+                # The snapshots touch flushes leave to idle time (ShardCore.fold_touches: one held the projections,
+                # and every query, for tens of milliseconds), then the read indexes (actors.warm).
+                self._while_idle(lambda: users.due(core.state.users, list(core.state.users.resident)),
+                                 lambda stream: users.checkpoint(core.state.users, [stream]), "checkpoint_failed",
+                                 writes=True)
+                self._while_idle(lambda: self._warmer.due(core), lambda stream: self._warmer.warm(core, stream),
+                                 "warm_failed")
 
     def _flush_due(self) -> None:
         with self._writing:
@@ -120,31 +127,17 @@ class ShardActor:
                     self._core.flush_failures += 1
                     logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))
 
-    def _checkpoint_idle(self) -> None:
-        """Write the snapshots touch flushes left behind (ShardCore.fold_touches), one user at a time, until a call
-        arrives: written while queries wait, one took tens of milliseconds of the projections' lock."""
-        core = self._core
+    def _while_idle(self, due, step, failed: str, *, writes: bool = False) -> None:
+        """``step`` for each user ``due()`` lists, one at a time with the projections (and the log, if it
+        ``writes``), until a call arrives. A failure is logged only: a snapshot or a warm-up is never needed (the
+        log holds every event; the next query builds the indexes it reads)."""
         with self._lock:
-            due = core.users.due(core.state.users, list(core.state.users.resident))
-        for stream in due:
+            streams = due()
+        for stream in streams:
             if self._closed.is_set() or not self._warmer.idle():
                 return
-            with self._writing, self._lock:
+            with self._writing if writes else nullcontext(), self._lock:
                 try:
-                    core.users.checkpoint(core.state.users, [stream])
-                except Exception as exc:  # noqa: BLE001 - a snapshot only: the log holds every event
-                    logger.warning("checkpoint_failed", shard=self._core.spec.index,
-                                   error=f"{type(exc).__name__}: {exc}")
-
-    def _warm_idle(self) -> None:
-        """Warm the users that are due, one at a time, until a call arrives (:mod:`actors.warm`)."""
-        with self._lock:
-            due = self._warmer.due(self._core)
-        for stream in due:
-            if self._closed.is_set() or not self._warmer.idle():
-                return
-            with self._lock:
-                try:
-                    self._warmer.warm(self._core, stream)
-                except Exception as exc:  # noqa: BLE001 - a warm-up only: the next query builds what it needs
-                    logger.warning("warm_failed", shard=self._core.spec.index, error=f"{type(exc).__name__}: {exc}")
+                    step(stream)
+                except Exception as exc:  # noqa: BLE001 - see the docstring
+                    logger.warning(failed, shard=self._core.spec.index, error=f"{type(exc).__name__}: {exc}")

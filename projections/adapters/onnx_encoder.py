@@ -199,7 +199,8 @@ def load(model_dir: str, reference=None) -> OnnxMiniLM | None:
 
 
 def _with_query_graph(encoder: OnnxMiniLM) -> OnnxMiniLM:
-    """The encoder with its query session (:mod:`projections.adapters.onnx_query`): int8 when asked for and it checks out.
+    """The encoder with its query sessions (:mod:`projections.adapters.onnx_query`): int8 unless turned off and
+    when it checks out.
 
     An int8 file that does not load (hand-edited, truncated) is made again; should that fail too, queries run on
     the float32 graph."""

@@ -156,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--query-tokens", type=int, default=QUERY_TOKENS,
                    help=f"encode each question cut after this many model tokens (default {QUERY_TOKENS}, as Memory does)")
     p.add_argument("--query-encoder", choices=("query", "float32"), default="query",
-                   help="query: the encoder's query path, as Memory encodes a search (long queries on int8 "
-                        "weights; PALIMPSEST_QUERY_INT8=all|off changes it); float32: the graph that embeds turns")
+                   help="query: the encoder's query path, as Memory encodes a search (on int8 weights; "
+                        "PALIMPSEST_QUERY_INT8=long|off changes it); float32: the graph that embeds turns")
     args = p.parse_args(argv)
     names = args.variants.split(",") if args.variants else list(VARIANTS)
     unknown = [n for n in names if n not in VARIANTS]

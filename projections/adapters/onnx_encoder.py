@@ -86,11 +86,12 @@ class OnnxMiniLM:
         self.query_path: Path | None = None  # the int8 graph, or ``path`` when queries run on float32 only
         self.query_session = None  # short queries' session (:mod:`projections.adapters.onnx_query`), set by ``load``
         self.long_session = None  # long queries' session on the int8 graph, two threads; None: the batch session
-        self.short_int8 = False  # short queries on the int8 graph too (PALIMPSEST_QUERY_INT8=all)
+        self.short_int8 = False  # short queries on the int8 graph too (PALIMPSEST_QUERY_INT8=all, the default)
 
     def use_query_graph(self, path: Path) -> None:
-        """Queries' sessions: short ones on one thread (float32, or ``path`` with ``PALIMPSEST_QUERY_INT8=all``),
-        long ones on ``path`` with two threads when it is an int8 graph, else on the batch session."""
+        """Queries' sessions: short ones on one thread (on ``path`` when it is an int8 graph, unless
+        ``PALIMPSEST_QUERY_INT8=long`` keeps them on float32), long ones on ``path`` with two threads when it is an
+        int8 graph, else on the batch session."""
         int8 = path != self.path
         self.short_int8 = int8 and onnx_query.int8_mode() == "all"
         self.query_session = onnx_query.session(path if self.short_int8 else self.path)

@@ -1,4 +1,4 @@
-"""The query encoder: short queries on the float32 graph with one thread, long ones on int8 weights with two.
+"""The query encoder: every query on int8 weights, one query per run; one thread up to 20 tokens, two above.
 
 A search encodes one short text while the shards and the rest of the
 process want the same two cores. Measured through ``benchmarks.locomo`` on
@@ -12,21 +12,26 @@ query encode p50/p95 in ms and the search's:
 - int8 weights, one thread: encode 4.3/6.0, search 10.0/14.4
 
 A two-thread run waits for its slower thread whenever a shard holds the other core, and after it the shards'
-own answers were slower too (p50 6.3 → 4.2 ms for the same query with its vector given). So short queries run on
-one thread on the float32 graph: the same vectors as the turns' graph. A query longer than
-:data:`ONE_THREAD_TOKENS` tokens (a MemDaily question: MiniLM reads each Chinese character as one token) runs on
-the int8 weights with two threads, one query per run: on MemDaily's 600 questions, alone and quiet, p50/p95
-9.3/11.0 ms on the float32 two-thread session, 6.3/7.9 on int8 with two threads, 8.0/10.5 on int8 with one.
-Recall through ``python -m benchmarks.lab --query-encoder float32|query`` (palimpsest, R@10 / budget
-recall@1000, whole file and leave-out alike): LoCoMo dev 80.5/88.2 and REALTALK dev 66.4/73.5 unchanged, MemDaily
-dev 76.9/92.6 → 77.2/92.4. ``PALIMPSEST_QUERY_INT8=all`` runs the short queries on int8 as well (the one-thread
-rows above; LoCoMo dev 80.5/88.2 → 80.6/87.9, below its 88 budget-recall target), ``off`` none.
+own answers were slower too (p50 6.3 → 4.2 ms for the same query with its vector given). So a query of up to
+:data:`ONE_THREAD_TOKENS` tokens runs on one thread; a longer one (a MemDaily question: MiniLM reads each Chinese
+character as one token) on two: on MemDaily's 600 questions, alone and quiet, p50/p95 9.3/11.0 ms on the float32
+two-thread session, 6.3/7.9 on int8 with two threads, 8.0/10.5 on int8 with one. An int8 run quantizes its
+activations over the whole batch, so int8 queries run one at a time: a query's vector never depends on the
+other queries encoded with it.
+
+Recall through ``python -m benchmarks.lab --variants palimpsest --query-encoder float32|query`` (R@10 / budget
+recall@1000; whole file and leave-out alike): with every query on int8, LoCoMo dev 80.55/88.22 → 80.82/88.33,
+REALTALK dev 66.44/73.52 → 66.21/73.70, MemDaily dev 76.9/92.6 → 77.2/92.4. The LoCoMo dev questions through
+``Memory.search`` under a benchmark-like load (2026-11-25, two alternating runs each): encode p50/p95
+10.4–11.2/14.3–15.9 ms on float32 with one thread (``PALIMPSEST_QUERY_INT8=long``: int8 only past
+:data:`ONE_THREAD_TOKENS` tokens) against 6.0–6.6/9.0–10.0 on int8. ``off`` (``0``) keeps every query on the
+float32 graph.
 
 The int8 weights are quantized per output channel (``onnxruntime.quantization.quantize_dynamic``), once per
 machine, from the float32 graph into the same cache directory, and checked on the probes: each int8 vector must
-have cosine at least :data:`MIN_COSINE` with the float32 one, a guard against a broken quantization (400 LoCoMo
-questions: mean 0.994, least 0.988; the shortest texts move most, "ok" 0.964). Turns, labels and everything
-recorded in the log are always encoded by the float32 graph.
+have cosine at least :data:`MIN_COSINE` with the float32 one, a guard against a broken quantization (LoCoMo and
+REALTALK dev questions: mean 0.993, least 0.981; "ok" 0.964). Turns, labels and everything recorded in the log
+are always encoded by the float32 graph.
 """
 
 from __future__ import annotations
@@ -48,20 +53,19 @@ QUERY_THREADS = 1
 # tokens) won (above).
 ONE_THREAD_TOKENS = 20
 
-
-MODES = {"long": ("long", "", "default"), "all": ("all", "1", "true", "yes", "on"), "off": ("off", "0", "false", "no")}
+MODES = {"all": ("all", "1", "true", "yes", "on", "", "default"), "long": ("long",), "off": ("off", "0", "false", "no")}
 
 
 def int8_mode() -> str:
-    """Which queries run on int8 weights (``PALIMPSEST_QUERY_INT8``): ``long`` (the default: those over
-    :data:`ONE_THREAD_TOKENS` tokens), ``all`` (``1``), or ``off`` (``0``: every query on the float32 graph)."""
+    """Which queries run on int8 weights (``PALIMPSEST_QUERY_INT8``): ``all`` (the default, ``1``), ``long`` (only
+    those over :data:`ONE_THREAD_TOKENS` tokens), or ``off`` (``0``: every query on the float32 graph)."""
     value = os.environ.get("PALIMPSEST_QUERY_INT8", "").strip().lower()
     for mode, spellings in MODES.items():
         if value in spellings:
             return mode
-    log.warning("query_int8_setting_unknown", value=value, using="long",
-                fix="set PALIMPSEST_QUERY_INT8 to long, all (1) or off (0)")
-    return "long"
+    log.warning("query_int8_setting_unknown", value=value, using="all",
+                fix="set PALIMPSEST_QUERY_INT8 to all (1), long or off (0)")
+    return "all"
 
 
 def int8_enabled() -> bool:

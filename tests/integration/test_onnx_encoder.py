@@ -119,8 +119,8 @@ def spy(monkeypatch, onnx) -> list[tuple[str, int]]:
     return runs
 
 
-def test_short_queries_run_one_thread_on_the_float32_graph_and_long_ones_two_on_int8(monkeypatch):
-    monkeypatch.delenv("PALIMPSEST_QUERY_INT8", raising=False)
+def test_with_long_short_queries_run_one_thread_on_the_float32_graph_and_long_ones_two_on_int8(monkeypatch):
+    monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "long")
     embedder = MiniLMEmbedder()
     onnx = embedder._onnx
     assert onnx_query.ONE_THREAD_TOKENS < len(onnx.tokenizer.encode(LONG).ids) <= QUERY_TOKENS
@@ -162,16 +162,26 @@ def test_every_query_on_float32_when_int8_is_off(monkeypatch):
     assert runs == [("query_session", 1), ("session", 1)]  # a long one on the two-thread batch session
 
 
-def test_int8_for_every_query_when_asked_close_to_the_float32_vectors(monkeypatch):
-    monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "1")
+@pytest.mark.parametrize("setting", [None, "1", "all"])
+def test_int8_for_every_query_by_default_close_to_the_float32_vectors(monkeypatch, setting):
+    if setting is None:
+        monkeypatch.delenv("PALIMPSEST_QUERY_INT8", raising=False)
+    else:
+        monkeypatch.setenv("PALIMPSEST_QUERY_INT8", setting)
     embedder = MiniLMEmbedder()
     onnx = embedder._onnx
     assert onnx.query_path == onnx_query.int8_path(onnx.path) and onnx.query_path.is_file()
     assert onnx.query_session.get_session_options().intra_op_num_threads == 1
+    assert onnx.long_session.get_session_options().intra_op_num_threads == 2
     exact = embedder.encode(QUESTIONS)
     runs = spy(monkeypatch, onnx)
     query = encode_queries(embedder, QUESTIONS)
     assert runs == [("query_session", 1)] * len(QUESTIONS)  # one at a time
+    runs.clear()
+    long = encode_queries(embedder, [LONG, QUESTIONS[0]])
+    assert runs == [("query_session", 1), ("long_session", 1)]  # past ONE_THREAD_TOKENS: two threads
+    assert np.abs(long[1] - query[0]).max() < 1e-6  # the same vector whatever else is asked with it
+    assert onnx_query.MIN_COSINE <= float(long[0] @ embedder.encode([LONG])[0]) < 0.9999
     cosines = np.sum(exact * query, axis=1)
     assert cosines.min() >= onnx_query.MIN_COSINE and cosines.max() < 0.9999  # close, and not the float32 graph
     assert np.allclose(np.linalg.norm(query, axis=1), 1.0, atol=1e-5)
@@ -180,8 +190,8 @@ def test_int8_for_every_query_when_asked_close_to_the_float32_vectors(monkeypatc
 
 def test_an_unknown_int8_setting_is_the_default(monkeypatch):
     monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "sometimes")
-    assert onnx_query.int8_mode() == "long"
-    for value, mode in (("0", "off"), ("OFF", "off"), ("1", "all"), ("all", "all"), ("", "long"), ("long", "long")):
+    assert onnx_query.int8_mode() == "all"
+    for value, mode in (("0", "off"), ("OFF", "off"), ("1", "all"), ("all", "all"), ("", "all"), ("long", "long")):
         monkeypatch.setenv("PALIMPSEST_QUERY_INT8", value)
         assert onnx_query.int8_mode() == mode
 

@@ -119,7 +119,7 @@ def spy(monkeypatch, onnx) -> list[tuple[str, int]]:
     return runs
 
 
-def test_with_long_short_queries_run_one_thread_on_the_float32_graph_and_long_ones_two_on_int8(monkeypatch):
+def test_long_mode_keeps_short_queries_on_float32_one_thread_and_runs_long_ones_on_int8_two(monkeypatch):
     monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "long")
     embedder = MiniLMEmbedder()
     onnx = embedder._onnx

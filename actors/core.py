@@ -358,7 +358,7 @@ class ShardCore:
         rebuilt = store.empty_state()
         rebuilt.users = ResidentUsers((), store.load, store.evict, self.spec.max_resident_users)
         erased = [0]
-        shard_state.fold(rebuilt, counting_erased(self.log.scan(), erased))
+        shard_state.fold(rebuilt, counting_erased(self.log.fold_scan(), erased))
         self.vectors.rebuild([])
         for stream in rebuilt.users:
             self.vectors.add([(*stream, row) for row in rebuilt.users[stream].vectors.rows.values()])

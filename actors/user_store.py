@@ -68,7 +68,7 @@ class UserStore:
             partial = ShardState(users=loaded, policy=state.policy, segmentation=state.segmentation,
                                  tier_config=state.tier_config, working_config=state.working_config)
             before = sum(m.head for m in loaded.values())
-            shard_state.fold(partial, self.log.scan_tails({s: m.head for s, m in loaded.items()}))
+            shard_state.fold(partial, self.log.fold_tails({s: m.head for s, m in loaded.items()}))
             report["tail_events"] = sum(m.head for m in partial.users.values()) - before
             for stream, memory in partial.users.items():
                 report["lance_fixed"] += self._reconcile(stream, memory)
@@ -85,7 +85,8 @@ class UserStore:
         partial = self.empty_state()
         if memory is not None:
             partial.users[stream] = memory
-        shard_state.fold(partial, self.log.scan(ScanFilter(tenant=stream[0], user_id=stream[1], from_seq=head + 1)))
+        tail = ScanFilter(tenant=stream[0], user_id=stream[1], from_seq=head + 1)
+        shard_state.fold(partial, self.log.fold_scan(tail))
         memory = partial.users.get(stream) or UserMemory()
         self._reconcile(stream, memory)
         self.load_seconds.append(time.perf_counter() - started)

@@ -9,7 +9,8 @@ seconds of this process, ``time.process_time``, so a busy shared machine
 does not skew it; wall seconds are reported beside):
 
 - ``read``: the scan query into Arrow batches (DuckDB only);
-- ``decode``: Arrow batches into envelopes (:func:`events.envelope.from_arrow`);
+- ``decode``: Arrow batches into what a fold takes (:func:`events.touch_block.fold_items`: envelopes, and
+  runs of touch rows as columns when the log has its clear ``touch`` column);
 - ``fold``: :func:`projections.folds.state.fold` of the decoded envelopes;
 - ``replay``: scan + decode + fold together, as ``ShardCore.replay`` does
   before LanceDB (``events_per_s`` is events / these CPU seconds);
@@ -41,7 +42,9 @@ import duckdb
 
 from events.crypto import PayloadCipher
 from events.duckdb_log import SCAN_BATCH, arrow_batches
-from events.envelope import ENVELOPE_SCHEMA, from_arrow
+from events.envelope import ENVELOPE_SCHEMA
+from events.model import MemoryTouched
+from events.touch_block import TouchBlock, fold_items
 from events.keystore import KeyStore
 from events.log import ScanFilter
 from palimpsest import config as store_config
@@ -59,6 +62,11 @@ class ReadOnlyLog:
         self.con.execute("SET TimeZone = 'UTC'")
         self.cipher = cipher
         columns = ENVELOPE_SCHEMA.names + (["sealed"] if cipher is not None else [])
+        has_touch = bool(self.con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'events' AND "
+                                          "column_name = 'touch'").fetchall()[0][0])
+        if has_touch:  # as DuckDBEventLog.fold_scan reads it
+            columns = [f"CASE WHEN touch IS NULL THEN {n} END AS {n}" if n in ("payload", "sealed") else n
+                       for n in columns] + ["touch"]
         self.sql = f"SELECT {', '.join(columns)} FROM events ORDER BY tenant, user_id, seq"
 
     def batches(self) -> list:
@@ -67,7 +75,7 @@ class ReadOnlyLog:
     def decode(self, batch) -> list:
         import pyarrow as pa
 
-        return from_arrow(pa.Table.from_batches([batch]), self.cipher)
+        return fold_items(pa.Table.from_batches([batch]), self.cipher)
 
     def scan(self, flt: ScanFilter | None = None):
         for batch in self.batches():
@@ -103,7 +111,7 @@ def per_projection(envelopes: list, repeat: int) -> dict[str, float]:
     names = [*shard_state.PROJECTIONS, *shard_state.CONFIGURED_PROJECTIONS]
     for name in names:
         handled = shard_state.HANDLED[name]
-        mine = [e for e in envelopes if isinstance(e.event, handled)]
+        mine = [e for e in envelopes if isinstance(MemoryTouched if type(e) is TouchBlock else e.event, handled)]
 
         def run(mine=mine, name=name):
             state = shard_state.ShardState()
@@ -134,12 +142,15 @@ def measure(path: Path, repeat: int, top: int, cipher: PayloadCipher | None = No
     replay_t, rebuilt = timed(lambda: shard_state.fold(shard_state.ShardState(), log.scan()), repeat)
     if shard_state.digest(rebuilt) != digest:
         raise SystemExit("replay_speed: two folds of the same log gave different digests")
-    events = len(envelopes)
+    blocks = [e for e in envelopes if type(e) is TouchBlock]
+    events = len(envelopes) - len(blocks) + sum(b.events for b in blocks)
     report = {
         "log": str(path),
         "encrypted": cipher is not None,
         "events": events,
         "streams": len(state.users),
+        "touch_blocks": len(blocks),
+        "touch_events_in_blocks": sum(b.events for b in blocks),
         "repeat": repeat,
         "replay_events_per_s": round(events / max(1e-9, replay_t["cpu_s"])),
         "phases": {"read": read, "decode": decode_t, "fold": fold_t, "replay": replay_t, "digest": digest_t},

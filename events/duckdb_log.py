@@ -27,6 +27,7 @@ from events.crypto import PayloadCipher
 from events.envelope import ENVELOPE_SCHEMA, Envelope, from_arrow, to_arrow
 from events.errors import ConcurrencyError, StoreError
 from events.log import CommandRecord, EventLog, ScanFilter
+from events.touch_block import TOUCH_KIND, TOUCH_SQL_TYPE, fold_items, touch_column
 
 DDL = """
 CREATE TABLE IF NOT EXISTS events (
@@ -131,9 +132,12 @@ class DuckDBEventLog(EventLog):
             self._con.execute("SET TimeZone = 'UTC'")
             self._con.execute(DDL if cipher is None else SEALED_DDL)
             rows = self._con.execute("SELECT tenant, user_id, max(seq) FROM events GROUP BY ALL").fetchall()
-            has_sealed = bool(self._con.execute("SELECT count(*) FROM duckdb_columns() WHERE database_name = "
-                                                "current_database() AND table_name = 'events' AND column_name = "
-                                                "'sealed'").fetchall()[0][0])  # fetched whole: no result left open
+            columns = {name for (name,) in self._con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND "
+                "table_name = 'events'").fetchall()}  # fetched whole: no result left open
+            if "touch" not in columns:  # a log from before the clear touch column (events.touch_block)
+                self._con.execute(f"ALTER TABLE events ADD COLUMN touch {TOUCH_SQL_TYPE}")
+            has_sealed = "sealed" in columns
         except duckdb.Error as exc:
             raise open_error(self.path, exc) from None
         if has_sealed != (cipher is not None):
@@ -144,13 +148,16 @@ class DuckDBEventLog(EventLog):
                 "says whether it is encrypted; `palimpsest encrypt --out NEW` copies a plaintext store into an "
                 "encrypted one)")
         self._heads = {(t, u): int(s) for t, u, s in rows}
-        self._columns = ", ".join(ENVELOPE_SCHEMA.names + (["sealed"] if has_sealed else []))
+        self._names = ENVELOPE_SCHEMA.names + (["sealed"] if has_sealed else [])
+        self._columns = ", ".join(self._names)
+        self._fold_columns = self._fold_select()
         # Appends go through a connection of their own: a writer thread (the shard's touch flush) may append
         # while another thread reads through cursors of ``_con`` (DuckDB connections are not shared by threads).
         self._writer = self._con.cursor()
 
     def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
         batch = to_arrow(envelopes, self.cipher)
+        batch = batch.append_column("touch", touch_column(envelopes, batch.column("sealed") if self.cipher else None))
         outcome = command.outcome if command is not None else None
         if command is not None and self.cipher is not None:
             outcome = self.cipher.seal_outcome(command.command_id, command.kind, command.tenant, command.user_id, outcome)
@@ -158,7 +165,7 @@ class DuckDBEventLog(EventLog):
         con.execute("BEGIN TRANSACTION")
         try:
             con.register("_pending_batch", batch)
-            con.execute("INSERT INTO events SELECT * FROM _pending_batch")
+            con.execute("INSERT INTO events BY NAME SELECT * FROM _pending_batch")
             if command is not None:
                 con.execute(
                     "INSERT INTO commands VALUES (?, ?, ?, ?, now(), ?, ?)",
@@ -184,6 +191,42 @@ class DuckDBEventLog(EventLog):
         )
         for batch in arrow_batches(rel, SCAN_BATCH):
             yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
+
+    def fold_scan(self, flt: ScanFilter | None = None) -> Iterator:
+        """What :func:`projections.folds.state.fold` takes for the events :meth:`scan` returns: envelopes, and
+        runs of touch rows as :class:`~events.touch_block.TouchBlock` s (their payloads not opened)."""
+        where, params = where_clause(flt or ScanFilter())
+        rel = self._con.cursor().sql(
+            f"SELECT {self._fold_columns} FROM events WHERE {where} ORDER BY tenant, user_id, seq",
+            params=params or None)
+        for batch in arrow_batches(rel, SCAN_BATCH):
+            yield from fold_items(pa.Table.from_batches([batch]), self.cipher)
+
+    def backfill_touches(self) -> int:
+        """Set the clear ``touch`` column of touch rows written before it (their payloads opened once), so a fold
+        reads them as columns too; a forgotten user's stay NULL. Returns the rows set. One transaction."""
+        rel = self._con.cursor().sql(f"SELECT {self._columns} FROM events WHERE kind = '{TOUCH_KIND}' AND touch "
+                                     "IS NULL ORDER BY tenant, user_id, seq")
+        updates = []
+        for batch in arrow_batches(rel, SCAN_BATCH):
+            table = pa.Table.from_batches([batch])
+            column = touch_column(from_arrow(table, self.cipher), table.column("sealed") if self.cipher else None)
+            updates.append(pa.table({"event_id": table.column("event_id"), "touch": column}).filter(column.is_valid()))
+        if not updates:
+            return 0
+        rows = pa.concat_tables(updates)
+        con = self._writer
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.register("_touch_rows", rows)
+            con.execute("UPDATE events SET touch = t.touch FROM _touch_rows t WHERE events.event_id = t.event_id")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        finally:
+            con.unregister("_touch_rows")
+        return rows.num_rows
 
     def rows(self, flt: ScanFilter | None = None) -> pa.Table:
         """The stored rows as written (payloads not upcast; sealed ones opened, erased ones marked), in scan order."""
@@ -226,16 +269,32 @@ class DuckDBEventLog(EventLog):
 
     def scan_tails(self, heads) -> Iterator[Envelope]:
         """One query: the events after each stream's given head (a join with the heads as an Arrow table)."""
+        for batch in self._tails(heads, self._columns):
+            yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
+
+    def fold_tails(self, heads) -> Iterator:
+        """:meth:`scan_tails` as a fold takes it (:meth:`fold_scan`)."""
+        for batch in self._tails(heads, self._fold_columns):
+            yield from fold_items(pa.Table.from_batches([batch]), self.cipher)
+
+    def _fold_select(self, prefix: str = "") -> str:
+        """The columns of a fold's scan: a touch row whose clear ``touch`` is set is folded from it, so its
+        payload is not read (a touch's sealed payload is most of a log's bytes)."""
+        return ", ".join([*(f"CASE WHEN {prefix}touch IS NULL THEN {prefix}{n} END AS {n}"
+                            if n in ("payload", "sealed") else prefix + n for n in self._names), prefix + "touch"])
+
+    def _tails(self, heads, columns: str):
         if not heads:
-            yield from self._read(ScanFilter())
-            return
+            rel = self._con.cursor().sql(f"SELECT {columns} FROM events ORDER BY tenant, user_id, seq")
+            return arrow_batches(rel, SCAN_BATCH)
+        prefixed = (self._fold_select("e.") if columns == self._fold_columns
+                    else ", ".join("e." + n for n in self._names))
         rel = self._with_heads(heads).sql(
-            f"SELECT {', '.join('e.' + n for n in self._columns.split(', '))} FROM events e "
+            f"SELECT {prefixed} FROM events e "
             "LEFT JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq > coalesce(h.head, 0) ORDER BY e.tenant, e.user_id, e.seq"
         )
-        for batch in arrow_batches(rel, SCAN_BATCH):
-            yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
+        return arrow_batches(rel, SCAN_BATCH)
 
     def checksums(self, heads) -> dict:
         """One aggregate query: per stream, ``bit_xor(hash(...))`` of its stored rows up to its given head."""
@@ -244,7 +303,7 @@ class DuckDBEventLog(EventLog):
         sealed = ", e.sealed" if self.cipher is not None else ""
         rows = self._with_heads(heads).execute(
             "SELECT e.tenant, e.user_id, "
-            f"bit_xor(hash(e.event_id, e.seq, e.kind, e.schema_version, e.payload{sealed})) "
+            f"bit_xor(hash(e.event_id, e.seq, e.kind, e.schema_version, e.payload{sealed}, e.touch)) "
             "FROM events e JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq <= h.head GROUP BY e.tenant, e.user_id"
         ).fetchall()

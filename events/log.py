@@ -121,6 +121,15 @@ class EventLog:
         """Every event after ``heads[stream]`` (after 0 for a stream not in ``heads``), in scan order."""
         return (e for e in self._read(ScanFilter()) if e.seq > heads.get(e.stream, 0))
 
+    def fold_scan(self, flt: ScanFilter | None = None) -> Iterator:
+        """What a fold takes of :meth:`scan`: here its envelopes (the DuckDB log also gives runs of touches as
+        columns, :class:`~events.touch_block.TouchBlock`)."""
+        return self.scan(flt)
+
+    def fold_tails(self, heads: Mapping[Stream, int]) -> Iterator:
+        """What a fold takes of :meth:`scan_tails` (see :meth:`fold_scan`)."""
+        return self.scan_tails(heads)
+
     def checksums(self, heads: Mapping[Stream, int]) -> dict[Stream, int]:
         """Per stream, a 64-bit checksum of its stored events up to ``heads[stream]`` (id, seq, kind, version,
         payload): a snapshot records it, so a log edited under a snapshot is noticed. Order-independent."""

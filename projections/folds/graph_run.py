@@ -20,7 +20,9 @@ from dataclasses import replace
 from events.envelope import Envelope
 from events.graph_events import GraphEdgeLinked
 from events.model import MemoryTouched
+from events.touch_block import TouchBlock
 from projections.folds.graph import _STRUCTURAL, GraphEdge, GraphState, advance, apply
+from projections.folds.touch_pairs import add_bursts, tally
 from projections.folds.touches import count_burst
 
 _EDGE_SETTERS = tuple(getattr(GraphEdge, name).__set__ for name in GraphEdge.__slots__)
@@ -60,6 +62,9 @@ def fold_run(state: GraphState, envelopes: Iterable[Envelope]) -> GraphState:
         event, seq = env.event, env.seq
         if seq > top:
             top = seq
+        if type(env) is TouchBlock:
+            add_bursts(touched, env, tally(env, member=memories))
+            continue
         cls = type(event)
         if cls is GraphEdgeLinked:
             structural += 1

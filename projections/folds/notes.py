@@ -44,6 +44,7 @@ from typing import Literal
 
 from events.envelope import Envelope
 from events.model import MemoryTouched, NoteContent, NoteOperation, NoteReviewed
+from events.touch_block import TouchBlock
 from projections.folds.lexical import BM25Params, LexicalIndex
 
 SECONDS_PER_DAY = 86_400.0
@@ -231,19 +232,28 @@ def _apply_review(state: NoteState, review: NoteReviewed) -> None:
 HANDLES = (NoteOperation, NoteReviewed, MemoryTouched)
 
 
-def evolve(state: NoteState, env: Envelope) -> NoteState:
-    """Apply one envelope; events of other kinds are ignored."""
+def evolve(state: NoteState, env: Envelope | TouchBlock) -> NoteState:
+    """Apply one envelope (or a block of touches); events of other kinds are ignored."""
+    if type(env) is TouchBlock:
+        for i, reason in enumerate(env.reasons):
+            if reason == "used":
+                _used(state, env.row_ids(i), env.times[i])
+        return state
     event = env.event
     if isinstance(event, NoteOperation):
         _apply_operation(state, env, event)
     elif isinstance(event, NoteReviewed):
         _apply_review(state, event)
     elif isinstance(event, MemoryTouched) and event.reason == "used":
-        for note_id in dict.fromkeys(event.memory_ids):  # one use per note per touch event
-            note = state.notes.get(note_id)
-            if note is not None:
-                state.notes[note_id] = _reinforce(note, env.occurred_at, boost=False)
+        _used(state, event.memory_ids, env.occurred_at)
     return state
+
+
+def _used(state: NoteState, memory_ids, at) -> None:
+    for note_id in dict.fromkeys(memory_ids):  # one use per note per touch event
+        note = state.notes.get(note_id)
+        if note is not None:
+            state.notes[note_id] = _reinforce(note, at, boost=False)
 
 
 def fold(state: NoteState, envelopes: Iterable[Envelope]) -> NoteState:

@@ -14,10 +14,12 @@ from datetime import UTC, datetime
 
 from events.envelope import Envelope
 from events.model import MemoryRestored, MemoryTouched, MessageClassified, MessageRecorded
+from events.touch_block import TouchBlock
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import (
     CATEGORY_METADATA_KEY, EXEMPT_METADATA_KEYS, MemoryItem, RetentionState, bind,
 )
+from projections.folds.touch_pairs import tally, times_of
 
 # Where each MemoryItem field sits in fold_run's mutable working copy of an item.
 _COUNT, _LAST, _IGNORED, _ACCESSES = 8, 9, 10, 11
@@ -57,7 +59,30 @@ def fold_run(state: RetentionState, envelopes: Iterable[Envelope], policy: Reten
         else:
             bisect.insort_right(accesses, at)
 
+    class Known:  # the ids open_item opens: held in the run's work or the state's items
+        def __contains__(self, memory_id: str) -> bool:
+            return memory_id in work or memory_id in items
+
     for env in envelopes:
+        if type(env) is TouchBlock:
+            counted = tally(env, reasons=policy.counts, member=Known())
+            for memory_id, times in zip(counted.groups, times_of(env, counted), strict=True):
+                if times:
+                    w = work.get(memory_id) or open_item(memory_id)
+                    w[_COUNT] += len(times)
+                    last = w[_LAST]
+                    if last is None or times[-1] > last:
+                        w[_LAST] = times[-1]
+                    accesses = w[_ACCESSES]
+                    if not accesses or accesses[-1] <= times[0]:
+                        accesses += times
+                    else:  # a stable sort: equal times keep the order insort_right gives them one by one
+                        accesses[:] = sorted(accesses + times)
+            ignored = tally(env, reasons=lambda reason: not policy.counts(reason), member=Known())
+            for memory_id, count in zip(ignored.groups, ignored.counts, strict=True):
+                if count:
+                    (work.get(memory_id) or open_item(memory_id))[_IGNORED] += count
+            continue
         event = env.event
         if isinstance(event, MemoryTouched):
             counted, at = policy.counts(event.reason), env.occurred_at

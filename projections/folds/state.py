@@ -20,7 +20,8 @@ from functools import cache
 from itertools import groupby, islice
 
 from events.envelope import Envelope
-from events.model import Event
+from events.model import Event, MemoryTouched
+from events.touch_block import TouchBlock
 from events.erasure_events import UserForgotten
 from projections.folds import (
     adjustments, archive, episode_titles, episodes, erasure, feedback, graph, lexical, messages, molt, notes, profile,
@@ -268,14 +269,15 @@ def _fold_segment(state: ShardState, stream: Stream, run: list[Envelope]) -> Non
         memory = state.users[stream] = UserMemory()
     expected = memory.head + 1
     for env in run:
-        if env.seq != expected:
-            raise ProjectionOrderError(f"{stream}: got seq {env.seq} after {expected - 1}")
-        expected += 1
+        first = env.first_seq if type(env) is TouchBlock else env.seq
+        if first != expected:
+            raise ProjectionOrderError(f"{stream}: got seq {first} after {expected - 1}")
+        expected = env.seq + 1
     _bind(memory, state, run[-1].seq)
     per_projection: dict[str, list[Envelope]] = {}
     appends: dict[type, tuple] = {}  # event class → the append of each projection list it goes to
     for env in run:
-        cls = type(env.event)
+        cls = MemoryTouched if type(env) is TouchBlock else type(env.event)
         targets = appends.get(cls)
         if targets is None:
             targets = appends[cls] = tuple(per_projection.setdefault(name, []).append for name in _names(cls))

@@ -60,6 +60,7 @@ from datetime import datetime
 import numpy as np
 
 from events.envelope import Envelope
+from events.touch_block import TouchBlock
 from events.model import (
     MemoryArchived,
     MemoryTouched,
@@ -79,6 +80,7 @@ from projections.folds.tier_model import (
     TierState,
 )
 from projections.folds.tier_index import SessionIndex
+from projections.folds.touch_pairs import add_bursts, tally
 from projections.folds.touches import count_burst
 from projections.rules.extraction import key_terms
 
@@ -287,6 +289,10 @@ def fold_run(state: TierState, envelopes: Iterable[Envelope], config: TierConfig
     # which session holds a page, so each is mapped as it comes; n visits then add n, the latest time is the max.
     visits: dict[str, list] = {}
     for env in envelopes:
+        if type(env) is TouchBlock:
+            add_bursts(visits, env, tally(env, reasons=config.visit_reasons.__contains__,
+                                          group_of=state.page_session.get))
+            continue
         event = env.event
         if type(event) is MemoryTouched:
             if event.reason in config.visit_reasons:

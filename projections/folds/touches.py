@@ -10,6 +10,8 @@ from datetime import datetime
 
 from events.envelope import Envelope
 from events.model import MemoryTouched
+from events.touch_block import TouchBlock
+from projections.folds.touch_pairs import tally
 
 
 @dataclass
@@ -35,7 +37,9 @@ class TouchLog:
 HANDLES = (MemoryTouched,)
 
 
-def evolve(state: TouchLog, env: Envelope) -> TouchLog:
+def evolve(state: TouchLog, env: Envelope | TouchBlock) -> TouchLog:
+    if type(env) is TouchBlock:
+        return _block(state, env)
     event = env.event
     if isinstance(event, MemoryTouched):
         every, reason, at = state.stats, event.reason, env.occurred_at
@@ -48,6 +52,27 @@ def evolve(state: TouchLog, env: Envelope) -> TouchLog:
             by_reason[reason] = by_reason.get(reason, 0) + 1
             stats.last_touched_at = at
         state.total += len(event.memory_ids)
+    return state
+
+
+def _block(state: TouchLog, block: TouchBlock) -> TouchLog:
+    """:func:`evolve` over each event of ``block``: every pair counted (no dedup), the latest is the last event's."""
+    every, times = state.stats, block.times
+    whole = tally(block, once_per_event=False, latest="seq")
+    for memory_id, count, last in zip(whole.groups, whole.counts, whole.latest, strict=True):
+        if count:
+            stats = every.get(memory_id)
+            if stats is None:
+                stats = every[memory_id] = AccessStats()
+            stats.count += count
+            stats.last_touched_at = times[last]
+    for reason in dict.fromkeys(block.reasons):
+        part = tally(block, reasons=reason.__eq__, once_per_event=False, latest="seq")
+        for memory_id, count in zip(part.groups, part.counts, strict=True):
+            if count:
+                by_reason = every[memory_id].by_reason
+                by_reason[reason] = by_reason.get(reason, 0) + count
+    state.total += int(sum(whole.counts))
     return state
 
 

@@ -28,6 +28,8 @@ from datetime import datetime, timedelta
 from events.envelope import Envelope
 from events.errors import InvalidInputError, PalimpsestError
 from events.model import MemoryTouched, MessageRecorded
+from events.touch_block import TouchBlock
+from projections.folds.touch_pairs import tally
 
 MIN_CAPACITY, MAX_CAPACITY = 5, 9  # Miller's 7 ± 2
 TOUCH_REASONS: tuple[str, ...] = ("search_hit", "context", "used")
@@ -167,6 +169,12 @@ def fold_run(state: WorkingState, envelopes: Iterable[Envelope], config: Working
     bind(state, config)
     rehearsed: dict[str, int] = {}  # memory id → rehearsals not yet applied
     for env in envelopes:
+        if type(env) is TouchBlock:  # held items change only at a message: the same ones for the whole block
+            counted = tally(env, reasons=config.rehearsal_reasons.__contains__, member=state.held)
+            for memory_id, count in zip(counted.groups, counted.counts, strict=True):
+                if count:
+                    rehearsed[memory_id] = rehearsed.get(memory_id, 0) + count
+            continue
         event = env.event
         if type(event) is MemoryTouched:
             if event.reason in config.rehearsal_reasons:

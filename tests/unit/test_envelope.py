@@ -44,7 +44,7 @@ def test_envelope_schema_has_exactly_these_fields():
     assert ENVELOPE_SCHEMA.metadata is None
 
 
-def test_duckdb_table_columns_match_the_envelope_schema(tmp_path):
+def test_duckdb_table_columns_are_the_envelope_schema_then_the_clear_touch_column(tmp_path):
     log = DuckDBEventLog(tmp_path / "shard.duckdb")
     log.close()
     with duckdb.connect(str(tmp_path / "shard.duckdb"), read_only=True) as con:
@@ -62,6 +62,7 @@ def test_duckdb_table_columns_match_the_envelope_schema(tmp_path):
         ("causation_id", "VARCHAR", "YES"),
         ("correlation_id", "VARCHAR", "YES"),
         ("payload", "VARCHAR", "NO"),
+        ("touch", "STRUCT(reason VARCHAR, memory_ids VARCHAR[], key_gen INTEGER)", "YES"),
     ]
 
 

@@ -1,0 +1,170 @@
+"""What a fold needs of a :class:`~events.touch_block.TouchBlock`, computed over its (event, memory id) pairs at once.
+
+A replay's touches are a million (event, id) pairs for sixty thousand events; the
+folds that read them each want a count per memory (or per session), the latest
+time, and retention the times themselves. :func:`tally` gives those with numpy
+over the block's columns, so a fold's Python loop runs once per distinct
+memory of the block instead of once per pair. Each result is what the fold's
+per-event loop leaves: the same counts, the same latest times, the same order
+of equal times (a pair's position in its event's list is kept within an event,
+and events in seq order within a time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+import numpy as np
+
+from events.touch_block import TouchBlock
+
+
+@dataclass(slots=True)
+class Pairs:
+    """The block's (event, id) pairs: ``codes[j]`` indexes ``names`` (first-seen order), ``rows[j]`` its event."""
+
+    names: list[str]
+    codes: np.ndarray
+    rows: np.ndarray
+    reasons: list[str]  # the block's distinct reasons
+    reason_of: np.ndarray  # per event: its reason's index in ``reasons``
+    rank: np.ndarray  # per event: its place in time order (ties in seq order)
+    by_rank: np.ndarray  # the event at each place of that order
+    repeats: np.ndarray | None  # per pair: the id came earlier in the same event (None: no event repeats an id)
+
+
+def pairs(block: TouchBlock) -> Pairs:
+    """The pairs of ``block``, built once and kept on it (every fold of a replay reads the same block)."""
+    if block._pairs is None:
+        encoded = block.ids.dictionary_encode()
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        rows = np.repeat(np.arange(block.events, dtype=np.int64), np.diff(block.offsets))
+        names = encoded.dictionary.to_pylist()
+        order = sorted(range(block.events), key=block.times.__getitem__)  # stable: ties keep seq order
+        by_rank = np.asarray(order, dtype=np.int64)
+        rank = np.empty_like(by_rank)
+        rank[by_rank] = np.arange(block.events, dtype=np.int64)
+        distinct = dict.fromkeys(block.reasons)
+        index = {reason: i for i, reason in enumerate(distinct)}
+        reason_of = np.fromiter(map(index.__getitem__, block.reasons), dtype=np.int64, count=block.events)
+        block._pairs = Pairs(names, codes, rows, list(distinct), reason_of, rank, by_rank,
+                             _repeats(rows, codes, len(names)))
+    return block._pairs
+
+
+def _repeats(rows: np.ndarray, codes: np.ndarray, distinct: int) -> np.ndarray | None:
+    if codes.size == 0:
+        return None
+    key = rows * max(distinct, 1) + codes
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    again = ordered[1:] == ordered[:-1]
+    if not again.any():
+        return None
+    repeats = np.zeros(codes.size, dtype=bool)
+    repeats[order[1:][again]] = True
+    return repeats
+
+
+@dataclass(slots=True)
+class Tally:
+    """Per group (a memory, or what ``group_of`` maps it to), in first-touched order: how many selected
+    pairs name it, and the event of the latest of their times (or, with ``latest="seq"``, the last event)."""
+
+    groups: list
+    counts: list[int]
+    latest: list[int]
+    selected: np.ndarray  # the selected pairs' indices (for :func:`times_of`)
+    group_index: np.ndarray  # per pair: its group's index (-1 for none)
+
+
+def tally(block: TouchBlock, *, reasons: Callable[[str], bool] | None = None,
+          member: Collection | None = None, group_of: Callable[[str], object] | None = None,
+          once_per_event: bool = True, latest: str = "time") -> Tally:
+    """Count the block's pairs by group.
+
+    ``reasons`` keeps the events whose reason it accepts; ``member`` the ids it holds; ``group_of`` maps an id
+    to its group (None: not counted), else the group is the id. ``once_per_event`` counts a group once per
+    event however many of its ids name it (``dict.fromkeys`` over the event's list, as the folds do).
+    """
+    p = pairs(block)
+    if group_of is None:
+        keep = [member is None or name in member for name in p.names]
+        groups = [name for name, k in zip(p.names, keep, strict=True) if k]
+        index_of = np.cumsum(keep, dtype=np.int64) - 1
+        index_of[~np.asarray(keep, dtype=bool)] = -1
+    else:
+        seen: dict = {}
+        index_of = np.full(len(p.names), -1, dtype=np.int64)
+        for i, name in enumerate(p.names):
+            if member is not None and name not in member:
+                continue
+            group = group_of(name)
+            if group is not None:
+                index_of[i] = seen.setdefault(group, len(seen))
+        groups = list(seen)
+    g = index_of[p.codes] if p.codes.size else p.codes
+    sel = g >= 0
+    if reasons is not None:
+        accepted = np.asarray([bool(reasons(r)) for r in p.reasons], dtype=bool)  # once per distinct reason
+        sel &= accepted[p.reason_of][p.rows]
+    if once_per_event:
+        if group_of is not None:
+            sel = _first_per_event(p.rows, g, sel, len(groups))
+        elif p.repeats is not None:
+            sel &= ~p.repeats
+    selected = np.flatnonzero(sel)
+    gs = g[selected]
+    counts = np.bincount(gs, minlength=len(groups))
+    last = np.full(len(groups), -1, dtype=np.int64)
+    if latest == "time":
+        np.maximum.at(last, gs, p.rank[p.rows[selected]])
+        last = np.where(last >= 0, p.by_rank[np.maximum(last, 0)], -1)
+    else:
+        np.maximum.at(last, gs, p.rows[selected])
+    return Tally(groups, counts.tolist(), last.tolist(), selected, g)
+
+
+def _first_per_event(rows: np.ndarray, g: np.ndarray, sel: np.ndarray, groups: int) -> np.ndarray:
+    """``sel`` keeping, in each event, only the first selected pair of each group."""
+    idx = np.flatnonzero(sel)
+    if idx.size == 0:
+        return sel
+    key = rows[idx] * max(groups, 1) + g[idx]
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    again = np.zeros(idx.size, dtype=bool)
+    again[order[1:][ordered[1:] == ordered[:-1]]] = True
+    out = np.zeros_like(sel)
+    out[idx[~again]] = True
+    return out
+
+
+def times_of(block: TouchBlock, t: Tally) -> list[list]:
+    """Per group of ``t``, the times of its selected pairs in time order (equal times in seq order)."""
+    p = pairs(block)
+    gs = t.group_index[t.selected]
+    ranks = p.rank[p.rows[t.selected]]
+    order = np.lexsort((ranks, gs))
+    by_rank = np.empty(block.events, dtype=object)
+    by_rank[:] = [block.times[i] for i in p.by_rank.tolist()]
+    ordered = by_rank[ranks[order]]
+    bounds = np.cumsum(t.counts)[:-1] if t.counts else []
+    return [part.tolist() for part in np.split(ordered, bounds)] if t.counts else []
+
+
+def add_bursts(pending: dict, block: TouchBlock, counted: Tally) -> None:
+    """:func:`~projections.folds.touches.count_burst` of each touch of ``block`` at once: each counted group gains
+    its count of visits, its latest time the max (``pending`` maps a group to ``[visits, latest time]``)."""
+    times = block.times
+    for key, count, last in zip(counted.groups, counted.counts, counted.latest, strict=True):
+        if count:
+            at = times[last]
+            entry = pending.get(key)
+            if entry is None:
+                pending[key] = [count, at]
+            else:
+                entry[0] += count
+                if at > entry[1]:
+                    entry[1] = at

@@ -3,7 +3,8 @@
 An encrypted store seals the whole ``payload`` of every event of a user (its JSON: text, speaker, metadata,
 note and graph texts, model calls, vectors) and the recorded outcome of the user's commands. The envelope
 columns (tenant, user, seq, event id, kind, version, times, causation) stay clear: they route, order and
-audit, and hold no content.
+audit, and hold no content; so does a touch row's ``touch`` column (reason, memory ids, key generation:
+:mod:`events.touch_block`), which a replay folds without opening the payload.
 
 An event's sealed payload is stored as bytes in the log's ``sealed`` column (a BLOB; its ``payload`` column
 then holds only :data:`SEALED_STUB`)::

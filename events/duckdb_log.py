@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import structlog
 
 from events.crypto import PayloadCipher
 from events.envelope import ENVELOPE_SCHEMA, Envelope, from_arrow, to_arrow
@@ -56,6 +58,7 @@ CREATE TABLE IF NOT EXISTS commands (
 """
 SEALED_DDL = DDL.replace("    payload VARCHAR NOT NULL,\n", "    payload VARCHAR NOT NULL,\n    sealed BLOB,\n", 1)
 SCAN_BATCH = 20_000
+logger = structlog.get_logger("palimpsest.log")
 LOG_ERRORS = (duckdb.Error,)  # what reading a damaged log file raises (the shard turns it into ``open_error``)
 
 
@@ -215,6 +218,7 @@ class DuckDBEventLog(EventLog):
         if not updates:
             return 0
         rows = pa.concat_tables(updates)
+        started = time.perf_counter()
         con = self._writer
         con.execute("BEGIN TRANSACTION")
         try:
@@ -226,6 +230,8 @@ class DuckDBEventLog(EventLog):
             raise
         finally:
             con.unregister("_touch_rows")
+        logger.info("touch_column_backfilled", log=str(self.path), rows=rows.num_rows,
+                    seconds=round(time.perf_counter() - started, 2))
         return rows.num_rows
 
     def rows(self, flt: ScanFilter | None = None) -> pa.Table:

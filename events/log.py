@@ -130,6 +130,10 @@ class EventLog:
         """What a fold takes of :meth:`scan_tails` (see :meth:`fold_scan`)."""
         return self.scan_tails(heads)
 
+    def backfill_touches(self) -> int:
+        """Set the clear touch column of rows written before it (the DuckDB log; here there is none): 0."""
+        return 0
+
     def checksums(self, heads: Mapping[Stream, int]) -> dict[Stream, int]:
         """Per stream, a 64-bit checksum of its stored events up to ``heads[stream]`` (id, seq, kind, version,
         payload): a snapshot records it, so a log edited under a snapshot is noticed. Order-independent."""

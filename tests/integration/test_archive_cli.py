@@ -1,7 +1,9 @@
 """Archival end to end through the CLI: sweep by retention, archive search, restore, counterfactual rankings.
 
-The sample store is ingested once and copied for each test; each test holds its copy open, so its commands
-re-attach to the running actors (tests/integration/cli_store.py), and counts the logged events through it.
+The sample store is ingested once, copied and held open for the module, so the commands re-attach to the
+running actors (tests/integration/cli_store.py); each test counts the logged events through it. Opening a
+store costs seconds of actor start-up, so both tests share the one held copy: the counterfactual replay,
+which asserts it writes nothing, runs first; the sweep and restore, which write, run last.
 """
 
 from __future__ import annotations
@@ -25,11 +27,36 @@ def sample_store(ray_cluster, tmp_path_factory):
     return path
 
 
-@pytest.fixture
-def store(sample_store, tmp_path):
-    path = copy_store(sample_store, tmp_path / "store")
+@pytest.fixture(scope="module")
+def store(sample_store, tmp_path_factory):
+    path = copy_store(sample_store, tmp_path_factory.mktemp("held") / "store")
     with held(path) as mem:
         yield path, mem
+
+
+def test_replay_with_a_policy_and_queries_reports_rank_changes_and_writes_nothing(store, capsys, tmp_path):
+    store, mem = store
+    forgetful = tmp_path / "forgetful.json"
+    forgetful.write_text(json.dumps({"name": "forgetful", "stability_days": {"decision": 1, "preference": 1}}))
+    queries = tmp_path / "queries.txt"
+    queries.write_text("which database does Atlas use?\nwhat does maya drink in the morning?\n")
+    before = logged_events(mem)
+
+    rc, out, _ = run(capsys, "--store", store, "replay", "--policy", str(forgetful), "--at", JUNE,
+                     "--queries", str(queries), *USER, "-k", "5", "--json")
+    [user] = json.loads(out)
+
+    assert rc == 0 and [q["query"] for q in user["queries"]] == queries.read_text().splitlines()
+    db = user["queries"][0]["ranks"]
+    # Under the forgetful policy the decisions and preferences are archived in June: they drop out of the top 5.
+    dropped = [r for r in db if r["rank_current"] is not None and r["rank_other"] is None]
+    assert dropped and all(r["turn_id"] in {"atlas-1:4", "atlas-4:1", "atlas-3:3", "atlas-5:3", "atlas-5:1",
+                                            "atlas-1:3", "atlas-2:3", "atlas-1:6"} for r in dropped)
+    assert any(r["turn_id"] == "atlas-1:4" for r in dropped)  # the PostgreSQL decision itself
+    assert logged_events(mem) == before  # no touches, no archival: the log was only read (the sweep test relies on it)
+
+    rc, _, err = run(capsys, "--store", store, "replay", "--policy", str(forgetful), "--queries", str(queries))
+    assert rc == 2 and "queries.txt:1: a query needs a tenant and a user; pass --tenant/--user" in err
 
 
 def test_sweep_archives_faded_memories_without_deleting_and_restore_brings_one_back(store, capsys):
@@ -73,28 +100,3 @@ def test_sweep_archives_faded_memories_without_deleting_and_restore_brings_one_b
     assert rc == 2 and "not archived" in err and "memory_ids" in err
     rc, out, _ = run(capsys, "--store", store, "replay")
     assert rc == 0 and "digests match" in out
-
-
-def test_replay_with_a_policy_and_queries_reports_rank_changes_and_writes_nothing(store, capsys, tmp_path):
-    store, mem = store
-    forgetful = tmp_path / "forgetful.json"
-    forgetful.write_text(json.dumps({"name": "forgetful", "stability_days": {"decision": 1, "preference": 1}}))
-    queries = tmp_path / "queries.txt"
-    queries.write_text("which database does Atlas use?\nwhat does maya drink in the morning?\n")
-    before = logged_events(mem)
-
-    rc, out, _ = run(capsys, "--store", store, "replay", "--policy", str(forgetful), "--at", JUNE,
-                     "--queries", str(queries), *USER, "-k", "5", "--json")
-    [user] = json.loads(out)
-
-    assert rc == 0 and [q["query"] for q in user["queries"]] == queries.read_text().splitlines()
-    db = user["queries"][0]["ranks"]
-    # Under the forgetful policy the decisions and preferences are archived in June: they drop out of the top 5.
-    dropped = [r for r in db if r["rank_current"] is not None and r["rank_other"] is None]
-    assert dropped and all(r["turn_id"] in {"atlas-1:4", "atlas-4:1", "atlas-3:3", "atlas-5:3", "atlas-5:1",
-                                            "atlas-1:3", "atlas-2:3", "atlas-1:6"} for r in dropped)
-    assert any(r["turn_id"] == "atlas-1:4" for r in dropped)  # the PostgreSQL decision itself
-    assert logged_events(mem) == before  # no touches, no archival: the log was only read
-
-    rc, _, err = run(capsys, "--store", store, "replay", "--policy", str(forgetful), "--queries", str(queries))
-    assert rc == 2 and "queries.txt:1: a query needs a tenant and a user; pass --tenant/--user" in err

@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from itertools import chain
 from typing import NamedTuple
 
 from events.envelope import Envelope
@@ -78,12 +79,17 @@ class RetentionState:
     fold_digest: str | None = None
 
     def canonical(self) -> list:
+        # A replay's accesses are a million references to a few thousand datetime objects (one per touch
+        # event): each object is formatted once, found by its id (every one is alive while this runs).
+        every = [i.accesses for i in self.items.values()]
+        objects = dict(zip(map(id, chain.from_iterable(every)), chain.from_iterable(every)))
+        iso = {key: a.isoformat() for key, a in objects.items()}.__getitem__
         return [
             self.fold_digest,
             [
                 (i.memory_id, i.seq, i.created_at.isoformat(), repr(i.stability), i.memory_type, i.classifier,
                  i.category, i.exempt, i.access_count, i.last_access.isoformat() if i.last_access else None,
-                 i.ignored_touches, tuple(a.isoformat() for a in i.accesses))
+                 i.ignored_touches, tuple(map(iso, map(id, i.accesses))))
                 for i in sorted(self.items.values(), key=lambda i: i.seq)
             ],
         ]

@@ -147,11 +147,13 @@ def times_of(block: TouchBlock, t: Tally) -> list[list]:
     gs = t.group_index[t.selected]
     ranks = p.rank[p.rows[t.selected]]
     order = np.lexsort((ranks, gs))
-    by_rank = np.empty(block.events, dtype=object)
-    by_rank[:] = [block.times[i] for i in p.by_rank.tolist()]
-    ordered = by_rank[ranks[order]]
-    bounds = np.cumsum(t.counts)[:-1] if t.counts else []
-    return [part.tolist() for part in np.split(ordered, bounds)] if t.counts else []
+    times = block.times
+    ordered = list(map(times.__getitem__, p.by_rank[ranks[order]].tolist()))
+    out, start = [], 0
+    for end in np.cumsum(t.counts, dtype=np.int64).tolist():
+        out.append(ordered[start:end])
+        start = end
+    return out
 
 
 def add_bursts(pending: dict, block: TouchBlock, counted: Tally) -> None:

@@ -275,12 +275,12 @@ class DuckDBEventLog(EventLog):
 
     def scan_tails(self, heads) -> Iterator[Envelope]:
         """One query: the events after each stream's given head (a join with the heads as an Arrow table)."""
-        for batch in self._tails(heads, self._columns):
+        for batch in self._tails(heads, fold=False):
             yield from from_arrow(pa.Table.from_batches([batch]), self.cipher)
 
     def fold_tails(self, heads) -> Iterator:
         """:meth:`scan_tails` as a fold takes it (:meth:`fold_scan`)."""
-        for batch in self._tails(heads, self._fold_columns):
+        for batch in self._tails(heads, fold=True):
             yield from fold_items(pa.Table.from_batches([batch]), self.cipher)
 
     def _fold_select(self, prefix: str = "") -> str:
@@ -289,14 +289,14 @@ class DuckDBEventLog(EventLog):
         return ", ".join([*(f"CASE WHEN {prefix}touch IS NULL THEN {prefix}{n} END AS {n}"
                             if n in ("payload", "sealed") else prefix + n for n in self._names), prefix + "touch"])
 
-    def _tails(self, heads, columns: str):
+    def _tails(self, heads, *, fold: bool):
         if not heads:
+            columns = self._fold_columns if fold else self._columns
             rel = self._con.cursor().sql(f"SELECT {columns} FROM events ORDER BY tenant, user_id, seq")
             return arrow_batches(rel, SCAN_BATCH)
-        prefixed = (self._fold_select("e.") if columns == self._fold_columns
-                    else ", ".join("e." + n for n in self._names))
+        columns = self._fold_select("e.") if fold else ", ".join("e." + n for n in self._names)
         rel = self._with_heads(heads).sql(
-            f"SELECT {prefixed} FROM events e "
+            f"SELECT {columns} FROM events e "
             "LEFT JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "
             "WHERE e.seq > coalesce(h.head, 0) ORDER BY e.tenant, e.user_id, e.seq"
         )

@@ -41,7 +41,7 @@ from pathlib import Path
 import duckdb
 
 from events.crypto import PayloadCipher
-from events.duckdb_log import SCAN_BATCH, arrow_batches
+from events.duckdb_log import SCAN_BATCH, arrow_batches, fold_select
 from events.envelope import ENVELOPE_SCHEMA
 from events.model import MemoryTouched
 from events.touch_block import TouchBlock, fold_items
@@ -64,10 +64,8 @@ class ReadOnlyLog:
         columns = ENVELOPE_SCHEMA.names + (["sealed"] if cipher is not None else [])
         has_touch = bool(self.con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'events' AND "
                                           "column_name = 'touch'").fetchall()[0][0])
-        if has_touch:  # as DuckDBEventLog.fold_scan reads it
-            columns = [f"CASE WHEN touch IS NULL THEN {n} END AS {n}" if n in ("payload", "sealed") else n
-                       for n in columns] + ["touch"]
-        self.sql = f"SELECT {', '.join(columns)} FROM events ORDER BY tenant, user_id, seq"
+        select = fold_select(columns) if has_touch else ", ".join(columns)  # as DuckDBEventLog.fold_scan reads it
+        self.sql = f"SELECT {select} FROM events ORDER BY tenant, user_id, seq"
 
     def batches(self) -> list:
         return list(arrow_batches(self.con.cursor().sql(self.sql), SCAN_BATCH))

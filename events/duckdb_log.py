@@ -76,6 +76,13 @@ def arrow_batches(rel: duckdb.DuckDBPyRelation, rows: int):
     return reader(rows)
 
 
+def fold_select(names: list[str], prefix: str = "") -> str:
+    """The columns of a fold's scan of a log whose columns are ``names``: a touch row whose clear ``touch`` is
+    set is folded from it, so its payload is not read (a touch's sealed payload is most of a log's bytes)."""
+    return ", ".join([*(f"CASE WHEN {prefix}touch IS NULL THEN {prefix}{n} END AS {n}"
+                        if n in ("payload", "sealed") else prefix + n for n in names), prefix + "touch"])
+
+
 def where_clause(flt: ScanFilter) -> tuple[str, list]:
     """SQL predicate and parameters for a scan filter (shared with the audit reader)."""
     parts, params = ["TRUE"], []
@@ -153,14 +160,15 @@ class DuckDBEventLog(EventLog):
         self._heads = {(t, u): int(s) for t, u, s in rows}
         self._names = ENVELOPE_SCHEMA.names + (["sealed"] if has_sealed else [])
         self._columns = ", ".join(self._names)
-        self._fold_columns = self._fold_select()
+        self._fold_columns = fold_select(self._names)
         # Appends go through a connection of their own: a writer thread (the shard's touch flush) may append
         # while another thread reads through cursors of ``_con`` (DuckDB connections are not shared by threads).
         self._writer = self._con.cursor()
 
     def _write(self, envelopes: list[Envelope], command: CommandRecord | None) -> None:
         batch = to_arrow(envelopes, self.cipher)
-        batch = batch.append_column("touch", touch_column(envelopes, batch.column("sealed") if self.cipher else None))
+        sealed = batch.column("sealed") if self.cipher else None
+        batch = batch.append_column("touch", touch_column(envelopes, sealed))
         outcome = command.outcome if command is not None else None
         if command is not None and self.cipher is not None:
             outcome = self.cipher.seal_outcome(command.command_id, command.kind, command.tenant, command.user_id, outcome)
@@ -283,18 +291,12 @@ class DuckDBEventLog(EventLog):
         for batch in self._tails(heads, fold=True):
             yield from fold_items(pa.Table.from_batches([batch]), self.cipher)
 
-    def _fold_select(self, prefix: str = "") -> str:
-        """The columns of a fold's scan: a touch row whose clear ``touch`` is set is folded from it, so its
-        payload is not read (a touch's sealed payload is most of a log's bytes)."""
-        return ", ".join([*(f"CASE WHEN {prefix}touch IS NULL THEN {prefix}{n} END AS {n}"
-                            if n in ("payload", "sealed") else prefix + n for n in self._names), prefix + "touch"])
-
     def _tails(self, heads, *, fold: bool):
         if not heads:
             columns = self._fold_columns if fold else self._columns
             rel = self._con.cursor().sql(f"SELECT {columns} FROM events ORDER BY tenant, user_id, seq")
             return arrow_batches(rel, SCAN_BATCH)
-        columns = self._fold_select("e.") if fold else ", ".join("e." + n for n in self._names)
+        columns = fold_select(self._names, "e.") if fold else ", ".join("e." + n for n in self._names)
         rel = self._with_heads(heads).sql(
             f"SELECT {columns} FROM events e "
             "LEFT JOIN _heads h ON e.tenant = h.tenant AND e.user_id = h.user_id "

@@ -63,9 +63,10 @@ def fold_run(state: RetentionState, envelopes: Iterable[Envelope], policy: Reten
         def __contains__(self, memory_id: str) -> bool:
             return memory_id in work or memory_id in items
 
+    known = Known()
     for env in envelopes:
         if type(env) is TouchBlock:
-            counted = tally(env, reasons=policy.counts, member=Known())
+            counted = tally(env, reasons=policy.counts, member=known)
             for memory_id, times in zip(counted.groups, times_of(env, counted), strict=True):
                 if times:
                     w = work.get(memory_id) or open_item(memory_id)
@@ -78,7 +79,7 @@ def fold_run(state: RetentionState, envelopes: Iterable[Envelope], policy: Reten
                         accesses += times
                     else:  # a stable sort: equal times keep the order insort_right gives them one by one
                         accesses[:] = sorted(accesses + times)
-            ignored = tally(env, reasons=lambda reason: not policy.counts(reason), member=Known())
+            ignored = tally(env, reasons=lambda reason: not policy.counts(reason), member=known)
             for memory_id, count in zip(ignored.groups, ignored.counts, strict=True):
                 if count:
                     (work.get(memory_id) or open_item(memory_id))[_IGNORED] += count

@@ -53,16 +53,17 @@ def pairs(block: TouchBlock) -> Pairs:
     return block._pairs
 
 
-def _repeats(rows: np.ndarray, codes: np.ndarray, distinct: int) -> np.ndarray | None:
-    if codes.size == 0:
+def _repeats(rows: np.ndarray, keys: np.ndarray, distinct: int) -> np.ndarray | None:
+    """Per pair: whether an earlier pair of the same event has its key (None when no event repeats a key)."""
+    if keys.size == 0:
         return None
-    key = rows * max(distinct, 1) + codes
+    key = rows * max(distinct, 1) + keys
     order = np.argsort(key, kind="stable")
     ordered = key[order]
     again = ordered[1:] == ordered[:-1]
     if not again.any():
         return None
-    repeats = np.zeros(codes.size, dtype=bool)
+    repeats = np.zeros(keys.size, dtype=bool)
     repeats[order[1:][again]] = True
     return repeats
 
@@ -129,16 +130,11 @@ def tally(block: TouchBlock, *, reasons: Callable[[str], bool] | None = None,
 def _first_per_event(rows: np.ndarray, g: np.ndarray, sel: np.ndarray, groups: int) -> np.ndarray:
     """``sel`` keeping, in each event, only the first selected pair of each group."""
     idx = np.flatnonzero(sel)
-    if idx.size == 0:
-        return sel
-    key = rows[idx] * max(groups, 1) + g[idx]
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    again = np.zeros(idx.size, dtype=bool)
-    again[order[1:][ordered[1:] == ordered[:-1]]] = True
-    out = np.zeros_like(sel)
-    out[idx[~again]] = True
-    return out
+    again = _repeats(rows[idx], g[idx], groups)
+    if again is not None:
+        sel = sel.copy()
+        sel[idx[again]] = False
+    return sel
 
 
 def times_of(block: TouchBlock, t: Tally) -> list[list]:

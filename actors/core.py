@@ -359,9 +359,8 @@ class ShardCore:
         rebuilt.users = ResidentUsers((), store.load, store.evict, self.spec.max_resident_users)
         erased = [0]
         shard_state.fold(rebuilt, counting_erased(self.log.fold_scan(), erased))
-        self.vectors.rebuild([])
-        for stream in rebuilt.users:
-            self.vectors.add([(*stream, row) for row in rebuilt.users[stream].vectors.rows.values()])
+        self.vectors.rebuild((*stream, row) for stream in rebuilt.users  # user by user, in a few writes
+                             for row in rebuilt.users[stream].vectors.rows.values())
         seconds = time.perf_counter() - started
         self.state, self.users = rebuilt, store
         report = ReplayReport(self.spec.index, self.log.count(), seconds, live, self.digest(), erased[0])

@@ -61,8 +61,9 @@ def touch_column(envelopes: list[Envelope], sealed: list | None) -> pa.Array:
 class TouchBlock:
     """Consecutive touch events of one user (seqs ``first_seq``..``seq``), as columns.
 
-    ``times``/``reasons`` are per event; ``ids`` all touched ids in order, event ``i``'s being
-    ``ids[offsets[i]:offsets[i + 1]]``. ``seq`` is the last seq (what a fold's head moves to).
+    ``times``/``reasons`` are per event (``micros``: ``times`` as microseconds since the epoch, to sort
+    with numpy); ``ids`` all touched ids in order, event ``i``'s being ``ids[offsets[i]:offsets[i + 1]]``.
+    ``seq`` is the last seq (what a fold's head moves to).
     """
 
     tenant: str
@@ -73,6 +74,7 @@ class TouchBlock:
     reasons: list[str]
     ids: pa.StringArray
     offsets: np.ndarray
+    micros: np.ndarray
     event = None  # not an envelope: a fold's per-event checks (``type(env.event)``) see no event class
     _pairs: object = field(default=None, repr=False)
 
@@ -134,6 +136,7 @@ def _blocks(table: pa.Table, touch: pa.StructArray, tenants: list, users: list) 
     out = []
     seqs = table.column("seq").to_pylist()
     times = _pylist(table.column("occurred_at"))
+    micros = table.column("occurred_at").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
     reasons = touch.field("reason").to_pylist()
     lists = touch.field("memory_ids")
     offsets = lists.offsets.to_numpy()
@@ -143,6 +146,6 @@ def _blocks(table: pa.Table, touch: pa.StructArray, tenants: list, users: list) 
         if b == count or tenants[b] != tenants[a] or users[b] != users[a]:
             off = offsets[a:b + 1]
             out.append(TouchBlock(tenants[a], users[a], seqs[a], seqs[b - 1], times[a:b], reasons[a:b],
-                                  flat.slice(int(off[0]), int(off[-1] - off[0])), off - off[0]))
+                                  flat.slice(int(off[0]), int(off[-1] - off[0])), off - off[0], micros[a:b]))
             a = b
     return out

@@ -22,6 +22,7 @@ from projections.adapters.lance_import import import_lancedb
 from projections.folds.vectors import VectorRow
 
 Stream = tuple[str, str]
+REBUILD_ROWS = 50_000  # rows per write of a rebuild (~80 MB of 384-dim vectors)
 
 
 def _quote(value: str) -> str:
@@ -136,7 +137,22 @@ class LanceVectorTable:
         self._adds_since_optimize = 0
         return removed
 
-    def rebuild(self, rows: list[tuple[str, str, VectorRow]]) -> None:
+    def rebuild(self, rows: Iterable[tuple[str, str, VectorRow]], chunk: int = REBUILD_ROWS) -> None:
+        """The table rewritten to hold exactly ``rows``: one write per ``chunk`` rows (a write costs ~10-20 ms
+        whatever its size, and ``rows`` may be generated user by user so that no more than a chunk is held)."""
+        batch, first = [], True
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= chunk:
+                self._write(batch, first)
+                batch, first = [], False
+        if batch or first:
+            self._write(batch, first)
+
+    def _write(self, rows: list[tuple[str, str, VectorRow]], overwrite: bool) -> None:
+        if not overwrite:
+            self.add(rows)
+            return
         data = self._batch(rows) if rows else self.schema.empty_table()
         self._table = self._db.create_table(self.table_name, data=data, schema=self.schema, mode="overwrite")
         self._adds_since_optimize = 0

@@ -32,6 +32,7 @@ class Pairs:
     rank: np.ndarray  # per event: its place in time order (ties in seq order)
     by_rank: np.ndarray  # the event at each place of that order
     repeats: np.ndarray | None  # per pair: the id came earlier in the same event (None: no event repeats an id)
+    timeline: np.ndarray  # the events' times (objects) in that order: ``times[by_rank]``
 
 
 def pairs(block: TouchBlock) -> Pairs:
@@ -41,15 +42,16 @@ def pairs(block: TouchBlock) -> Pairs:
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         rows = np.repeat(np.arange(block.events, dtype=np.int64), np.diff(block.offsets))
         names = encoded.dictionary.to_pylist()
-        order = sorted(range(block.events), key=block.times.__getitem__)  # stable: ties keep seq order
-        by_rank = np.asarray(order, dtype=np.int64)
+        by_rank = np.argsort(block.micros, kind="stable")  # stable: ties keep seq order
         rank = np.empty_like(by_rank)
         rank[by_rank] = np.arange(block.events, dtype=np.int64)
         distinct = dict.fromkeys(block.reasons)
         index = {reason: i for i, reason in enumerate(distinct)}
         reason_of = np.fromiter(map(index.__getitem__, block.reasons), dtype=np.int64, count=block.events)
+        timeline = np.empty(block.events, dtype=object)
+        timeline[:] = block.times
         block._pairs = Pairs(names, codes, rows, list(distinct), reason_of, rank, by_rank,
-                             _repeats(rows, codes, len(names)))
+                             _repeats(rows, codes, len(names)), timeline[by_rank])
     return block._pairs
 
 
@@ -142,9 +144,8 @@ def times_of(block: TouchBlock, t: Tally) -> list[list]:
     p = pairs(block)
     gs = t.group_index[t.selected]
     ranks = p.rank[p.rows[t.selected]]
-    order = np.lexsort((ranks, gs))
-    times = block.times
-    ordered = list(map(times.__getitem__, p.by_rank[ranks[order]].tolist()))
+    order = np.argsort(gs * max(block.events, 1) + ranks, kind="stable")  # by group, then time (ties: seq)
+    ordered = p.timeline[ranks[order]].tolist()
     out, start = [], 0
     for end in np.cumsum(t.counts, dtype=np.int64).tolist():
         out.append(ordered[start:end])

@@ -38,7 +38,7 @@ def through_ray(memory: Memory, query) -> object:
     return get(memory.shards.of("acme", "alice").query.remote([query]))[0]
 
 
-def test_a_search_over_the_channel_answers_what_ray_answers(mem):
+def test_a_search_over_the_channel_answers_what_ray_answers_and_a_shard_error_comes_back_as_itself(mem):
     hits = mem.search("acme", "alice", "Who is a nurse?", k=3, now=NOW)
     index = mem.shards.index_of("acme", "alice")
     client = mem.shards.channels._clients[index]
@@ -53,6 +53,13 @@ def test_a_search_over_the_channel_answers_what_ray_answers(mem):
     ctx = mem.build_context("acme", "alice", "Biscuit the puppy", token_budget=200, now=NOW)
     assert "Biscuit" in ctx.text
 
+    # A shard's error comes back as itself, over the channel, which stays open (one store for both: an open costs
+    # seconds of the suite).
+    with pytest.raises(InvalidInputError, match="matches no memory of this user"):  # raised by the shard
+        mem.shards.ask("acme", "alice", c.MemoryRetention(tenant="acme", user_id="alice", memory_id="nope", now=NOW))
+    assert mem.shards.channels._clients[index] is client
+    assert mem.search("acme", "alice", "puppy", k=1, now=NOW)
+
 
 def test_an_idle_shard_warms_its_users_read_indexes_and_writes_nothing(mem):
     actor = mem.shards.of("acme", "alice")
@@ -63,15 +70,6 @@ def test_an_idle_shard_warms_its_users_read_indexes_and_writes_nothing(mem):
     assert get(actor.warmed.remote()) == 1  # its one user, once
     assert mem.stats()["events"] == events
     assert "nurse" in mem.search("acme", "alice", "Who is a nurse?", k=1, now=NOW)[0].text
-
-
-def test_a_shard_error_comes_back_as_itself(mem):
-    mem.search("acme", "alice", "puppy", now=NOW)  # the channel is open
-    index = mem.shards.index_of("acme", "alice")
-    with pytest.raises(InvalidInputError, match="matches no memory of this user"):  # raised by the shard
-        mem.shards.ask("acme", "alice", c.MemoryRetention(tenant="acme", user_id="alice", memory_id="nope", now=NOW))
-    assert mem.shards.channels._clients[index] is not None  # the channel answered it and stays
-    assert mem.search("acme", "alice", "puppy", k=1, now=NOW)
 
 
 def test_a_killed_shard_answers_again_and_its_new_channel_is_used(mem):

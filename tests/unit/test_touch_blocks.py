@@ -70,7 +70,7 @@ def histories(draw):
 
 @pytest.mark.parametrize("encrypted", [False, True])
 @given(batches=histories(), data=st.data())
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 def test_touch_blocks_at_any_times_fold_to_the_digest_of_envelopes_one_by_one(encrypted, batches, data):
     # Stored rows as a scan returns them (by stream, then seq), each at a time drawn apart from the others: touches
     # of one block earlier and later than the one before, equal ones too (retention keeps every access time).
@@ -100,7 +100,7 @@ def _cipher(tmp: Path) -> PayloadCipher:
 
 @pytest.mark.parametrize("encrypted", [False, True])
 @given(batches=histories())
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 def test_touch_blocks_fold_to_the_digest_of_envelopes_one_by_one(encrypted, batches):
     with tempfile.TemporaryDirectory() as tmp:
         log = DuckDBEventLog(Path(tmp) / "shard.duckdb", _cipher(Path(tmp)) if encrypted else None)

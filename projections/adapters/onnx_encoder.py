@@ -26,10 +26,11 @@ from pathlib import Path
 import numpy as np
 import structlog
 
-from projections.adapters import onnx_query
+from projections.adapters import onnx_batches, onnx_query
 
 log = structlog.get_logger("palimpsest.encoder")
 
+DIM = 384  # all-MiniLM-L6-v2's vectors
 EXPORT_VERSION = 2  # bump when the exported graph changes (2: fused attention)
 TOLERANCE = 1e-4  # largest accepted difference from sentence-transformers on the probes
 PROBES = (
@@ -66,8 +67,7 @@ def graph_path(model_dir: str) -> Path:
 class OnnxMiniLM:
     """Encode with an exported graph: a fast tokenizer, ONNX Runtime, numpy; no torch."""
 
-    def __init__(self, model_dir: str, path: Path, max_length: int, batch_size: int = 64) -> None:
-        import onnxruntime as ort
+    def __init__(self, model_dir: str, path: Path, max_length: int, batch_size: int = onnx_batches.ROWS) -> None:
         from tokenizers import Tokenizer
 
         self.path = path
@@ -75,27 +75,22 @@ class OnnxMiniLM:
         self.tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length)
         self.tokenizer.no_padding()
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        # The pool's threads sleep when a run ends. By default they spin for a while, on the cores a shard actor
-        # needs right then (the query it answers next, the batch it folds while the next one encodes): a search's
-        # shard call took p95 12.6 ms after a sleeping pool, 17.0 after a spinning one (README, the encoder).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        # One thread per session, a session per core for batches (:mod:`projections.adapters.onnx_batches`);
+        # the first also runs several float32 queries together.
+        self.session = onnx_query.session(path, 1)
+        self.workers = [self.session, *(onnx_query.session(path, 1) for _ in range(onnx_batches.workers() - 1))]
         self.query_path: Path | None = None  # the int8 graph, or ``path`` when queries run on float32 only
         self.query_session = None  # short queries' session (:mod:`projections.adapters.onnx_query`), set by ``load``
-        self.long_session = None  # long queries' session on the int8 graph, two threads; None: the batch session
+        self.long_session = None  # long queries' session, two threads: on the int8 graph, or float32 with int8 off
         self.short_int8 = False  # short queries on the int8 graph too (PALIMPSEST_QUERY_INT8=all, the default)
 
     def use_query_graph(self, path: Path) -> None:
         """Queries' sessions: short ones on one thread (on ``path`` when it is an int8 graph, unless
-        ``PALIMPSEST_QUERY_INT8=long`` keeps them on float32), long ones on ``path`` with two threads when it is an
-        int8 graph, else on the batch session."""
+        ``PALIMPSEST_QUERY_INT8=long`` keeps them on float32), long ones on ``path`` with two threads."""
         int8 = path != self.path
         self.short_int8 = int8 and onnx_query.int8_mode() == "all"
         self.query_session = onnx_query.session(path if self.short_int8 else self.path)
-        self.long_session = onnx_query.session(path, 2) if int8 else None
+        self.long_session = onnx_query.session(path, 2)
         self.query_path = path
 
     @property
@@ -103,34 +98,39 @@ class OnnxMiniLM:
         """Which graphs encode queries, and how (a cache of query vectors keys on it)."""
         graph = self.query_path or self.path
         stat = graph.stat()
-        mode = "off" if self.long_session is None else "all" if self.short_int8 else "long"
+        mode = "off" if graph == self.path else "all" if self.short_int8 else "long"
         return f"{graph.name}|{stat.st_size}|{stat.st_mtime_ns}|{mode}"
 
     def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        """Vectors of ``texts``, run ``batch_size`` rows at a time (default the encoder's) sorted by length."""
-        return self._run(self.session, texts, batch_size or self.batch_size)
+        """Vectors of ``texts``, run ``batch_size`` rows at a time (default the encoder's) sorted by length, the
+        runs shared out over the batch sessions."""
+        encodings = self.tokenizer.encode_batch(list(texts))
+        return onnx_batches.encode(self.workers, encodings, batch_size or self.batch_size, DIM)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray | None:
         """Vectors of search queries (:mod:`projections.adapters.onnx_query`): a query of at most
         ``ONE_THREAD_TOKENS`` tokens on the one-thread query session, a longer one on the int8 graph with two
         threads. An int8 run quantizes its activations over the whole batch, so int8 queries run one at a time
-        (a query's vector does not depend on the others); float32 ones run together on the batch session when
-        there are several (the same vectors to 1e-5)."""
+        (a query's vector does not depend on the others); float32 ones run together when there are several, the
+        short ones on the batch sessions (the same vectors to 1e-5)."""
         texts = list(texts)
         encodings = self.tokenizer.encode_batch(texts)
         out: np.ndarray | None = None
         long = [len(e.ids) > onnx_query.ONE_THREAD_TOKENS for e in encodings]
+        int8 = self.query_path is not None and self.query_path != self.path
         groups = [(False, self.query_session or self.session, self.short_int8),
-                  (True, self.long_session or self.session, self.long_session is not None)]
+                  (True, self.long_session or self.session, int8)]
         for is_long, session, alone in groups:
             rows = [i for i, flag in enumerate(long) if flag == is_long]
             if not rows:
                 continue
-            if len(rows) > 1 and not alone:  # float32: several at once on the batch session
-                session = self.session
+            if len(rows) > 1 and not alone and not is_long:  # float32: several at once on the batch sessions
+                session = None
             runs = [[i] for i in rows] if alone else [rows]
             for run in runs:
-                vectors = self._run(session, [texts[i] for i in run], self.batch_size, [encodings[i] for i in run])
+                chosen = [encodings[i] for i in run]
+                vectors = (onnx_batches.encode(self.workers, chosen, self.batch_size, DIM) if session is None
+                           else self._run(session, [texts[i] for i in run], self.batch_size, chosen))
                 if out is None:
                     out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
                 out[run] = vectors
@@ -138,23 +138,7 @@ class OnnxMiniLM:
 
     def _run(self, session, texts: list[str], size: int, encodings: list | None = None) -> np.ndarray:
         encodings = encodings if encodings is not None else self.tokenizer.encode_batch(list(texts))
-        out: np.ndarray | None = None
-        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")  # similar lengths share a batch
-        for start in range(0, len(order), size):
-            rows = order[start : start + size]
-            width = max(len(encodings[r].ids) for r in rows)
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for i, r in enumerate(rows):
-                n = len(encodings[r].ids)
-                ids[i, :n] = encodings[r].ids
-                mask[i, :n] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            vectors = session.run(None, feeds)[0]
-            if out is None:
-                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
-            out[rows] = vectors
-        return out
+        return onnx_batches.encode([session], encodings, size, DIM)
 
 
 def max_length(model_dir: str) -> int:

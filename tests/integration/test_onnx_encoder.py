@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from projections.adapters import onnx_encoder, onnx_query
+from projections.adapters import onnx_batches, onnx_encoder, onnx_query
 from projections.adapters.embedding import (LABEL_BATCH_SIZE, QUERY_TOKENS, HashEmbedder, MiniLMEmbedder,
                                             encode_labels, encode_queries, make_embedder, packaged_model_path)
 
@@ -32,8 +32,11 @@ def test_same_vectors_as_sentence_transformers_in_one_batch_and_one_by_one(refer
     embedder = MiniLMEmbedder()
     assert embedder.backend == "onnxruntime"
     # its pool threads sleep between runs (spinning ones take the cores a shard needs right then)
-    assert embedder._onnx.session.get_session_options().get_session_config_entry(
-        "session.intra_op.allow_spinning") == "0"
+    for session in embedder._onnx.workers:  # one thread each, a session per core (at most onnx_batches.MAX_WORKERS)
+        options = session.get_session_options()
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+        assert options.intra_op_num_threads == 1
+    assert len(embedder._onnx.workers) == onnx_batches.workers() and embedder._onnx.workers[0] is embedder._onnx.session
     expected = reference.encode(TEXTS, normalize_embeddings=True)
     batch = embedder.encode(TEXTS)
     assert batch.dtype == np.float32 and batch.shape == (len(TEXTS), 384)
@@ -43,18 +46,47 @@ def test_same_vectors_as_sentence_transformers_in_one_batch_and_one_by_one(refer
     assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
 
 
+def _spy_workers(monkeypatch, onnx) -> list[tuple[int, int]]:
+    """(worker, rows) of each run on the encoder's batch sessions."""
+    runs = []
+    for n, session in enumerate(onnx.workers):
+        monkeypatch.setattr(session, "run", lambda out, feeds, n=n, run=session.run:
+                            runs.append((n, len(feeds["input_ids"]))) or run(out, feeds), raising=False)
+    return runs
+
+
 def test_labels_run_in_small_batches_with_the_same_vectors(monkeypatch):
     embedder = MiniLMEmbedder()
     labels = [f"label {i}" + " word" * (i % 7) for i in range(40)]
-    runs = []
-    session_run = embedder._onnx.session.run
-    monkeypatch.setattr(embedder._onnx.session, "run", lambda out, feeds: runs.append(len(feeds["input_ids"]))
-                        or session_run(out, feeds), raising=False)
+    runs = _spy_workers(monkeypatch, embedder._onnx)
     got = encode_labels(embedder, labels)
-    assert runs == [LABEL_BATCH_SIZE, LABEL_BATCH_SIZE, 40 - 2 * LABEL_BATCH_SIZE]
-    assert np.abs(got - embedder.encode(labels)).max() < 1e-6 and runs[3:] == [40]
+    assert sorted(rows for _, rows in runs) == sorted([LABEL_BATCH_SIZE, LABEL_BATCH_SIZE, 40 - 2 * LABEL_BATCH_SIZE])
+    runs.clear()
+    assert np.abs(got - embedder.encode(labels)).max() < 1e-6
+    assert sorted(rows for _, rows in runs) == sorted([onnx_batches.ROWS, 40 - onnx_batches.ROWS])
     hashed = HashEmbedder()  # an encoder without encode_labels: its encode
     assert np.array_equal(encode_labels(hashed, labels), hashed.encode(labels))
+
+
+def test_a_batch_is_shared_out_over_the_sessions_with_the_vectors_of_one_session(monkeypatch):
+    embedder = MiniLMEmbedder()
+    onnx = embedder._onnx
+    if len(onnx.workers) < 2:
+        onnx.workers = [onnx.session, onnx_query.session(onnx.path, 1)]  # a one-core machine: two sessions anyway
+    texts = [f"turn {i}: " + "we talked about the trip to Hangzhou " * (i % 9) + "西湖" * (i % 4) for i in range(150)]
+    runs = _spy_workers(monkeypatch, onnx)
+    together = embedder.encode(texts)
+    assert sum(rows for _, rows in runs) == len(texts) and {n for n, _ in runs} == set(range(len(onnx.workers)))
+    alone = onnx._run(onnx.session, texts, onnx_batches.ROWS)  # every run on one session, in the same order
+    assert np.abs(together - alone).max() < 1e-6
+    assert np.abs(together - embedder.encode(texts[::-1])[::-1]).max() < 1e-5  # other runs: the same vectors
+
+    def broken(out, feeds):
+        raise RuntimeError("the session failed")
+
+    monkeypatch.setattr(onnx.workers[1], "run", broken, raising=False)
+    with pytest.raises(RuntimeError, match="the session failed"):  # raised in the caller, not lost in a thread
+        embedder.encode(texts)
 
 
 def test_a_broken_cache_file_is_exported_again_with_each_layers_attention_fused(reference, tmp_path, monkeypatch):
@@ -152,14 +184,15 @@ def test_every_query_on_float32_when_int8_is_off(monkeypatch):
     monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "off")
     embedder = MiniLMEmbedder()
     onnx = embedder._onnx
-    assert onnx.query_path == onnx.path and onnx.long_session is None
+    assert onnx.query_path == onnx.path
     assert onnx.query_session.get_session_options().intra_op_num_threads == 1
+    assert onnx.long_session.get_session_options().intra_op_num_threads == 2
     runs = spy(monkeypatch, onnx)
     texts = [*QUESTIONS, LONG]
     assert np.abs(encode_queries(embedder, texts) - embedder.encode(texts)).max() < 1e-5
     runs.clear()
     encode_queries(embedder, [QUESTIONS[0]]), encode_queries(embedder, [LONG])
-    assert runs == [("query_session", 1), ("session", 1)]  # a long one on the two-thread batch session
+    assert runs == [("query_session", 1), ("long_session", 1)]  # a long one on the float32 graph, two threads
 
 
 @pytest.mark.parametrize("setting", [None, "1", "all"])

@@ -347,14 +347,14 @@ class Reach:
     """
 
     terms: frozenset[str]
-    containment: bool  # Chinese terms of two or more characters: matched by containment too
+    grams: frozenset[str]  # character bigrams of the Chinese terms of two or more characters (containment, _index)
     slot: str | None
     states: bool
     switch: bool  # a switch ("moved from X to Y") may relate it to any note
 
 
 def _reach(s: _Statement) -> Reach:
-    return Reach(frozenset(s.terms), bool(_index(s.terms)[1]), s.slot, bool(s.states),
+    return Reach(frozenset(s.terms), _index(s.terms)[2], s.slot, bool(s.states),
                  bool(s.switch_from or s.switch_kinds))
 
 

@@ -8,7 +8,8 @@ notes makes ingest slow down as the notes pile up (on the LoCoMo dev file a
 candidate met 75 notes on average, and 1 or 2 of them mattered).
 
 :class:`NotePool` keeps postings (term → notes; slot → notes; the notes with
-states; the notes with Chinese terms) and judges only the notes a candidate
+states; character bigram of a Chinese term → notes, since one Chinese term
+inside another shares its bigrams) and judges only the notes a candidate
 can reach (every note when the candidate is a switch). :meth:`NotePool.actionable`
 returns exactly the verdicts of ``detect`` over the comparable pool whose
 relation is not CONSISTENT, in pool order: ``tests/unit/test_note_pool.py``
@@ -42,7 +43,7 @@ class NotePool:
         self._by_term: dict[str, set[str]] = {}
         self._by_slot: dict[str, set[str]] = {}
         self._with_states: set[str] = set()
-        self._with_containment: set[str] = set()
+        self._by_gram: dict[str, set[str]] = {}  # bigram of a Chinese term (containment) → notes
         self._by_text: dict[tuple[str, str], set[str]] = {}
         self._next = 0
         for note in notes:
@@ -61,8 +62,8 @@ class NotePool:
             self._by_slot.setdefault(reach.slot, set()).add(note.note_id)
         if reach.states:
             self._with_states.add(note.note_id)
-        if reach.containment:
-            self._with_containment.add(note.note_id)
+        for gram in reach.grams:
+            self._by_gram.setdefault(gram, set()).add(note.note_id)
 
     def remove(self, note_id: str) -> None:
         reach = self._reach.pop(note_id)
@@ -73,7 +74,8 @@ class NotePool:
         if reach.slot:
             self._by_slot[reach.slot].discard(note_id)
         self._with_states.discard(note_id)
-        self._with_containment.discard(note_id)
+        for gram in reach.grams:
+            self._by_gram[gram].discard(note_id)
         del self.notes[note_id]
         del self._order[note_id]
 
@@ -92,8 +94,8 @@ class NotePool:
             ids |= self._by_slot.get(reach.slot, set())
         if reach.states:
             ids |= self._with_states
-        if reach.containment:
-            ids |= self._with_containment
+        for gram in reach.grams:  # a Chinese term inside another shares its bigrams with it (term_match.index)
+            ids |= self._by_gram.get(gram, set())
         return sorted(ids, key=self._order.__getitem__)
 
     def actionable(self, candidate: CandidateNote) -> list[Verdict]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from events.errors import InvalidInputError
 from palimpsest import Memory
 from projections.adapters.tokens import TokenCounter
+from projections.queries.retrieval import DEFAULT_FUSION
 from tests.builders import command
 
 pytestmark = pytest.mark.integration
@@ -291,11 +293,18 @@ def test_real_model_finds_a_turn_with_no_word_overlap(ray_cluster, tmp_path):
             command("The stock market fell sharply today", 4, turn_id="D1:5"),
         ])
 
-        [top, *_] = mem.search("acme", "alice", "new dog", k=3)
+        # The fused lists without the learned ranker: in a store of five turns in one session the ranker scores
+        # every turn below 1 % and may put the dense top's neighbour first on a tie-sized difference (measured:
+        # 0.0091 for D1:2 against 0.0089 for D1:1 on int8 query vectors), so the ranker's order is not this test's
+        # subject; the model's is.
+        unranked = replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None)
+        [top, *_] = mem.search("acme", "alice", "new dog", k=3, fusion=unranked)
 
         assert top.turn_id == "D1:1"
         assert not {"lexical_rank", "facts_rank"} & set(top.breakdown)  # found by meaning alone
         assert top.breakdown["dense_rank"] == 1 and top.breakdown["dense_similarity"] > 0.3
+        ranked = mem.search("acme", "alice", "new dog", k=3)
+        assert "D1:1" in [hit.turn_id for hit in ranked[:2]]  # with the ranker: first, or second behind its neighbour
         assert mem.stats()["embedder"] == "sentence-transformers/all-MiniLM-L6-v2"
         assert all(r.equal for r in mem.replay())
     finally:

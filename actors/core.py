@@ -39,7 +39,7 @@ import numpy as np
 import structlog
 
 from actors import commands as c
-from actors import feedback, reads, reads_graph, reads_inspect, reads_learning, reads_notes
+from actors import feedback, heap, reads, reads_graph, reads_inspect, reads_learning, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
 from actors.decide_erasure import decide_forget
@@ -358,7 +358,8 @@ class ShardCore:
         rebuilt = store.empty_state()
         rebuilt.users = ResidentUsers((), store.load, store.evict, self.spec.max_resident_users)
         erased = [0]
-        shard_state.fold(rebuilt, counting_erased(self.log.fold_scan(), erased))
+        with heap.paused():  # the collector would walk the live state and the one being built, again and again
+            shard_state.fold(rebuilt, counting_erased(self.log.fold_scan(), erased))
         self.vectors.rebuild((*stream, row) for stream in rebuilt.users  # user by user, in a few writes
                              for row in rebuilt.users[stream].vectors.rows.values())
         seconds = time.perf_counter() - started

@@ -20,7 +20,6 @@ the process: they are access signals, not facts).
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import threading
@@ -29,7 +28,8 @@ from contextlib import nullcontext
 import ray
 import structlog
 
-from actors.commands import Command, Query
+from actors import heap
+from actors.commands import Command, Query, Replay
 from actors.core import ShardCore
 from actors.read_channel import ChannelServer
 from actors.spec import ShardSpec
@@ -45,9 +45,8 @@ class ShardActor:
         structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
         self._core = ShardCore(spec)
         # The folded projections are long-lived: moved out of the collector's reach, a full collection no
-        # longer walks them in the middle of a query (one took 264 ms on the dev store's shard, under load).
-        gc.collect()
-        gc.freeze()
+        # longer walks them in the middle of a query (actors.heap).
+        heap.settle()
         self._lock = threading.Lock()  # the projections: queries, folds
         self._writing = threading.Lock()  # the log: one writer at a time; always taken before ``_lock``
         self._closed = threading.Event()
@@ -84,7 +83,10 @@ class ShardActor:
         self._warmer.saw(queries)
         if any(q.flushes_first for q in queries):  # these write pending touches, then read the log
             with self._writing, self._lock:
-                return [self._core.query(q) for q in queries]
+                answers = [self._core.query(q) for q in queries]
+                if any(isinstance(q, Replay) for q in queries):
+                    heap.settle()  # the rebuilt projections out of the collector's reach, as at start-up
+                return answers
         with self._lock:
             return [self._core.query(q) for q in queries]
 

@@ -28,10 +28,10 @@ REALTALK dev 66.44/73.52 → 66.21/73.70, MemDaily dev 76.9/92.6 → 77.2/92.4. 
 float32 graph.
 
 The int8 weights are quantized per output channel (``onnxruntime.quantization.quantize_dynamic``), once per
-machine, from the float32 graph into the same cache directory, and checked on the probes: each int8 vector, each
-probe encoded alone as a query is, must have cosine at least :data:`MIN_COSINE` with the float32 one, a guard against a broken quantization (LoCoMo and
-REALTALK dev questions: mean 0.993, least 0.981; "ok" 0.964). Turns, labels and everything recorded in the log
-are always encoded by the float32 graph.
+machine, from the float32 graph into the same cache directory, and checked on the probes: each int8 vector (each
+probe encoded alone, as a query is) must have cosine at least :data:`MIN_COSINE` with the float32 one, a guard
+against a broken quantization (LoCoMo and REALTALK dev questions: mean 0.993, least 0.981; "ok" 0.964). Turns,
+labels and everything recorded in the log are always encoded by the float32 graph.
 """
 
 from __future__ import annotations

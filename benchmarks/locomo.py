@@ -7,6 +7,14 @@ question with parsable evidence (recall@k, budget recall, context tokens,
 overall / per category / categories 1-4), measures speed (ingest vs
 encode-only, search and context latency, replay, peak RSS), and writes the
 JSON plus a Markdown summary next to it (same stem, ``.md``).
+
+Encode-only (the store's encoder over the same texts in the same batches,
+nothing else) is timed twice, right before the ingest and right after it
+(and the consolidation); the ratio is the ingest's messages/s over the
+encode-only messages/s of the two runs' mean time. The speed of this shared
+2-core VM drifts by more than the ratio's margin within minutes (the same
+encode work took 41.7 to 54.5 CPU seconds in one afternoon): a baseline on
+both sides of the ingest cancels a drift across it. Both times are reported.
 """
 
 from __future__ import annotations
@@ -108,9 +116,12 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         mem.embedder.encode(["warm-up"])  # model load and first-call overhead stay out of both timings
         model_load_s = time.perf_counter() - started
 
+        texts = [index_text(m) for m in messages]
         if args.reuse:
             ingest_s, consolidation = reuse(mem, len(messages))
+            encode_before_s = None
         else:
+            _, encode_before_s = encode_batched(mem.embedder, texts)
             started = time.perf_counter()
             mem.consolidate_every = 0  # consolidation is timed on its own, right after ingest
             ingest = mem.add_messages(messages, tenant=TENANT, batch_size=BATCH_SIZE, progress=True)
@@ -120,7 +131,8 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
                 print(f"warning: {ingest.duplicates} of {len(messages)} turns were duplicates (repeated dia_id?)",
                       file=sys.stderr)
 
-        vectors, encode_s = encode_batched(mem.embedder, [index_text(m) for m in messages])
+        vectors, encode_after_s = encode_batched(mem.embedder, texts)
+        encode_s = encode_after_s if encode_before_s is None else (encode_before_s + encode_after_s) / 2
         qvecs, _ = encode_batched(mem.embedder, [q.question for q in questions])
         query_vectors = {(q.sample_id, q.index): v for q, v in zip(questions, qvecs)}
         corpora = build_corpora(messages, vectors, lambda m: m["user_id"], default_counter())
@@ -190,6 +202,7 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         "consolidation_events": consolidation["events"],
         "graph_memories_staged": consolidation["staged"],
         "encode_only_seconds": encode_s,
+        "encode_only_seconds_before_after": [encode_before_s, encode_after_s],
         "model_load_seconds": model_load_s,
         "retrieve_ms_mean": {n: 1000 * t / max(1, len(questions)) for n, t in elapsed.items()},
         "latency_by_system": {

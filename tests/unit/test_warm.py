@@ -11,7 +11,8 @@ import numpy as np
 from actors import commands as c
 from actors.core import ShardCore
 from actors.spec import ShardSpec
-from actors.warm import IDLE_S, Warmer
+from actors.reads import search
+from actors.warm import IDLE_S, QUERIES, Warmer, has_chinese
 from projections.adapters.embedding import HashEmbedder
 from projections.queries import key_index, rerank, session_docs
 from projections.queries.retrieval import DEFAULT_FUSION
@@ -82,3 +83,23 @@ def test_users_outside_the_residency_cap_are_not_loaded_to_be_warmed(tmp_path):
     for stream in due:
         warmer.warm(core, stream)
     assert core.state.users.loads == loads and warmer.warmed == 1
+
+
+def test_the_chinese_query_warms_only_users_with_chinese_terms(tmp_path, monkeypatch):
+    core = core_for(tmp_path)
+    record(core, turns("mel", 3))  # "... 西湖 ...": Chinese terms
+    record(core, [command(f"Turn {i} of ann: we talked about hiking", i, user_id="ann", client_message_id=f"a-{i}")
+                  for i in range(3)])
+    asked = []
+    real = search
+
+    def spy(core_, q):
+        asked.append((q.user_id, q.query))
+        return real(core_, q)
+
+    monkeypatch.setattr("actors.warm.search", spy)
+    warmer = Warmer(384)
+    for stream in warmer.due(core):
+        warmer.warm(core, stream)
+    assert sorted(asked) == sorted([("mel", QUERIES[0]), ("mel", QUERIES[1]), ("ann", QUERIES[0])])
+    assert has_chinese(core.state.user("acme", "mel")) and not has_chinese(core.state.user("acme", "ann"))

@@ -25,6 +25,7 @@ from projections.queries.ranker import RankerModel, rerank_rows
 from projections.queries.ranker_model import MODEL as ENGLISH_RANKER
 from projections.queries.ranker_model_cjk import MODEL as CHINESE_RANKER
 from projections.queries.results import Hit
+from projections.rules.query_focus import focus
 from projections.rules.text import has_cjk
 
 
@@ -142,6 +143,7 @@ class FusionConfig:
     # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
     fact_key: bool = True
     cjk_subwords: bool = True
+    query_focus: bool = True  # text lists read a query from its pivot on (projections.rules.query_focus)
     fact_weight: float = 0.0
     fact_cjk: bool = False  # Chinese queries skip the fact key and list unless set (measured: they lose on MemDaily)
     context_weight: float = 0.5
@@ -269,6 +271,8 @@ def fuse(
     travel), and with ``policy`` the retention term at ``now`` joins the
     score (see :class:`FusionConfig`). The archive is read as it stands.
     """
+    if config.query_focus:
+        query = focus(query)  # the dense list keeps the whole query's vector
     primary = lexical_key(config, query)
     lexical = memory.lexical.search(query, config.candidates, config.bm25) if primary == "lexical" else []
     parts: dict[str, dict] = {memory_id: {"dense": (rank, sim)} for rank, (memory_id, sim) in enumerate(dense, start=1)}

@@ -9,11 +9,13 @@ garbage collector while it runs and gives it back as it was, after nested folds 
 from __future__ import annotations
 
 import gc
+import os
+import zlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from events.crypto import PayloadCipher
+from events.crypto import MIN_COMPRESS, PayloadCipher, _pack, _unpack
 from events.envelope import from_arrow, to_arrow
 from events.errors import StoreError
 from events.keystore import KeyStore
@@ -22,7 +24,7 @@ from tests.builders import embedding, message, stream, touch
 
 MASTER = bytes(range(32))
 AT = datetime(2024, 6, 1, 12, tzinfo=UTC)
-TEXTS = ["hi", "I adopted a puppy named Biscuit last week " * 4, "我喜欢在周末去西山爬山"]  # stored as is, zlib, zlib
+TEXTS = ["hi", "I adopted a puppy named Biscuit last week " * 4, "我喜欢在周末去西山爬山"]  # JSON under MIN_COMPRESS bytes: as is
 
 
 def _log(users: tuple[str, ...] = ("alice", "bob")) -> list:
@@ -68,6 +70,17 @@ def test_open_payloads_passes_clear_rows_through_and_refuses_a_damaged_one_with_
     altered[2] = sealed[2][:10]  # shorter than a header and a nonce, after rows of the same key opened
     with pytest.raises(StoreError, match=f"{ids[2]} is not of format 2"):
         cipher.open_payloads(tenants, users, ids, kinds, versions, altered)
+
+
+def test_bodies_are_zstd_from_min_compress_bytes_and_zlib_bodies_of_older_logs_still_open():
+    short, long = b'{"text":"hi"}', ('{"text":"' + "I adopted a puppy named Biscuit " * 20 + '"}').encode()
+    assert len(short) < MIN_COMPRESS <= len(long)
+    assert _pack(short) == b"j" + short and _unpack(_pack(short)) == short
+    packed = _pack(long)
+    assert packed[:1] == b"s" and len(packed) < len(long) and _unpack(packed) == long
+    assert _unpack(b"z" + zlib.compress(long, 1)) == long  # a body an earlier palimpsest wrote
+    noise = os.urandom(600)  # does not compress: stored as it is
+    assert _pack(noise) == b"j" + noise
 
 
 def _watching(envelopes: list, seen: list[bool]):

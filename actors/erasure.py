@@ -24,6 +24,7 @@ from events.erasure_events import PayloadErased
 from events.errors import StoreError
 from events.keystore import KeyStore
 from events.log import EventLog
+from projections.rules.extraction import forget_text_caches
 
 logger = structlog.get_logger("palimpsest.shard")
 Stream = tuple[str, str]
@@ -43,6 +44,7 @@ def erase_user(core, stream: Stream, generation: int) -> dict:
     snapshot = core.users.forget(stream)
     core.dense.forget(stream)
     core.forget_caches()
+    forget_text_caches()  # the rules' memos of message texts (any user's: they are rebuilt as texts come again)
     keys = core.log.cipher.keys.destroy(stream, generation) if core.log.cipher is not None else 0
     report = {"vectors_removed": vectors, "snapshot_removed": snapshot, "keys_destroyed": keys}
     logger.info("user_erased", shard=core.spec.index, tenant=stream[0], user_id=stream[1], generation=generation,

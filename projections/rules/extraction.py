@@ -41,7 +41,7 @@ from projections.rules.note_rules import (
     Polarity,
     Rule,
 )
-from projections.rules.text import has_cjk, rule_text, tokenize
+from projections.rules.text import has_cjk, rule_text, text_caches_clear, tokenize
 
 EXTRACTOR_ID = "rules-v1"
 CATEGORIES: tuple[str, ...] = ("preference", "decision", "constraint", "fact")
@@ -98,8 +98,11 @@ _EN_LEAD_SUBJECT = re.compile(r"^(?:(?:we|you|please)\s+)+", re.IGNORECASE)
 _ZH_LEAD_SUBJECT = re.compile(r"^(?:我们|咱们|大家|你们|你|请)+")
 
 
+@lru_cache(maxsize=8192)
 def key_terms(text: str) -> tuple[str, ...]:
-    """The tokens of ``text`` that say what it is about, in first-seen order.
+    """The tokens of ``text`` that say what it is about, in first-seen order (memoised: a message's text is read
+    by its classification, its note candidates and the contradiction rules; MemDaily dev: 15,559 calls for
+    5,269 messages).
 
     Stop words, the rules' own verbs ("prefer", "decided", "改用") and time
     words ("now", "十天") are left out; "Go" the language becomes "golang".
@@ -222,3 +225,11 @@ def _extract_notes(text: str, speaker: str | None, previous: str | None) -> tupl
                     found.setdefault(note.text, note)
                 break
     return tuple(found.values()), bool(anaphors)
+
+
+def forget_text_caches() -> None:
+    """Empty the memos that hold message texts (:func:`key_terms`, the note extraction, the tokenizer's runs and
+    queries): an erasure leaves no copy of a forgotten user's words in the process."""
+    key_terms.cache_clear()
+    _extract_notes.cache_clear()
+    text_caches_clear()

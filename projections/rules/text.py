@@ -135,3 +135,9 @@ def same_topic(a: str, b: str, overlap: float = TOPIC_OVERLAP) -> bool:
     """
     x, y = terms(a), terms(b)
     return bool(x and y) and len(x & y) / len(x | y) >= overlap
+
+
+def text_caches_clear() -> None:
+    """Empty this module's memos of text (Chinese runs' words and sub-words, query tokens)."""
+    for memo in (chinese_words, _subwords, query_tokens):
+        memo.cache_clear()

@@ -21,6 +21,8 @@ from events.errors import InvalidInputError, StoreError
 from events.keystore import KeyStore
 from projections.adapters.embedding import HashEmbedder
 from projections.folds import state as shard_state
+from projections.rules.extraction import key_terms
+from projections.rules.text import chinese_words, query_tokens
 from tests.builders import command
 from tests.shard_helpers import record, search
 
@@ -85,6 +87,8 @@ def test_forget_erases_one_user_and_leaves_every_other_user_as_it_was(core):
 
     outcome = forget(core)
 
+    memos = (key_terms, chinese_words, query_tokens)
+    assert all(m.cache_info().currsize == 0 for m in memos)  # no memo of the rules keeps a forgotten user's words
     assert outcome == {"tenant": "acme", "user_id": "alice", "forgotten": True, "event_id": outcome["event_id"],
                        "through_seq": head, "key_generation": 1}
     assert {s: user_digest(core, s) for s in others} == before

@@ -36,7 +36,7 @@ from itertools import islice
 
 from projections.folds.lexical import BM25Params, LexicalIndex
 from projections.folds.state import UserMemory
-from projections.rules.text import query_tokens, search_tokens, tokenize
+from projections.rules.text import query_tokens, search_tokens, text_tokens
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
@@ -160,12 +160,12 @@ class KeyIndex:
                 if self.kind == "context":
                     dirty.add(before)
             self.last[msg.conversation_id] = memory_id
-            self._put(memory_id, self._text(memory, memory_id))
+            self._put(memory_id, self._parts(memory, memory_id))
         for memory_id in dirty:
             if memory_id in self.slot:
-                text = self._text(memory, memory_id)
-                if text != self.texts[self.slot[memory_id]]:
-                    self._put(memory_id, text)
+                parts = self._parts(memory, memory_id)
+                if " ".join(parts) != self.texts[self.slot[memory_id]]:
+                    self._put(memory_id, parts)
         self.version = version
         return True
 
@@ -195,7 +195,9 @@ class KeyIndex:
         self.graph_seen = len(graph)
         return dirty
 
-    def _text(self, memory: UserMemory, memory_id: str) -> str:
+    def _parts(self, memory: UserMemory, memory_id: str) -> list[str]:
+        """The texts whose join (by a space) is the turn's document: its index text and its facts, or the turns
+        around it."""
         by_id = memory.messages.by_id
         if self.kind == "facts":
             notes = memory.notes.notes
@@ -203,14 +205,15 @@ class KeyIndex:
             facts = dict.fromkeys([notes[n].text for n in self.turn_notes.get(memory_id, ())]
                                   + [_graph_words(g, msg) for g in self.turn_graph.get(memory_id, ())])
             extra = spelled_dates(" ".join(facts))
-            return f"{msg.index_text} {extra}" if extra else msg.index_text
+            return [msg.index_text, extra] if extra else [msg.index_text]
         if self.kind == "subwords":
-            return by_id[memory_id].index_text
+            return [by_id[memory_id].index_text]
         around = [self.prev.get(memory_id), memory_id] + ([self.nxt.get(memory_id)] if self.kind == "context" else [])
-        return " ".join(by_id[m].index_text for m in around if m is not None)
+        return [by_id[m].index_text for m in around if m is not None]
 
-    def _put(self, memory_id: str, text: str) -> None:
-        tokens = search_tokens(text) if self.kind == "subwords" else tokenize(text)
+    def _put(self, memory_id: str, parts: list[str]) -> None:
+        text = " ".join(parts)  # tokenized part by part: a turn's tokens are shared by the keys that hold it
+        tokens = search_tokens(text) if self.kind == "subwords" else [t for part in parts for t in text_tokens(part)]
         doc = self.slot.get(memory_id)
         if doc is None:
             self.slot[memory_id] = len(self.counts)

@@ -92,6 +92,17 @@ def _subwords(run: str) -> tuple[str, ...]:
     return tuple(tokens)
 
 
+TEXT_CACHE = 4096  # texts whose tokens are kept: more than one user's turns (a read index is built user by user)
+
+
+@lru_cache(maxsize=TEXT_CACHE)
+def text_tokens(text: str) -> tuple[str, ...]:
+    """:func:`tokenize` of ``text``, memoised. ``tokenize(f"{a} {b}") == tokenize(a) + tokenize(b)`` (a space
+    ends every token and every Chinese run), so a key made of several turns is tokenized from its parts' tokens:
+    each turn once, however many keys hold it (checked on 30,000 triples of the three dev files' turns)."""
+    return tuple(tokenize(text))
+
+
 def search_tokens(text: str) -> list[str]:
     """:func:`tokenize` with richer Chinese terms (:func:`_subwords`); English tokens as in :func:`tokenize`."""
     return tokenize(text, _subwords)
@@ -138,6 +149,6 @@ def same_topic(a: str, b: str, overlap: float = TOPIC_OVERLAP) -> bool:
 
 
 def text_caches_clear() -> None:
-    """Empty this module's memos of text (Chinese runs' words and sub-words, query tokens)."""
-    for memo in (chinese_words, _subwords, query_tokens):
+    """Empty this module's memos of text (Chinese runs' words and sub-words, query and text tokens)."""
+    for memo in (chinese_words, _subwords, query_tokens, text_tokens):
         memo.cache_clear()

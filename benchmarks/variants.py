@@ -42,8 +42,8 @@ VARIANTS: dict[str, FusionConfig] = {
     "palimpsest_no_list_expand": replace(DEFAULT_FUSION, list_expansion=LISTS_OFF),
     "palimpsest_notes_quarter": replace(DEFAULT_FUSION, note_share=0.25),
     "palimpsest_before_lists": BEFORE_LISTS,
-    "palimpsest_no_cjk_ranker": replace(DEFAULT_FUSION, cjk_ranker=None),
-    "palimpsest_no_focus": replace(DEFAULT_FUSION, query_focus=False),  # noisy queries read whole  # Chinese queries not re-ranked
+    "palimpsest_no_cjk_ranker": replace(DEFAULT_FUSION, cjk_ranker=None),  # Chinese queries not re-ranked
+    "palimpsest_no_focus": replace(DEFAULT_FUSION, query_focus=False),  # rambling queries read whole
     "palimpsest_no_neighbours": replace(DEFAULT_FUSION, neighbour_weight=0.0),
     "palimpsest_no_speaker": replace(DEFAULT_FUSION, speaker_weight=0.0),
     "palimpsest_no_time": replace(DEFAULT_FUSION, time_weight=0.0),

@@ -143,7 +143,7 @@ class FusionConfig:
     # context (the turn + its neighbour turns; context_window "both" or "prev"), subwords.
     fact_key: bool = True
     cjk_subwords: bool = True
-    query_focus: bool = True  # text lists read a query from its pivot on (projections.rules.query_focus)
+    query_focus: bool = True  # the fusion reads a query's text from its pivot on (projections.rules.query_focus)
     fact_weight: float = 0.0
     fact_cjk: bool = False  # Chinese queries skip the fact key and list unless set (measured: they lose on MemDaily)
     context_weight: float = 0.5

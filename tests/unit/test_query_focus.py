@@ -1,4 +1,4 @@
-"""A rambling query is read from its explicit pivot on (projections.rules.query_focus), in the text lists only."""
+"""A rambling query is read from its explicit pivot on (projections.rules.query_focus) by the fusion's text stages."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.commands import Streams
 from actors.directory import DirectoryActor
@@ -28,6 +29,16 @@ def _cause(exc: Exception) -> str:
     for prefix in ("events.errors.StoreError: ", "StoreError: "):
         last = last.split(prefix, 1)[-1]
     return last
+
+
+def _placements(count: int) -> list:
+    """Where each shard starts: round-robin over the cluster's live nodes, softly (a shard whose node is gone
+    restarts on any survivor). Ray's own SPREAD is best effort and once put all three shards of a 3-node
+    cluster on one node; on a single node it is what this returns."""
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
+    if len(nodes) < 2:
+        return ["SPREAD"] * count
+    return [NodeAffinitySchedulingStrategy(node_id=nodes[i % len(nodes)], soft=True) for i in range(count)]
 
 
 def _running(name: str) -> bool:
@@ -53,10 +64,11 @@ class ShardCluster:
         self.down: dict[int, str] = {}  # shards that could not start → why (their log's error, with the fix)
         self.shards: list = [None] * len(specs)
         pending, deadline = list(range(len(specs))), time.monotonic() + ATTACH_S
+        placements = _placements(len(specs))
         while True:
             for i in pending:
                 self.shards[i] = ShardActor.options(name=self.names[i], namespace=NAMESPACE, get_if_exists=True,
-                                                    scheduling_strategy="SPREAD").remote(specs[i])
+                                                    scheduling_strategy=placements[i]).remote(specs[i])
             self.directory = DirectoryActor.options(
                 name=f"{store_id}/directory", namespace=NAMESPACE, get_if_exists=True
             ).remote(routing_table, self.names, NAMESPACE)

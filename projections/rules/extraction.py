@@ -30,6 +30,7 @@ from typing import Literal
 from projections.rules.note_rules import (
     ANAPHOR,
     EN_RULES,
+    EN_TRIGGER,
     GENERIC_WORDS,
     HYPOTHETICAL,
     NEGATION,
@@ -219,12 +220,15 @@ def _extract_notes(text: str, speaker: str | None, previous: str | None) -> tupl
     anaphors: list[str] = []
     previous = None if previous is None else rule_text(previous)
     for clause in split_statements(rule_text(text)):
-        for rule in EN_RULES + ZH_RULES if has_cjk(clause) else EN_RULES:
+        for rule in _RULE_SETS[EN_TRIGGER.search(clause) is not None, has_cjk(clause)]:
             if match := rule.pattern.search(clause):
                 if note := _candidate(rule, match, clause, subject, previous, anaphors):
                     found.setdefault(note.text, note)
                 break
     return tuple(found.values()), bool(anaphors)
+
+
+_RULE_SETS = {(True, True): EN_RULES + ZH_RULES, (True, False): EN_RULES, (False, True): ZH_RULES, (False, False): ()}
 
 
 def forget_text_caches() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from projections.rules.extraction import (
     CATEGORIES,
@@ -199,3 +201,49 @@ def test_extraction_is_deterministic_and_notes_are_frozen():
     assert isinstance(note, CandidateNote)
     with pytest.raises(dataclasses.FrozenInstanceError):
         note.text = "x"  # type: ignore[misc]
+
+
+_CLAUSE_WORDS = ("I", "i'm", "I've", "my", "we", "We'll", "let's", "lets", "our", "team", "the", "project", "uses",
+                 "decided", "agreed", "to", "must", "not", "mustn't", "never", "always", "ever", "don't", "allowed",
+                 "forbidden", "like", "love", "hate", "prefer", "favourite", "colour", "is", "live", "in", "Paris",
+                 "work", "at", "Acme", "switched", "Decision:", "verdict:", "use", "Postgres", "tea", "you", "should",
+                 "store", "keys", "am", "a", "teacher", "have", "two", "cats", "birthday", "name", "Ann", ",", ".")
+
+
+@given(words=st.lists(st.sampled_from(_CLAUSE_WORDS), max_size=10))
+def test_the_english_trigger_only_skips_clauses_no_rule_reads(words):
+    """A clause without one of EN_TRIGGER's words is not read by the English rules: the notes are those of every rule
+    run on every clause."""
+    import re
+
+    from projections.rules import extraction
+
+    text = " ".join(words)
+    quick = extraction._extract_notes.__wrapped__(text, None, None)
+    saved = extraction.EN_TRIGGER
+    extraction.EN_TRIGGER = re.compile("")  # every clause passes: every English rule runs
+    try:
+        assert extraction._extract_notes.__wrapped__(text, None, None) == quick
+    finally:
+        extraction.EN_TRIGGER = saved
+
+
+# One clause for each English rule, in the table's order.
+_ONE_PER_RULE = (
+    "I don't like olives", "I hate mornings", "my favourite colour is green", "I love jazz", "I switched to tea",
+    "I'm a big fan of chess", "Decision: ship on Friday", "the project uses Postgres", "we decided to use Redis",
+    "let's go with Rust", "we chose Kafka", "we're moving the site to AWS", "we use Slack", "keys must not leave the box",
+    "never store passwords in git", "everyone must sign the form", "always use UTC", "my birthday is May 3",
+    "my name is Ann", "I don't live in Oslo anymore", "I live in Paris", "I moved to Berlin",
+    "I don't work at Acme anymore", "I work at Acme", "I work as a nurse", "I'm 34 years old", "I'm from Lyon",
+    "I am a teacher", "I have two cats", "my car is red",
+)
+
+
+def test_each_english_rule_has_a_clause_that_passes_the_trigger():
+    from projections.rules.note_rules import EN_RULES, EN_TRIGGER
+
+    assert len(_ONE_PER_RULE) == len(EN_RULES)
+    for clause, rule in zip(_ONE_PER_RULE, EN_RULES):
+        assert rule.pattern.search(clause), clause
+        assert EN_TRIGGER.search(clause), clause

@@ -216,3 +216,34 @@ def test_every_phrase_resolves_to_a_non_empty_span_on_the_reference_clock(refere
     (mention,) = normalize_time(phrase, reference)
     assert mention.start < mention.end
     assert mention.start.utcoffset() == reference.utcoffset()
+
+
+_WORDS = ("I", "we", "went", "there", "the", "a", "an", "in", "on", "at", "of", "last", "this", "next", "ago", "from",
+          "now", "day", "days", "week", "weekend", "month", "years", "hours", "morning", "night", "tonight", "today",
+          "yesterday", "tomorrow", "Friday", "May", "may", "March", "Dec", "two", "a couple of", "8pm", "8:30", "p.m.",
+          "2023", "7", "7th", "2023-05-07", "1999", ",", ".", "birthday", "Monday's", "weekly", "yearly", "dayton")
+
+
+@given(words=st.lists(st.sampled_from(_WORDS), max_size=12))
+def test_the_english_trigger_only_skips_texts_without_a_mention(words):
+    """normalize_time reads an English text with its rules only when a cheap search finds a digit or a time word;
+    the mentions are the same as with every rule run on every text."""
+    import re
+
+    from projections.rules import timenorm
+
+    text = " ".join(words)
+    quick = normalize_time(text, REF)
+    saved = timenorm._EN_TRIGGER
+    timenorm._EN_TRIGGER = re.compile("")  # matches every text: each rule runs
+    try:
+        assert normalize_time(text, REF) == quick
+    finally:
+        timenorm._EN_TRIGGER = saved
+
+
+def test_every_english_case_passes_the_trigger():
+    from projections.rules.timenorm import _EN_TRIGGER
+
+    assert all(_EN_TRIGGER.search(c[0]) for c in CASES if not has_cjk(c[0]))
+    assert _EN_TRIGGER.search("Thanks, that sounds lovely!") is None

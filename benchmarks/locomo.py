@@ -35,7 +35,7 @@ from benchmarks import report
 from benchmarks.baselines import baseline_systems, build_corpora, index_text
 from benchmarks.leaveout import leave_out, per_sample
 from benchmarks.metrics import aggregate, metric_keys, percentile, score
-from benchmarks.resources import peak_rss
+from benchmarks.resources import cpu_between, cpu_snapshot, peak_rss
 from benchmarks.systems import PalimpsestSystem, select
 from benchmarks.variants import VARIANTS
 from palimpsest.locomo import TENANT
@@ -73,10 +73,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def encode_batched(embedder, texts: list[str]) -> tuple[np.ndarray, float]:
-    started = time.perf_counter()
+def encode_batched(embedder, texts: list[str], cpu: list | None = None) -> tuple[np.ndarray, float]:
+    """The vectors of ``texts`` in the ingest's chunks, and the wall seconds; the CPU seconds of this process and
+    the processes under it (:func:`benchmarks.resources.cpu_between`) appended to ``cpu`` when given."""
+    started, before = time.perf_counter(), cpu_snapshot() if cpu is not None else None
     parts = [embedder.encode(texts[i : i + BATCH_SIZE]) for i in range(0, len(texts), BATCH_SIZE)]
     seconds = time.perf_counter() - started
+    if cpu is not None:
+        cpu.append(cpu_between(before, cpu_snapshot()))
     return (np.concatenate(parts) if parts else np.zeros((0, embedder.dim), np.float32)), seconds
 
 
@@ -117,21 +121,24 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         model_load_s = time.perf_counter() - started
 
         texts = [index_text(m) for m in messages]
+        encode_cpu: list[dict] = []  # CPU seconds of every process of the run during each encode-only pass
+        ingest_cpu = None
         if args.reuse:
             ingest_s, consolidation = reuse(mem, len(messages))
             encode_before_s = None
         else:
-            _, encode_before_s = encode_batched(mem.embedder, texts)
-            started = time.perf_counter()
+            _, encode_before_s = encode_batched(mem.embedder, texts, encode_cpu)
+            started, cpu_before = time.perf_counter(), cpu_snapshot()
             mem.consolidate_every = 0  # consolidation is timed on its own, right after ingest
             ingest = mem.add_messages(messages, tenant=TENANT, batch_size=BATCH_SIZE, progress=True)
             ingest_s = time.perf_counter() - started
+            ingest_cpu = cpu_between(cpu_before, cpu_snapshot())
             consolidation = mem.consolidate()
             if ingest.created != len(messages):
                 print(f"warning: {ingest.duplicates} of {len(messages)} turns were duplicates (repeated dia_id?)",
                       file=sys.stderr)
 
-        vectors, encode_after_s = encode_batched(mem.embedder, texts)
+        vectors, encode_after_s = encode_batched(mem.embedder, texts, encode_cpu)
         encode_s = encode_after_s if encode_before_s is None else (encode_before_s + encode_after_s) / 2
         qvecs, _ = encode_batched(mem.embedder, [q.question for q in questions])
         query_vectors = {(q.sample_id, q.index): v for q, v in zip(questions, qvecs)}
@@ -203,6 +210,10 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         "graph_memories_staged": consolidation["staged"],
         "encode_only_seconds": encode_s,
         "encode_only_seconds_before_after": [encode_before_s, encode_after_s],
+        # CPU seconds of the driver, the shards and Ray's daemons in each window: a machine whose speed changes
+        # from minute to minute (steal, shared cores) moves the wall ratio; this one much less.
+        "encode_only_cpu_before_after": encode_cpu,
+        "ingest_cpu": ingest_cpu,
         "model_load_seconds": model_load_s,
         "retrieve_ms_mean": {n: 1000 * t / max(1, len(questions)) for n, t in elapsed.items()},
         "latency_by_system": {
@@ -214,7 +225,8 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         "memory": {k: v for k, v in memory.items() if k != "peak_rss_mb"},
     }
     ratios = {} if args.reuse else {
-        "ingest_vs_encode": speed["ingest_messages_per_s"] / speed["encode_only_messages_per_s"]}
+        "ingest_vs_encode": speed["ingest_messages_per_s"] / speed["encode_only_messages_per_s"],
+        "ingest_vs_encode_cpu": sum(c["total"] for c in encode_cpu) / len(encode_cpu) / ingest_cpu["total"]}
     if "palimpsest" in results and "rrf" in results and results["rrf"]["recall@10"]:
         ratios["palimpsest_vs_rrf_recall@10"] = results["palimpsest"]["recall@10"] / results["rrf"]["recall@10"]
     for ablation in (name for name in results if name.startswith("palimpsest_no_")):

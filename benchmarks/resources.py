@@ -90,3 +90,30 @@ def peak_rss() -> dict:
         "covers": "driver ru_maxrss + VmHWM of this run's ray:: worker processes (sum of per-process peaks); "
         "Ray daemons reported apart",
     }
+
+
+def cpu_snapshot() -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) so far of this process and of every process under it, by pid, with its role:
+    ``driver``, ``ray_workers`` (``ray::`` processes: the shards) or ``ray_infra`` (Ray's daemons)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    out = {}
+    for pid in [me, *(_descendants(me) if PROC.is_dir() else [])]:
+        try:
+            stat = (PROC / str(pid) / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+        except (OSError, ValueError):
+            continue
+        role = "driver" if pid == me else "ray_workers" if _cmdline(pid).startswith("ray::") else "ray_infra"
+        out[pid] = (role, (int(fields[11]) + int(fields[12])) / ticks)
+    return out
+
+
+def cpu_between(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds each role used between two :func:`cpu_snapshot` (a process started in between counts from 0;
+    one that ended in between is not counted), and their total."""
+    used: dict[str, float] = {"driver": 0.0, "ray_workers": 0.0, "ray_infra": 0.0}
+    for pid, (role, seconds) in after.items():
+        used[role] += seconds - before.get(pid, (role, 0.0))[1]
+    used["total"] = sum(used.values())
+    return {k: round(v, 2) for k, v in used.items()}

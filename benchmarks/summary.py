@@ -40,9 +40,10 @@ def summarize(results: list[dict]) -> str:
             chosen = ", ".join(f["chosen"] for f in held["folds"])
             lines.append("| " + _row(result["dataset"], f"palimpsest, chosen per fold ({chosen})",
                                      result["systems"]["palimpsest"], held["selected"], names) + " |")
-        speed = result["speed"]
+        speed, ratios = result["speed"], result.get("ratios", {})
         lines.append(f"| {result['dataset']} | speed | search p95 {speed['search_ms_p95']} ms | context p95 "
-                     f"{speed['context_ms_p95']} ms | ingest/encode {result.get('ratios', {}).get('ingest_vs_encode', '–')} |")
+                     f"{speed['context_ms_p95']} ms | ingest/encode {ratios.get('ingest_vs_encode', '–')} (CPU: "
+                     f"{ratios.get('ingest_vs_encode_cpu', '–')}) |")
     return "\n".join(lines) + "\n"
 
 

@@ -250,6 +250,8 @@ def _state_rule(new: _Statement, old: _Statement) -> Verdict | None:
 def _switch_rule(new: _Statement, old: _Statement) -> Verdict | None:
     if old.polarity == "negative":
         return None  # "never use GCP" is not undone by moving away from GCP
+    if not (new.switch_from or new.switch_kinds):
+        return None  # nothing moved away from, no kind switched within: neither branch below can fire
     if hit := _matches(new.switch_from, old.terms):
         return _verdict(Relation.SUPERSEDES, "switch", f"moves away from {', '.join(hit)}", hit + new.switch_to, 0.9)
     shared = new.switch_kinds & _kinds(old.terms)

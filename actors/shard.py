@@ -69,6 +69,19 @@ class ShardActor:
         """Users this incarnation warmed while idle (:mod:`actors.warm`)."""
         return self._warmer.warmed
 
+    def quiet(self, seconds: float) -> None:
+        """No warm-ups or snapshots for ``seconds`` (an ingest of the store runs elsewhere; ``0`` ends it)."""
+        self._warmer.quiet(seconds)
+
+    def idle_work(self) -> int:
+        """Users waiting for a snapshot or a warm-up: 0 once the work idle time does is done (always 0 with the
+        idle work off: ``PALIMPSEST_WARM=0``)."""
+        if not self._warmer.enabled:
+            return 0
+        with self._lock:
+            core = self._core
+            return len(core.users.due(core.state.users, list(core.state.users.resident))) + len(self._warmer.due(core))
+
     def handle(self, commands: list[Command]) -> list:
         self._warmer.saw()
         with self._writing, self._lock:

@@ -14,6 +14,12 @@ turns, graph memories or notes changed since it was last warmed, one user at
 a time, stopping as soon as a call arrives. Nothing is written: the touches
 those answers would record are dropped. Users a residency cap keeps on disk
 are not loaded for it. ``PALIMPSEST_WARM=0`` turns it off.
+
+An ingest of several chunks keeps every shard of the store quiet while it
+runs (:meth:`Warmer.quiet`, a lease the driver renews at each chunk and
+lets go at the end): a shard that holds none of the chunk's users is idle,
+but the machine is not, and its warm-ups and snapshots would take cores from
+the encoder. They run once the ingest is over.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ class Warmer:
         self.fusion = DEFAULT_FUSION
         self.vector = np.full(dim, 1.0 / np.sqrt(dim), dtype=np.float32)  # any unit vector builds the same caches
         self.last_call = time.monotonic()
+        self.quiet_until = 0.0  # no idle work before this (monotonic): an ingest of the store is under way
         self.warmed = 0  # users warmed by this process
         self.enabled = os.environ.get("PALIMPSEST_WARM", "1").strip().lower() not in ("0", "false", "no", "off")
         self._seen: dict[tuple[str, str], tuple] = {}
@@ -61,8 +68,14 @@ class Warmer:
             if fusion is not None:
                 self.fusion = fusion
 
+    def quiet(self, seconds: float) -> None:
+        """No idle work for ``seconds`` from now (a lease: renewed by each call, ended by ``quiet(0)``); a call."""
+        self.saw()
+        self.quiet_until = self.last_call + max(0.0, seconds)
+
     def idle(self) -> bool:
-        return self.enabled and time.monotonic() - self.last_call >= IDLE_S
+        now = time.monotonic()
+        return self.enabled and now - self.last_call >= IDLE_S and now >= self.quiet_until
 
     def due(self, core) -> list[tuple[str, str]]:
         """Resident users whose indexes may be behind (call with the projections to yourself)."""

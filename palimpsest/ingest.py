@@ -19,6 +19,8 @@ from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
 from projections.adapters.embedding import Embedder
 
+QUIET_S = 60.0  # the lease an ingest renews at each chunk: long enough for a slow chunk, short if the driver dies
+
 
 def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessage],
                  graph_of: Callable[[list[RecordMessage]], tuple[list[tuple], list[tuple]]] | None, batch_size: int,
@@ -32,9 +34,12 @@ def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessag
     # The graph rules are Python on one core; the encoder's sessions let go of the GIL: side by side, neither
     # leaves a core idle while the other runs.
     rules = ThreadPoolExecutor(1, thread_name_prefix="graph-rules") if graph_of else None
+    quiet = shards.live() if len(commands) > batch_size else []  # several chunks: the shards wait with idle work
     try:
         for start in range(0, len(commands), batch_size):
             chunk = list(range(start, min(start + batch_size, len(commands))))
+            for actor in quiet:  # renew the lease (actors.warm): no reply awaited
+                actor.quiet.remote(QUIET_S)
             reading = rules.submit(graph_of, [commands[i] for i in chunk]) if rules else None
             vectors = embedder.encode([commands[i].index_text() for i in chunk])
             graph, readings = reading.result() if reading else (None, None)
@@ -43,6 +48,8 @@ def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessag
     finally:
         if rules:
             rules.shutdown(cancel_futures=True)
+        for actor in quiet:
+            actor.quiet.remote(0.0)
     for ref, idx in in_flight:
         results.update(zip(idx, _get(ref)[0]))
     bar.close()

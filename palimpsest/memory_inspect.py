@@ -3,12 +3,14 @@ them): one memory with its forgetting curve, and the memory graph as the graph v
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
 from actors import commands as c
 from events.errors import InvalidInputError
 from palimpsest.remote import Shards
 from palimpsest.remote import aware as _aware
+from palimpsest.remote import get as _get
 
 
 class InspectApiMixin:
@@ -31,3 +33,20 @@ class InspectApiMixin:
         """The user's memory graph as the graph view draws it (``data``: nodes, edges, colours) with counts."""
         return self.shards.ask(tenant, user_id, c.GraphExport(tenant=tenant, user_id=user_id, title="",
                                                               data_only=True))
+
+    def wait_idle(self, timeout: float = 120.0) -> float:
+        """Wait until every shard has done what it does when idle (snapshots, read-index warm-ups: users with
+        changes since), and return the seconds waited. A shard starts that work after 5 s without a call, and not
+        while an ingest of the store runs (:mod:`actors.warm`). Raises ``TimeoutError`` after ``timeout`` s."""
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise InvalidInputError([("timeout", f"{timeout!r}; give a positive number of seconds")], what="wait_idle")
+        started = time.monotonic()
+        while True:
+            pending = sum(_get([a.idle_work.remote() for a in self.shards.live()]))
+            waited = time.monotonic() - started
+            if not pending:
+                return waited
+            if waited > timeout:
+                raise TimeoutError(f"the shards still have idle-time work for {pending} user(s) after {timeout} s")
+            time.sleep(0.5)
+

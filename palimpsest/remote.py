@@ -85,6 +85,10 @@ class Shards:
         """Every shard's actor; a store-wide call with a shard down raises that shard's error."""
         return [self.actor(i) for i in range(len(self.cluster.shards))]
 
+    def live(self) -> list:
+        """The actors of the shards that started (a shard that could not start is left out, not raised)."""
+        return [a for i, a in enumerate(self.cluster.shards) if i not in self.cluster.down]
+
     def route(self, streams: list[tuple[str, str]]) -> list[int]:
         unknown = sorted({s for s in streams if s not in self._routes})
         if unknown:

@@ -93,3 +93,22 @@ def test_with_the_channel_switched_off_every_query_goes_through_ray(ray_cluster,
         memory.add_messages(TALK)
         assert "nurse" in memory.search("acme", "alice", "nurse", k=1, now=NOW)[0].text
         assert memory.shards.channels._clients == {}
+
+
+def test_wait_idle_returns_once_the_shards_warmed_and_an_ingest_leaves_them_quiet(mem):
+    waited = mem.wait_idle(timeout=60)
+    assert waited >= 0 and all(get(a.idle_work.remote()) == 0 for a in mem.shards.live())
+    warmed = sum(get([a.warmed.remote() for a in mem.shards.live()]))
+    assert warmed >= 1
+    for actor in mem.shards.live():  # what an ingest of several chunks sends each shard at every chunk
+        actor.quiet.remote(60.0)
+    mem.add_messages([{"tenant": "acme", "user_id": "bob", "role": "user", "text": "I moved to Denver.",
+                       "occurred_at": NOW}], batch_size=1)
+    time.sleep(6)  # past the idle time a shard waits for
+    assert sum(get([a.warmed.remote() for a in mem.shards.live()])) == warmed  # the lease held the warm-ups back
+    for actor in mem.shards.live():
+        actor.quiet.remote(0.0)
+    assert mem.wait_idle(timeout=60) > 0
+    assert sum(get([a.warmed.remote() for a in mem.shards.live()])) > warmed
+    with pytest.raises(InvalidInputError, match="timeout"):
+        mem.wait_idle(timeout=0)

@@ -103,3 +103,23 @@ def test_the_chinese_query_warms_only_users_with_chinese_terms(tmp_path, monkeyp
         warmer.warm(core, stream)
     assert sorted(asked) == sorted([("mel", QUERIES[0]), ("mel", QUERIES[1]), ("ann", QUERIES[0])])
     assert has_chinese(core.state.user("acme", "mel")) and not has_chinese(core.state.user("acme", "ann"))
+
+
+def test_an_ingest_lease_keeps_the_shard_quiet_until_it_ends_or_runs_out(monkeypatch):
+    warmer = Warmer(8)
+    clock = [100.0]
+    monkeypatch.setattr("actors.warm.time.monotonic", lambda: clock[0])
+    warmer.quiet(60.0)  # an ingest of the store started (elsewhere): a call too
+    clock[0] += IDLE_S + 1
+    assert not warmer.idle()  # idle by the calls, but the lease holds
+    warmer.quiet(60.0)  # renewed at the next chunk
+    clock[0] += 59
+    assert not warmer.idle()
+    clock[0] += 2  # the driver stopped renewing: the lease runs out
+    assert warmer.idle()
+    warmer.quiet(60.0)
+    warmer.quiet(0.0)  # the ingest ended: idle time counts from that call
+    clock[0] += IDLE_S - 0.1
+    assert not warmer.idle()
+    clock[0] += 0.2
+    assert warmer.idle()

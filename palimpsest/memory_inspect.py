@@ -49,4 +49,3 @@ class InspectApiMixin:
             if waited > timeout:
                 raise TimeoutError(f"the shards still have idle-time work for {pending} user(s) after {timeout} s")
             time.sleep(0.5)
-

@@ -171,8 +171,8 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # projections.r
 _RULES_NO_CJK: tuple[_Rule, ...] = tuple(rule for rule in _RULES if rule.language != "zh")
 # Every English rule needs a digit or one of these words (a day word, a part of the day, a unit, a weekday), each at
 # a word's start: a text with none of them has no English time expression, and one search says so. Most turns have
-# none (LoCoMo dev: 356 of 2,760 pass); the rules' own searches then cost a seventh as much (same mentions, checked
-# on every turn of the three dev files in tests/unit/test_timenorm.py).
+# none (LoCoMo dev: 356 of 2,760 pass; the search costs about a seventh of the rules' own). The same mentions on every
+# LoCoMo and REALTALK dev turn (checked once); tests/unit/test_timenorm.py checks it against every rule run.
 _EN_TRIGGER = re.compile(r"\d|\b(?:yesterday|today|tomorrow|tonight|night|morning|afternoon|evening|hours?|days?"
                          r"|weekends?|weeks?|months?|years?|" + WEEKDAY + ")", re.IGNORECASE)
 

@@ -353,7 +353,7 @@ class ShardCore:
         the clear ``touch`` column get it first (timed apart, in the log).
         """
         live, _ = self.digest(), self.log.backfill_touches()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()  # this thread's CPU: not the shard's other threads
         store = UserStore(self.spec, self.log, self.vectors)  # fresh: no snapshot heads, nothing to reconcile
         rebuilt = store.empty_state()
         rebuilt.users = ResidentUsers((), store.load, store.evict, self.spec.max_resident_users)
@@ -362,9 +362,9 @@ class ShardCore:
             shard_state.fold(rebuilt, counting_erased(self.log.fold_scan(), erased))
         self.vectors.rebuild((*stream, row) for stream in rebuilt.users  # user by user, in a few writes
                              for row in rebuilt.users[stream].vectors.rows.values())
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.thread_time() - cpu
         self.state, self.users = rebuilt, store
-        report = ReplayReport(self.spec.index, self.log.count(), seconds, live, self.digest(), erased[0])
+        report = ReplayReport(self.spec.index, self.log.count(), seconds, live, self.digest(), erased[0], cpu)
         logger.info("shard_replayed", shard=self.spec.index, events=report.events, equal=report.equal,
                     erased=report.erased)
         return report

@@ -57,6 +57,7 @@ class ReplayReport:
     live: dict
     rebuilt: dict
     erased: int = 0  # events of forgotten users met by the replay: their keys are gone, the folds skip them
+    cpu_seconds: float = 0.0  # CPU time of the replay's thread over ``seconds`` (wall): what it cost, waits aside
 
     @property
     def equal(self) -> bool:

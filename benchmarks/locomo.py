@@ -207,6 +207,11 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         "replay_events_per_s_sum": events / max(1e-9, sum(r.seconds for r in replays)),
         "replay_seconds_per_shard": [r.seconds for r in replays],
         "replay_events_per_shard": [r.events for r in replays],
+        # Each shard's own rate: its events over its wall seconds (the shards replay at once, one per core here),
+        # and over the CPU seconds of its replay's thread (what the fold costs, time waiting for a core aside).
+        "replay_events_per_s_per_shard": [r.events / max(1e-9, r.seconds) for r in replays],
+        "replay_cpu_seconds_per_shard": [r.cpu_seconds for r in replays],
+        "replay_events_per_cpu_s_per_shard": [r.events / max(1e-9, r.cpu_seconds) for r in replays],
         "ingest_seconds": ingest_s,
         "consolidation_seconds": consolidation["seconds"],
         "consolidation_events": consolidation["events"],

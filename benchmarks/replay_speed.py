@@ -109,7 +109,8 @@ def per_projection(envelopes: list, repeat: int) -> dict[str, float]:
     names = [*shard_state.PROJECTIONS, *shard_state.CONFIGURED_PROJECTIONS]
     for name in names:
         handled = shard_state.HANDLED[name]
-        mine = [e for e in envelopes if isinstance(MemoryTouched if type(e) is TouchBlock else e.event, handled)]
+        reads_touches = issubclass(MemoryTouched, handled)  # a block stands for touch events
+        mine = [e for e in envelopes if (reads_touches if type(e) is TouchBlock else isinstance(e.event, handled))]
 
         def run(mine=mine, name=name):
             state = shard_state.ShardState()

@@ -43,8 +43,16 @@ def summarize(results: list[dict]) -> str:
         speed, ratios = result["speed"], result.get("ratios", {})
         lines.append(f"| {result['dataset']} | speed | search p95 {speed['search_ms_p95']} ms | context p95 "
                      f"{speed['context_ms_p95']} ms | ingest/encode {ratios.get('ingest_vs_encode', '–')} (CPU: "
-                     f"{ratios.get('ingest_vs_encode_cpu', '–')}) |")
+                     f"{ratios.get('ingest_vs_encode_cpu', '–')}); replay/shard {_rates(speed)} events/s |")
     return "\n".join(lines) + "\n"
+
+
+def _rates(speed: dict) -> str:
+    """Each shard's replay in events/s, of wall time (of its thread's CPU time)."""
+    wall, cpu = speed.get("replay_events_per_s_per_shard"), speed.get("replay_events_per_cpu_s_per_shard")
+    if not wall:
+        return "–"
+    return ", ".join(f"{w:,.0f}" + (f" ({c:,.0f} CPU)" if cpu else "") for w, c in zip(wall, cpu or [None] * len(wall)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import compress
 
 import numpy as np
 import pyarrow as pa
@@ -104,13 +105,12 @@ def fold_items(table: pa.Table, cipher=None) -> list:
         return from_arrow(table, cipher)
     tenants, users = table.column("tenant").to_pylist(), table.column("user_id").to_pylist()
     gens = touch.field("key_gen").to_pylist()
-    if cipher is not None:
-        rows = np.flatnonzero(state).tolist()
-        keys = list(zip(map(tenants.__getitem__, rows), map(users.__getitem__, rows), map(gens.__getitem__, rows)))
-        dead = {key for key in set(keys) if key[2] is None or cipher.keys.key(key[:2], key[2]) is None}
+    if cipher is not None:  # the distinct (tenant, user, generation) of the touch rows first: rarely is one dead
+        keys = set(compress(zip(tenants, users, gens), state.tolist()))
+        dead = {key for key in keys if key[2] is None or cipher.keys.key(key[:2], key[2]) is None}
         if dead:
-            for i, key in zip(rows, keys, strict=True):
-                if key in dead:
+            for i in np.flatnonzero(state).tolist():
+                if (tenants[i], users[i], gens[i]) in dead:
                     state[i] = 2
     out: list = []
     start = 0

@@ -56,13 +56,17 @@ def pairs(block: TouchBlock) -> Pairs:
 
 
 def _repeats(rows: np.ndarray, keys: np.ndarray, distinct: int) -> np.ndarray | None:
-    """Per pair: whether an earlier pair of the same event has its key (None when no event repeats a key)."""
+    """Per pair: whether an earlier pair of the same event has its key (None when no event repeats a key).
+
+    ``rows`` never decrease (pairs come in event order), so a stable sort by key alone leaves each key's pairs in
+    event order: a pair repeats when the pair before it in that order has its key and its event. The keys fit in
+    16 bits unless a block names more than 65,536 ids (numpy sorts those by radix: a fifth of a 64-bit sort's time).
+    """
     if keys.size == 0:
         return None
-    key = rows * max(distinct, 1) + keys
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    again = ordered[1:] == ordered[:-1]
+    order = np.argsort(keys.astype(np.uint16) if distinct <= 1 << 16 else keys, kind="stable")
+    ordered, their_rows = keys[order], rows[order]
+    again = (ordered[1:] == ordered[:-1]) & (their_rows[1:] == their_rows[:-1])
     if not again.any():
         return None
     repeats = np.zeros(keys.size, dtype=bool)
@@ -73,7 +77,8 @@ def _repeats(rows: np.ndarray, keys: np.ndarray, distinct: int) -> np.ndarray | 
 @dataclass(slots=True)
 class Tally:
     """Per group (a memory, or what ``group_of`` maps it to), in first-touched order: how many selected
-    pairs name it, and the event of the latest of their times (or, with ``latest="seq"``, the last event)."""
+    pairs name it, and the event of the latest of their times (or, with ``latest="seq"``, the last event).
+    A group no selected pair names has count 0; with no pair selected at all, there are no groups."""
 
     groups: list
     counts: list[int]
@@ -92,6 +97,11 @@ def tally(block: TouchBlock, *, reasons: Callable[[str], bool] | None = None,
     event however many of its ids name it (``dict.fromkeys`` over the event's list, as the folds do).
     """
     p = pairs(block)
+    accepted = None
+    if reasons is not None:
+        accepted = np.asarray([bool(reasons(r)) for r in p.reasons], dtype=bool)  # once per distinct reason
+        if not accepted.any():  # nothing selected: no group to count (the callers read counted groups only)
+            return Tally([], [], [], np.empty(0, dtype=np.int64), np.full(p.codes.size, -1, dtype=np.int64))
     if group_of is None:
         keep = [member is None or name in member for name in p.names]
         groups = [name for name, k in zip(p.names, keep, strict=True) if k]
@@ -109,8 +119,7 @@ def tally(block: TouchBlock, *, reasons: Callable[[str], bool] | None = None,
         groups = list(seen)
     g = index_of[p.codes] if p.codes.size else p.codes
     sel = g >= 0
-    if reasons is not None:
-        accepted = np.asarray([bool(reasons(r)) for r in p.reasons], dtype=bool)  # once per distinct reason
+    if accepted is not None and not accepted.all():
         sel &= accepted[p.reason_of][p.rows]
     if once_per_event:
         if group_of is not None:
@@ -127,6 +136,21 @@ def tally(block: TouchBlock, *, reasons: Callable[[str], bool] | None = None,
     else:
         np.maximum.at(last, gs, p.rows[selected])
     return Tally(groups, counts.tolist(), last.tolist(), selected, g)
+
+
+def reason_counts(block: TouchBlock, t: Tally) -> list[tuple[str, int, int]]:
+    """``(reason, group index, count)`` of the selected pairs of ``t``, for each reason (first-seen order) and each
+    group of ``t`` with a pair of that reason (groups in order): one count over (reason, group) for what a tally
+    per reason would give."""
+    p = pairs(block)
+    groups, kinds = len(t.groups), len(p.reasons)
+    if not groups or not t.selected.size:
+        return []
+    key = p.reason_of[p.rows[t.selected]] * groups + t.group_index[t.selected]
+    counts = np.bincount(key, minlength=kinds * groups)
+    where = np.flatnonzero(counts)
+    reasons = p.reasons
+    return [(reasons[k // groups], k % groups, c) for k, c in zip(where.tolist(), counts[where].tolist())]
 
 
 def _first_per_event(rows: np.ndarray, g: np.ndarray, sel: np.ndarray, groups: int) -> np.ndarray:

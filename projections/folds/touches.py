@@ -11,7 +11,7 @@ from datetime import datetime
 from events.envelope import Envelope
 from events.model import MemoryTouched
 from events.touch_block import TouchBlock
-from projections.folds.touch_pairs import tally
+from projections.folds.touch_pairs import reason_counts, tally
 
 
 @dataclass
@@ -66,12 +66,10 @@ def _block(state: TouchLog, block: TouchBlock) -> TouchLog:
                 stats = every[memory_id] = AccessStats()
             stats.count += count
             stats.last_touched_at = times[last]
-    for reason in dict.fromkeys(block.reasons):
-        part = tally(block, reasons=reason.__eq__, once_per_event=False, latest="seq")
-        for memory_id, count in zip(part.groups, part.counts, strict=True):
-            if count:
-                by_reason = every[memory_id].by_reason
-                by_reason[reason] = by_reason.get(reason, 0) + count
+    groups = whole.groups
+    for reason, group, count in reason_counts(block, whole):
+        by_reason = every[groups[group]].by_reason
+        by_reason[reason] = by_reason.get(reason, 0) + count
     state.total += int(sum(whole.counts))
     return state
 

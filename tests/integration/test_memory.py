@@ -162,6 +162,7 @@ def test_stats_and_replay_agree_with_the_log(populated):
     assert [r.shard for r in reports] == [0, 1]
     assert all(r.equal for r in reports), [(r.live, r.rebuilt) for r in reports if not r.equal]
     assert sum(r.events for r in reports) == stats["events"]
+    assert all(0 < r.cpu_seconds <= r.seconds for r in reports)  # the replay thread's CPU, within its wall time
 
 
 @pytest.mark.parametrize(

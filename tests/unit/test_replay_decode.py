@@ -13,6 +13,7 @@ import os
 import zlib
 from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
 import pytest
 
 from events.crypto import MIN_COMPRESS, PayloadCipher, _pack, _unpack
@@ -79,6 +80,8 @@ def test_bodies_are_zstd_from_min_compress_bytes_and_zlib_bodies_of_older_logs_s
     packed = _pack(long)
     assert packed[:1] == b"s" and len(packed) < len(long) and _unpack(packed) == long
     assert _unpack(b"z" + zlib.compress(long, 1)) == long  # a body an earlier palimpsest wrote
+    by_pyarrow = pa.Codec("zstd", 1).compress(long, asbytes=True)  # the zstd frames of logs before zstandard
+    assert _unpack(b"s" + len(long).to_bytes(4, "big") + by_pyarrow) == long
     noise = os.urandom(600)  # does not compress: stored as it is
     assert _pack(noise) == b"j" + noise
 

@@ -201,3 +201,19 @@ def test_blocks_after_a_later_touch_and_within_one_session_fold_as_envelopes_do(
     assert [i.rehearsals for i in memory.working.conversations["conv-1"] if i.memory_id == "m15"] == [1]
     sessions = [s for s in memory.tiers.active.values() if s.visits]
     assert sessions and sum(s.visits for s in sessions) == 4  # each touch visits the one session once
+
+
+@given(events=st.lists(st.lists(st.integers(0, 5), max_size=6), max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_a_pair_repeats_exactly_when_an_earlier_pair_of_its_event_has_its_key(events):
+    import numpy as np
+
+    from projections.folds.touch_pairs import _repeats
+
+    rows = np.asarray([r for r, keys in enumerate(events) for _ in keys], dtype=np.int64)
+    keys = np.asarray([k for ks in events for k in ks], dtype=np.int64)
+    want = [k in ks[:i] for ks in events for i, k in enumerate(ks)]
+
+    got = _repeats(rows, keys, 6)
+
+    assert (got is None and not any(want)) or (got is not None and got.tolist() == want)

@@ -24,7 +24,8 @@ the figures are of a fold that rebuilt the same state. Read-only.
 ``--memory`` (with ``--store``) measures instead what ``benchmarks.locomo``
 reports: a copy of the store opened through the public API (Ray, every
 shard) and ``Memory.replay()`` run ``--repeat`` times; ``replay_events_per_s``
-is the store's events over the slowest shard's wall seconds, as there.
+is the store's events over the slowest shard's wall seconds, as there; each run also gives each shard's
+events over its own wall seconds and over its replay thread's CPU seconds (``ReplayReport.cpu_seconds``).
 """
 
 from __future__ import annotations
@@ -186,6 +187,10 @@ def memory_replay(store: Path, repeat: int) -> dict:
                 events = sum(r.events for r in replays)
                 runs.append({"replay_events_per_s": round(events / max(1e-9, max(r.seconds for r in replays))),
                              "seconds_per_shard": [round(r.seconds, 3) for r in replays],
+                             "cpu_seconds_per_shard": [round(r.cpu_seconds, 3) for r in replays],
+                             "events_per_s_per_shard": [round(r.events / max(1e-9, r.seconds)) for r in replays],
+                             "events_per_cpu_s_per_shard": [round(r.events / max(1e-9, r.cpu_seconds))
+                                                            for r in replays],
                              "events_per_shard": [r.events for r in replays], "load_1min": load})
         finally:
             mem.close()

@@ -59,11 +59,9 @@ def fold_run(state: RetentionState, envelopes: Iterable[Envelope], policy: Reten
         else:
             bisect.insort_right(accesses, at)
 
-    class Known:  # the ids open_item opens: held in the run's work or the state's items
-        def __contains__(self, memory_id: str) -> bool:
-            return memory_id in work or memory_id in items
-
-    known = Known()
+    # The ids open_item opens are the state's items: an item in the run's work is in ``items`` too (opened from
+    # there, or a message of the run, whose place in ``items`` is taken as it comes).
+    known = items
     for env in envelopes:
         if type(env) is TouchBlock:
             counted = tally(env, reasons=policy.counts, member=known)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 
@@ -102,20 +103,19 @@ def tally(block: TouchBlock, *, reasons: Callable[[str], bool] | None = None,
         accepted = np.asarray([bool(reasons(r)) for r in p.reasons], dtype=bool)  # once per distinct reason
         if not accepted.any():  # nothing selected: no group to count (the callers read counted groups only)
             return Tally([], [], [], np.empty(0, dtype=np.int64), np.full(p.codes.size, -1, dtype=np.int64))
-    if group_of is None:
-        keep = [member is None or name in member for name in p.names]
-        groups = [name for name, k in zip(p.names, keep, strict=True) if k]
+    if group_of is None and member is None:
+        groups, index_of = list(p.names), np.arange(len(p.names), dtype=np.int64)
+    elif group_of is None:
+        keep = np.fromiter(map(member.__contains__, p.names), dtype=bool, count=len(p.names))  # a C loop
+        groups = list(compress(p.names, keep.tolist()))
         index_of = np.cumsum(keep, dtype=np.int64) - 1
-        index_of[~np.asarray(keep, dtype=bool)] = -1
+        index_of[~keep] = -1
     else:
         seen: dict = {}
-        index_of = np.full(len(p.names), -1, dtype=np.int64)
-        for i, name in enumerate(p.names):
-            if member is not None and name not in member:
-                continue
-            group = group_of(name)
-            if group is not None:
-                index_of[i] = seen.setdefault(group, len(seen))
+        mapped = map(group_of, p.names) if member is None else (
+            group_of(name) if name in member else None for name in p.names)
+        index_of = np.fromiter((-1 if group is None else seen.setdefault(group, len(seen)) for group in mapped),
+                               dtype=np.int64, count=len(p.names))
         groups = list(seen)
     g = index_of[p.codes] if p.codes.size else p.codes
     sel = g >= 0
@@ -153,9 +153,21 @@ def reason_counts(block: TouchBlock, t: Tally) -> list[tuple[str, int, int]]:
     return [(reasons[k // groups], k % groups, c) for k, c in zip(where.tolist(), counts[where].tolist())]
 
 
+_FLAT_CELLS = 1 << 22  # (event, group) cells of a block counted in one array (32 MB at most) rather than sorted
+
+
 def _first_per_event(rows: np.ndarray, g: np.ndarray, sel: np.ndarray, groups: int) -> np.ndarray:
     """``sel`` keeping, in each event, only the first selected pair of each group."""
     idx = np.flatnonzero(sel)
+    if idx.size and groups * (int(rows[-1]) + 1) <= _FLAT_CELLS:  # few (event, group) cells: no sort needed
+        cell = rows[idx] * groups + g[idx]
+        first = np.full(groups * (int(rows[-1]) + 1), idx.size, dtype=np.int64)
+        np.minimum.at(first, cell, np.arange(idx.size, dtype=np.int64))  # each cell's first selected pair
+        again = first[cell] != np.arange(idx.size, dtype=np.int64)
+        if again.any():
+            sel = sel.copy()
+            sel[idx[again]] = False
+        return sel
     again = _repeats(rows[idx], g[idx], groups)
     if again is not None:
         sel = sel.copy()

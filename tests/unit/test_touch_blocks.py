@@ -217,3 +217,29 @@ def test_a_pair_repeats_exactly_when_an_earlier_pair_of_its_event_has_its_key(ev
     got = _repeats(rows, keys, 6)
 
     assert (got is None and not any(want)) or (got is not None and got.tolist() == want)
+
+
+@given(events=st.lists(st.lists(st.integers(0, 5), max_size=6), min_size=1, max_size=12), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_the_first_pair_of_each_group_per_event_is_kept_by_the_cell_count_and_by_the_sort_alike(events, data):
+    import numpy as np
+
+    from projections.folds import touch_pairs
+
+    rows = np.asarray([r for r, keys in enumerate(events) for _ in keys], dtype=np.int64)
+    keys = np.asarray([k for ks in events for k in ks], dtype=np.int64)
+    sel = np.asarray(data.draw(st.lists(st.booleans(), min_size=keys.size, max_size=keys.size)), dtype=bool)
+    seen, want = set(), []
+    for r, k, s in zip(rows.tolist(), keys.tolist(), sel.tolist()):
+        want.append(s and (r, k) not in seen)
+        if s:
+            seen.add((r, k))
+
+    counted = touch_pairs._first_per_event(rows, keys, sel, 6)
+    cells, touch_pairs._FLAT_CELLS = touch_pairs._FLAT_CELLS, 0  # too many cells: the sort instead
+    try:
+        sorted_ = touch_pairs._first_per_event(rows, keys, sel, 6)
+    finally:
+        touch_pairs._FLAT_CELLS = cells
+
+    assert counted.tolist() == want == sorted_.tolist()

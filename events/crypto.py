@@ -164,6 +164,10 @@ class PayloadCipher:
         out: list[tuple[bytes | None, int] | None] = []
         append = out.append
         start, body_at = HEADER, HEADER + NONCE_BYTES
+        # Rows come by stream (a scan's order): the last row's stream, header, key and AAD prefix are reused while
+        # they hold, without the lookups and tuples of the dicts above.
+        last = (None, None, None)
+        aead = gen = prefix = None
         for tenant, user_id, event_id, kind, version, blob in zip(tenants, user_ids, event_ids, kinds, versions,
                                                                    sealed):
             if blob is None:
@@ -172,17 +176,19 @@ class PayloadCipher:
             if len(blob) < body_at or blob[0] != FORMAT:
                 self.open_payload(tenant, user_id, event_id, kind, version, blob)  # raises the format error
             head = blob[:start]
-            known = keys.get((tenant, user_id, head))
-            if known is None:
-                gen = int.from_bytes(head[1:], "big")
-                known = keys[(tenant, user_id, head)] = (self.keys.key((tenant, user_id), gen), gen)
-            aead, gen = known
+            if tenant != last[0] or user_id != last[1] or head != last[2]:
+                known = keys.get((tenant, user_id, head))
+                if known is None:
+                    gen = int.from_bytes(head[1:], "big")
+                    known = keys[(tenant, user_id, head)] = (self.keys.key((tenant, user_id), gen), gen)
+                aead, gen = known
+                prefix = streams.get((tenant, user_id))
+                if prefix is None:
+                    prefix = streams[(tenant, user_id)] = f"ev\x1f{tenant}\x1f{user_id}\x1f".encode()
+                last = (tenant, user_id, head)
             if aead is None:
                 append((None, gen))
                 continue
-            prefix = streams.get((tenant, user_id))
-            if prefix is None:
-                prefix = streams[(tenant, user_id)] = f"ev\x1f{tenant}\x1f{user_id}\x1f".encode()
             tail = tails.get((kind, version))
             if tail is None:
                 tail = tails[(kind, version)] = f"\x1f{kind}\x1f{version}".encode()

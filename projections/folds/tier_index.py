@@ -96,8 +96,7 @@ class SessionIndex:
         if vector is not None and self.rows:
             if vector.dtype != np.float64:  # a page's vector is float64 already (tiers._unit)
                 vector = vector.astype(np.float64)
-            with np.errstate(invalid="ignore", over="ignore"):
-                product = self.matrix @ vector
+            product = self.matrix @ vector  # under the np.errstate tiers.fold_run holds
             if len(self.rows) == len(sessions):  # every session has a comparable centroid: the product is the row
                 cos = product
             else:

@@ -352,3 +352,18 @@ def test_a_v1_log_without_recorded_key_terms_reads_them_from_the_text_as_before(
     # ... and the same when no embedding ever comes (placed when the next message is recorded)
     state = project(page(0, "We adopted a puppy named Biscuit"), page(1, "ok"))
     assert short_term(state)[0].keywords == key_terms("We adopted a puppy named Biscuit")
+
+
+def test_corrupt_vectors_fold_to_the_same_sessions_without_a_warning_one_by_one_and_as_a_run():
+    import warnings
+
+    from projections.folds.tiers import fold_run
+
+    huge, inf, nan = np.full(8, 3e38, np.float32), np.array([np.inf, -np.inf] * 4, np.float32), np.full(8, np.nan)
+    items = [page(1, "tea", huge), page(2, "tea", inf), page(3, "tea", nan), page(4, "tea", np.ones(8)),
+             *[page(i, "jazz", huge) for i in range(5, 12)]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        one_by_one = project(*items)
+        as_run = fold_run(TierState(), log(*items), DEFAULT_TIERS)
+    assert session_ids(as_run) == session_ids(one_by_one) and as_run.page_session == one_by_one.page_session

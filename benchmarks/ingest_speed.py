@@ -57,6 +57,7 @@ from palimpsest import config as store_config
 from palimpsest.locomo import TENANT
 from palimpsest.memory_graph import GraphApiMixin
 from projections.decisions.graph_staging import candidates_for, labels_of
+from projections.rules.extraction import forget_text_caches
 
 CACHE = Path("/tmp/s6/ing")
 # A follow-up (eviction, distillation) is dated by its stream's latest event, whose time is the append's clock.
@@ -269,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = validate_messages([{"tenant": TENANT, **m} for m in data.messages])[:args.limit]
     labels, label_cpu = label_vectors(commands, args.cache, args.batch_size)
     if args.graph_only:
+        # Finding the labels ran the graph rules over the file: their memos start empty again, as a driver's do.
+        forget_text_caches()
         with args.graph_only.open("wb") as fh:
             pickle.dump(graph_chunks(commands, labels, args.batch_size), fh)
         return 0

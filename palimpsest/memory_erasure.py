@@ -10,6 +10,7 @@ from events.commands import check_stream
 from events.errors import InvalidInputError
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
+from projections.rules.extraction import forget_text_caches
 
 
 class ErasureApiMixin:
@@ -33,4 +34,6 @@ class ErasureApiMixin:
         if shard is None:  # unknown: nothing to erase, and nothing (not even a route) is written
             return {"tenant": tenant, "user_id": user_id, "forgotten": False, "reason": "no such user in this store"}
         command = c.ForgetUser(tenant=tenant, user_id=user_id, now=datetime.now(UTC))
-        return _get(self.shards.cluster.shards[shard].handle.remote([command]))[0]
+        outcome = _get(self.shards.cluster.shards[shard].handle.remote([command]))[0]
+        forget_text_caches()  # the graph rules ran here on the user's messages: their memos go too
+        return outcome

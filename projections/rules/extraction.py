@@ -42,6 +42,7 @@ from projections.rules.note_rules import (
     Polarity,
     Rule,
 )
+from projections.rules.graph_chinese import tag_cache_clear
 from projections.rules.text import has_cjk, rule_text, text_caches_clear, tokenize
 
 EXTRACTOR_ID = "rules-v1"
@@ -233,7 +234,8 @@ _RULE_SETS = {(True, True): EN_RULES + ZH_RULES, (True, False): EN_RULES, (False
 
 def forget_text_caches() -> None:
     """Empty the memos that hold message texts (:func:`key_terms`, the note extraction, the tokenizer's runs and
-    queries): an erasure leaves no copy of a forgotten user's words in the process."""
+    queries, the graph rules' clause tags): an erasure leaves no copy of a forgotten user's words in the process."""
     key_terms.cache_clear()
     _extract_notes.cache_clear()
     text_caches_clear()
+    tag_cache_clear()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import lru_cache
 
 import jieba
 
@@ -38,9 +39,16 @@ _GOING = ("去", "来", "回")
 _WHERE_VERBS = ("工作", "上班", "住")  # 去看了电影: the going carries the seeing
 
 
+# A clause's text is often tagged twice (no name opens it, so the verb is looked for in the same text) and the
+# same clause comes back in other messages: on MemDaily dev, 13,016 taggings of 4,522 distinct texts. jieba's
+# tagging is a pure function of the text (its dictionary is not changed at run time), so the recent ones are kept.
+TAG_CACHE = 8192
+
+
+@lru_cache(maxsize=TAG_CACHE)
 def _first_tag(text: str):
     """jieba's first part-of-speech word of ``text`` (``None`` for an empty text); the tagger loads its model on
-    first use, not on import.
+    first use, not on import. Memoised (the ``pair`` returned is only read, never changed).
 
     ``posseg.cut`` is a generator: the first word costs the block's word graph and the tagger's HMM over the first
     run of unknown characters only, not over the rest of the text (the HMM was ~75 % of the graph rules' CPU on
@@ -49,6 +57,11 @@ def _first_tag(text: str):
     import jieba.posseg as posseg  # noqa: PLC0415 - about a second to import: only when a Chinese text needs it
 
     return next(posseg.cut(text), None)
+
+
+def tag_cache_clear() -> None:
+    """Empty the memo of clause tags (it holds message texts: an erasure leaves no copy of them)."""
+    _first_tag.cache_clear()
 
 
 def relation(speaker: str, kin: str, name: str | None) -> Reading:

@@ -280,8 +280,9 @@ def _slot_rule(new: _Statement, old: _Statement) -> Verdict | None:
     return None
 
 
-def _term_rule(new: _Statement, old: _Statement) -> Verdict | None:
-    overlap, shared = _jaccard(new.terms, old.terms), _matches(old.terms, new.terms)
+def _term_rule(new: _Statement, old: _Statement, shared: tuple[str, ...]) -> Verdict | None:
+    """``shared`` is ``_matches(old.terms, new.terms)``, which :func:`_judge` has just computed."""
+    overlap = _jaccard(new.terms, old.terms)
     if new.polarity != old.polarity and shared and overlap >= NEGATION_JACCARD:
         reason = f"a {new.polarity} statement about the same terms"
         return _verdict(Relation.SUPERSEDES, "negation", reason, shared, 0.8)
@@ -292,7 +293,7 @@ def _term_rule(new: _Statement, old: _Statement) -> Verdict | None:
     return None
 
 
-_RULES = (_state_rule, _switch_rule, _slot_rule, _term_rule)
+_RULES = (_state_rule, _switch_rule, _slot_rule)  # then _term_rule, which takes the shared terms _judge found
 _RANK = {Relation.SUPERSEDES: 3, Relation.CHANGE_OVER_TIME: 2, Relation.REINFORCES: 1, Relation.CONSISTENT: 0}
 
 
@@ -315,6 +316,8 @@ def _judge(new: _Statement, old: _Statement) -> Verdict:
     for rule in _RULES:
         if (found := rule(new, old)) is not None:
             return found
+    if (found := _term_rule(new, old, shared)) is not None:
+        return found
     return _verdict(Relation.CONSISTENT, "none", "no rule relates them", shared, 0.6)
 
 
@@ -327,17 +330,27 @@ def detect(new: CandidateNote | str, notes: Sequence[ActiveNote], *, speaker: st
     CHANGE_OVER_TIME, then REINFORCES, then CONSISTENT.
     """
     statements = _from_new(new, speaker)
-    verdicts = []
-    for note in notes:
-        old = _from_note(note)
-        if len(statements) == 1:  # a candidate note: one statement
-            best = _judge(statements[0], old)
-        else:
-            best = max((_judge(s, old) for s in statements), key=lambda v: (_RANK[v.relation], v.confidence),
-                       default=_SILENT)
-        verdicts.append(Verdict(note.note_id, best.relation, best.rule, best.reason, best.matched_terms,
-                                best.confidence, best.detector))
-    return tuple(verdicts)
+    return tuple(_named(note, _best(statements, _from_note(note))) for note in notes)
+
+
+def actionable(new: CandidateNote, notes: Sequence[ActiveNote]) -> list[Verdict]:
+    """``[v for v in detect(new, notes) if v.relation is not CONSISTENT]``, without naming the verdicts it drops
+    (most pairs a decider judges end CONSISTENT, and a frozen dataclass costs ~1 µs to build)."""
+    statements = _from_new(new, None)
+    judged = ((note, _best(statements, _from_note(note))) for note in notes)
+    return [_named(note, best) for note, best in judged if best.relation is not Relation.CONSISTENT]
+
+
+def _best(statements: list[_Statement], old: _Statement) -> Verdict:
+    if len(statements) == 1:  # a candidate note: one statement
+        return _judge(statements[0], old)
+    return max((_judge(s, old) for s in statements), key=lambda v: (_RANK[v.relation], v.confidence),
+               default=_SILENT)
+
+
+def _named(note: ActiveNote, best: Verdict) -> Verdict:
+    return Verdict(note.note_id, best.relation, best.rule, best.reason, best.matched_terms, best.confidence,
+                   best.detector)
 
 
 @dataclass(frozen=True, slots=True)

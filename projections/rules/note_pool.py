@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from projections.rules.contradiction import (
     ActiveNote,
     Reach,
-    Relation,
     Verdict,
+    actionable,
     detect,
     reach_of_candidate,
     reach_of_note,
@@ -102,8 +102,7 @@ class NotePool:
         """``[v for v in detect(candidate, self.pool(candidate)) if v.relation is not CONSISTENT]``, judged only
         where a rule can fire."""
         notes = [self.notes[i] for i in self._reachable(candidate)]
-        notes = [n for n in notes if self._comparable(candidate, n)]
-        return [v for v in detect(candidate, notes) if v.relation is not Relation.CONSISTENT]
+        return actionable(candidate, [n for n in notes if self._comparable(candidate, n)])
 
     def identical(self, candidate: CandidateNote) -> list[Verdict]:
         """The verdicts of the comparable notes with the candidate's very text and subject, in order."""

@@ -162,6 +162,8 @@ def test_the_shortcut_for_unrelated_pairs_gives_what_the_full_rule_chain_gives()
         for rule in cd._RULES:
             if (found := rule(new, old)) is not None:
                 return found
+        if (found := cd._term_rule(new, old, cd._matches(old.terms, new.terms))) is not None:
+            return found
         return cd._verdict(Relation.CONSISTENT, "none", "no rule relates them", cd._matches(old.terms, new.terms), 0.6)
 
     texts = sorted({t for case in CASES for t in case[:2]})

@@ -11,7 +11,7 @@ import pytest
 import projections.rules.note_pool as note_pool
 from events.model import MessageRecorded
 from projections.decisions.note_ops import decide_note_operations
-from projections.rules.contradiction import Relation, detect
+from projections.rules.contradiction import ActiveNote, Relation, actionable, detect
 from projections.rules.extraction import extract_notes
 
 EN = [
@@ -71,8 +71,8 @@ def test_the_index_decides_what_a_full_scan_decides(templates, seed, monkeypatch
 
 def test_a_candidate_meets_only_the_notes_it_can_relate_to(monkeypatch):
     judged = []
-    real = note_pool.detect
-    monkeypatch.setattr(note_pool, "detect", lambda c, notes: judged.append(len(notes)) or real(c, notes))
+    real = note_pool.actionable
+    monkeypatch.setattr(note_pool, "actionable", lambda c, notes: judged.append(len(notes)) or real(c, notes))
     notes = [f"I love visiting museum {n}." for n in range(100)]
     messages = [(f"m{i}", MessageRecorded(conversation_id="c", role="user", text=t,
                                            occurred_at=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=i),
@@ -82,3 +82,16 @@ def test_a_candidate_meets_only_the_notes_it_can_relate_to(monkeypatch):
     ops = decide_note_operations([], messages, iter(f"op{i}" for i in range(10_000)).__next__)
     assert sum(op.op == "add" for _, op in ops) == 101  # 100 museum notes held when "sushi" arrives
     assert judged[-1] == 0  # "sushi" shares no term, slot or state with any of them: none is judged
+
+
+@pytest.mark.parametrize("templates,seed", [(EN, 5), (ZH, 6), (EN + ZH, 7)])
+def test_actionable_is_detect_without_the_consistent_verdicts(templates, seed):
+    """Every candidate of a stream against every note before it (no index): the same verdicts, in order."""
+    candidates = [c for _, m in _messages(templates, 120, seed) for c in extract_notes(m.text, speaker=m.speaker)]
+    notes = [ActiveNote.from_candidate(f"n{i}", c) for i, c in enumerate(candidates)]
+    relations = set()
+    for i, candidate in enumerate(candidates):
+        expected = [v for v in detect(candidate, notes[:i]) if v.relation is not Relation.CONSISTENT]
+        assert actionable(candidate, notes[:i]) == expected
+        relations |= {v.relation for v in expected}
+    assert {Relation.SUPERSEDES, Relation.REINFORCES} <= relations  # the term rule and the others fired

@@ -130,9 +130,7 @@ class TakenTouches:
 
 
 class ShardCore:
-    def __init__(
-        self, spec: ShardSpec, *, log: EventLog | None = None, counter: TokenCounter | None = None
-    ) -> None:
+    def __init__(self, spec: ShardSpec, *, log: EventLog | None = None, counter: TokenCounter | None = None) -> None:
         self.spec = spec
         self.log = log or DuckDBEventLog(spec.log_path, cipher=cipher_of(spec))
         self.counter = counter or default_counter()
@@ -186,9 +184,11 @@ class ShardCore:
 
     # -- the two entry points -------------------------------------------
     def handle(self, commands: list[c.Command]) -> list[Any]:
-        """Apply commands in order; each returns its outcome (the recorded one if it was applied before)."""
-        self.flush_touches()
-        return [self._apply(command) for command in commands]
+        """Apply commands in order; each returns its outcome (the recorded one if it was applied before). The cyclic
+        collector waits meanwhile, as in folds: a full collection mid-batch walks the state to free next to nothing."""
+        with shard_state.collector_paused():
+            self.flush_touches()
+            return [self._apply(command) for command in commands]
 
     def query(self, q: c.Query) -> Any:
         read = READERS.get(type(q))

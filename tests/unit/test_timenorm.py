@@ -224,15 +224,20 @@ _WORDS = ("I", "we", "went", "there", "the", "a", "an", "in", "on", "at", "of", 
           "2023", "7", "7th", "2023-05-07", "1999", ",", ".", "birthday", "Monday's", "weekly", "yearly", "dayton")
 
 
-@given(words=st.lists(st.sampled_from(_WORDS), max_size=12))
-def test_the_english_trigger_only_skips_texts_without_a_mention(words):
-    """normalize_time reads an English text with its rules only when a cheap search finds a digit or a time word;
-    the mentions are the same as with every rule run on every text."""
+# Chinese words (time words among them) and pieces glued to English words: "昨天yesterday" starts no English word.
+_ZH_WORDS = ("我", "昨天", "上周五", "三天前", "2023年5月7日", "今晚", "去年", "下个月", "晚上8点", "吃了火锅", "，", "。", "在",
+             "的", "Friday", "3", "yesterday", "morning")
+
+
+@given(words=st.lists(st.sampled_from(_WORDS + _ZH_WORDS), max_size=12), glue=st.sampled_from([" ", ""]))
+def test_the_english_trigger_only_skips_texts_without_a_mention(words, glue):
+    """normalize_time reads a text with the English rules only when a cheap search finds a digit or a time word,
+    whether it holds Chinese or not; the mentions are the same as with every rule run on every text."""
     import re
 
     from projections.rules import timenorm
 
-    text = " ".join(words)
+    text = glue.join(words)
     quick = normalize_time(text, REF)
     saved = timenorm._EN_TRIGGER
     timenorm._EN_TRIGGER = re.compile("")  # matches every text: each rule runs

@@ -52,7 +52,9 @@ def _rates(speed: dict) -> str:
     wall, cpu = speed.get("replay_events_per_s_per_shard"), speed.get("replay_events_per_cpu_s_per_shard")
     if not wall:
         return "–"
-    return ", ".join(f"{w:,.0f}" + (f" ({c:,.0f} CPU)" if cpu else "") for w, c in zip(wall, cpu or [None] * len(wall)))
+    runs = len(speed.get("replay_runs_seconds_per_shard") or [()])
+    rates = ", ".join(f"{w:,.0f}" + (f" ({c:,.0f} CPU)" if c else "") for w, c in zip(wall, cpu or [None] * len(wall)))
+    return rates + (f", best of {runs}" if runs > 1 else "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,7 @@ from actors.core import ShardCore
 from actors.read_channel import ChannelServer
 from actors.spec import ShardSpec
 from actors.warm import Warmer
+from projections.rules import dictionaries
 
 logger = structlog.get_logger("palimpsest.shard")
 
@@ -64,6 +65,11 @@ class ShardActor:
     def channel(self) -> dict:
         """Where this incarnation's read channel listens, and on which Ray node (a caller elsewhere uses Ray)."""
         return {"path": self._channel.path, "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+
+    def load_dictionaries(self, languages: tuple[str, ...]) -> float:
+        """Load the text rules' dictionaries of ``languages`` now (:mod:`projections.rules.dictionaries`); the
+        seconds it took."""
+        return dictionaries.load(languages)
 
     def warmed(self) -> int:
         """Users this incarnation warmed while idle (:mod:`actors.warm`)."""

@@ -35,6 +35,8 @@ _VERB = re.compile(VERB_ZH_RX)
 _KIN_SUBJECT = re.compile(r"^我们?的?(?P<kin>" + KIN_ZH_RX + ")")
 _IS_MY_KIN = re.compile(r"^(?P<name>[^，,。是我]{1,8}?)是我们?的?(?P<kin>(?:最好的|好)?" + KIN_ZH_RX + r")[。！!]*$")
 _MY_KIN = re.compile(r"^我们?的?(?P<kin>" + KIN_ZH_RX + r")$")
+_MODIFIER = re.compile(r"^(?:出来|起来|下来|上来|过来|过去|出|起|完)?的")  # 我路过的公园, 拍出来的风景
+_OWN_COPULA = re.compile(r"^[^，,。！!？?是的]+的[^，,。！!？?是的]{1,6}是")  # X的Y是Z: "the Y of X is Z"
 _GOING = ("去", "来", "回")
 _WHERE_VERBS = ("工作", "上班", "住")  # 去看了电影: the going carries the seeing
 
@@ -77,9 +79,14 @@ def _name(text: str) -> str | None:
 
 
 def _verb(text: str) -> str | None:
-    if match := _VERB.match(text):
-        return match.group()
     first = _first_tag(text)
+    if match := _VERB.match(text):
+        verb = match.group()
+        # 上司 (a boss), 有时候 (sometimes), 去年 (last year): the table's verb only opens a longer word that jieba
+        # reads as no verb, so the clause has none here
+        if first and len(first.word) > len(verb) and first.word.startswith(verb) and not first.flag.startswith("v"):
+            return None
+        return verb
     return first.word if first and first.flag.startswith("v") else None
 
 
@@ -134,6 +141,10 @@ def read_chinese(clause: str, *, speaker: str, inherited: str | None, tense: str
     rest = rest[len(verb):]
     aspect = ZH_ASPECT.match(rest)
     rest = rest[aspect.end():]
+    if _MODIFIER.match(rest) or _OWN_COPULA.match(rest):
+        # 我路过的那个公园是… / 拍出来的风景: the verb describes a noun (a relative clause); 烹饪技艺大会的地点是…: the word
+        # opens a noun phrase whose own 是 is the clause's predicate. Neither states what the verb would.
+        return readings, subject
     done = done or aspect["asp"] in ("了", "过") or rest.rstrip("。！!~").endswith("了")
     if verb in OPINION_ZH:
         complement = _clean(rest) or ""

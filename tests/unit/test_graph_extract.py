@@ -91,6 +91,9 @@ TURNS = [
     ("我三天前报名了陶艺课", "小红", [("小红", "event", "报名", "陶艺课", {"time": "2023-05-07"})]),
     ("我每天跑步", "小红", [("小红", "fact", "跑步", None, {})]),
     ("我领养了一只狗", None, [("user", "event", "领养", "狗", {})]),
+    ("我将要参加航空服务创新与乘务管理交流会。", "小红",
+     [("小红", "event", "参加", "航空服务创新与乘务管理交流会", {"status": "planned"})]),
+    ("去年我去了日本", "小红", [("小红", "event", "去", "日本", {"time": "2022"})]),
     # graph-rules-v2: conversational English.
     ("Here's a pic of my family camping at the beach. [image: a photo of a family sitting around a campfire on the beach]",
      "Melanie", [("Melanie", "event", "share", "campfire", {})]),
@@ -165,6 +168,14 @@ NOTHING = [
     "I'm not into yoga.",
     "I'm super keen to spread that intensity.",
     "Nothing much, just chilling.",
+    # No verb of the speaker's: a word that opens a noun phrase with its own 是 (the event's place), a verb inside a
+    # relative clause (路过的公园, 拍出来的风景), a table verb that only opens a longer word (上司, 有时候), 就是 as a lead.
+    "烹饪技艺提升盛宴的地点是山东青岛。",
+    "我刚才路过的那个公园是中心公园。",
+    "我上司的工作地儿在山东青岛。",
+    "有时候我们也叫她高级工程师",
+    "拍出来的风景美得没话说",
+    "就是有时候得手动清理冷冻层的霜",
 ]
 
 

@@ -14,8 +14,8 @@ from weakref import finalize
 import numpy as np
 
 from events.envelope import Envelope
-from events.model import MessageRecorded, index_text
-from projections.rules.text import query_tokens, tokenize
+from events.model import MessageRecorded
+from projections.rules.text import query_tokens, text_tokens, tokenize
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,13 @@ class LexicalIndex:
     def add(self, doc_id: str, text: str) -> None:
         """Index one more document (earlier postings are never rewritten)."""
         self.add_terms(doc_id, tokenize(text))
+
+    def add_parts(self, doc_id: str, parts: tuple[str, ...]) -> None:
+        """:meth:`add` of the parts joined by spaces, or by ``": "`` (:func:`~events.model.index_text`): a space
+        or a colon ends every token, so the tokens are the parts' own, taken from :func:`text_tokens`, which the
+        rules that read the same texts at ingest have filled (the classification's key terms read a message's
+        text, the note decider a note's)."""
+        self.add_terms(doc_id, [token for part in parts for token in text_tokens(part)])
 
     def add_terms(self, doc_id: str, tokens: list[str]) -> None:
         """:meth:`add` for a document already tokenized."""
@@ -165,5 +172,5 @@ HANDLES = (MessageRecorded,)
 def evolve(state: LexicalIndex, env: Envelope) -> LexicalIndex:
     event = env.event
     if isinstance(event, MessageRecorded):
-        state.add(env.event_id, index_text(event.speaker, event.text))
+        state.add_parts(env.event_id, (event.speaker, event.text) if event.speaker else (event.text,))
     return state

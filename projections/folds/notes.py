@@ -200,14 +200,14 @@ def _apply_operation(state: NoteState, env: Envelope, op: NoteOperation) -> None
     target = state.notes.get(op.target_note_id) if op.target_note_id else None
     if op.op == "add" and op.note is not None:
         note = state.notes[env.event_id] = _create(env, op, op.note, None)
-        state.index.add(note.note_id, " ".join((note.text, *note.key_terms)))
+        state.index.add_parts(note.note_id, (note.text, *note.key_terms))
         return
     if target is None or target.status != "active":
         return  # unknown or already closed target: nothing to act on
     if op.op == "update" and op.note is not None:
         note = state.notes[env.event_id] = _create(env, op, op.note, target)
         state.notes[target.note_id] = _close(target, op.valid_from, "superseded", note.note_id)
-        state.index.add(note.note_id, " ".join((note.text, *note.key_terms)))
+        state.index.add_parts(note.note_id, (note.text, *note.key_terms))
     elif op.op == "boost":
         state.notes[target.note_id] = _reinforce(target, op.valid_from, boost=True, sources=op.source_message_ids)
     elif op.op == "delete":

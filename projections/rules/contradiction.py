@@ -48,7 +48,7 @@ from projections.rules.term_match import hit as _hit
 from projections.rules.term_match import index as _index
 from projections.rules.term_match import jaccard as _jaccard
 from projections.rules.term_match import matches as _matches
-from projections.rules.text import has_cjk, tokenize
+from projections.rules.text import has_cjk, text_tokens, tokenize
 
 DETECTOR_ID = "rules-v1"
 REINFORCE_JACCARD = 0.6  # key-term overlap for a restatement
@@ -191,7 +191,7 @@ _NEXT_CLAUSE = re.compile(r"\s+(?:and|but)\s+|[,;，；、]\s*|(?:并且|而且|
 
 def _statement(text: str, terms: Sequence[str], category: str | None, pol: str | None, slot: str | None,
                value: str | None, subject: str, clause: str | None = None) -> _Statement:
-    states = frozenset().union(*map(_state_words, tokenize(text)))
+    states = frozenset().union(*map(_state_words, text_tokens(text)))
     source, target, kinds = _switch(clause) if clause else ((), (), frozenset())
     return _Statement(
         category, tuple(terms), pol or polarity(text), slot, key_terms(value or ""), subject, states,

@@ -43,7 +43,7 @@ from projections.rules.note_rules import (
     Rule,
 )
 from projections.rules.graph_chinese import tag_cache_clear
-from projections.rules.text import has_cjk, rule_text, text_caches_clear, tokenize
+from projections.rules.text import has_cjk, rule_text, text_caches_clear, text_tokens, tokenize
 
 EXTRACTOR_ID = "rules-v1"
 CATEGORIES: tuple[str, ...] = ("preference", "decision", "constraint", "fact")
@@ -111,7 +111,7 @@ def key_terms(text: str) -> tuple[str, ...]:
     """
     seen: dict[str, None] = {}
     generic = generic_terms() if has_cjk(text) else generic_latin_terms()
-    for token in tokenize(_GO_LANGUAGE.sub("golang", text)):
+    for token in text_tokens(_GO_LANGUAGE.sub("golang", text)):  # memoised: the lexical folds read it again
         if token not in generic and not _TIME_TERM.match(token):
             seen.setdefault(token, None)
     return tuple(seen)

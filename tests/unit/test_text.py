@@ -67,3 +67,31 @@ def test_tokenize_is_deterministic():
 def test_has_cjk():
     assert has_cjk("hello 世界")
     assert not has_cjk("hello world")
+
+
+@pytest.mark.parametrize("speaker, text", [
+    ("Caroline", "I went to the LGBTQ support group yesterday and it was so powerful."),
+    ("小明", "我最喜欢的颜色是蓝色，我们决定改用 PostgreSQL 了。"),
+    ("Mel's", "don't 'quote' me: Σίσυφος ΣΑΣ"),
+    (None, "用户喜欢喝咖啡 golang"),
+])
+def test_lexical_tokens_are_their_parts_memoised_tokens(speaker, text):
+    """The lexical folds index a message (``index_text``) and a note (text and key terms joined by spaces) from
+    their parts' memoised tokens: the same tokens as the joined text, the same index, and the memo is emptied
+    by ``forget_text_caches`` (erasure)."""
+    from events.model import index_text
+    from projections.folds.lexical import LexicalIndex
+    from projections.rules.extraction import forget_text_caches, key_terms
+    from projections.rules.text import text_tokens
+
+    parts = (speaker, text) if speaker else (text,)
+    assert [t for p in parts for t in text_tokens(p)] == tokenize(index_text(speaker, text))
+    terms = key_terms(text)
+    assert [t for p in (text, *terms) for t in text_tokens(p)] == tokenize(" ".join((text, *terms)))
+    joined, by_parts = LexicalIndex(), LexicalIndex()
+    joined.add("m", index_text(speaker, text))
+    by_parts.add_parts("m", parts)
+    assert by_parts.canonical() == joined.canonical()
+    assert text_tokens.cache_info().currsize > 0
+    forget_text_caches()
+    assert text_tokens.cache_info().currsize == 0

@@ -221,15 +221,32 @@ def _extract_notes(text: str, speaker: str | None, previous: str | None) -> tupl
     anaphors: list[str] = []
     previous = None if previous is None else rule_text(previous)
     for clause in split_statements(rule_text(text)):
-        for rule in _RULE_SETS[EN_TRIGGER.search(clause) is not None, has_cjk(clause)]:
-            if match := rule.pattern.search(clause):
+        for rule, gate in _RULE_SETS[EN_TRIGGER.search(clause) is not None, has_cjk(clause)]:
+            if (gate is None or gate.search(clause)) and (match := rule.pattern.search(clause)):
                 if note := _candidate(rule, match, clause, subject, previous, anaphors):
                     found.setdefault(note.text, note)
                 break
     return tuple(found.values()), bool(anaphors)
 
 
-_RULE_SETS = {(True, True): EN_RULES + ZH_RULES, (True, False): EN_RULES, (False, True): ZH_RULES, (False, False): ()}
+_LAZY_HEAD, _TAIL = "(?P<o>.*?", ".+)"
+
+
+def _gate(rule: Rule) -> re.Pattern[str] | None:
+    """For a rule ``(?P<o>.*?X.+)`` ("…不能…", "…改用…", "…必须…"): ``X.``, found in a clause exactly when the rule
+    matches it. ``search`` retries the lazy ``.*?`` from every start, so a clause the rule misses (most) costs
+    time quadratic in its length, the gate linear: the rule loop over the MemDaily dev file's 6,858 clauses took
+    82 ms, 31 ms with the gates (best of 5). None for any other rule."""
+    p = rule.pattern.pattern
+    if p.startswith(_LAZY_HEAD) and p.endswith(_TAIL) and p.count("(") == 2:  # X is one group: "(?:a|b|c)"
+        return re.compile(p[len(_LAZY_HEAD):-len(_TAIL)] + ".", rule.pattern.flags)
+    return None
+
+
+_RULE_SETS = {
+    (en, zh): tuple((rule, _gate(rule)) for rule in (EN_RULES if en else ()) + (ZH_RULES if zh else ()))
+    for en in (True, False) for zh in (True, False)
+}
 
 
 def forget_text_caches() -> None:

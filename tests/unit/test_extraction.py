@@ -247,3 +247,27 @@ def test_each_english_rule_has_a_clause_that_passes_the_trigger():
     for clause, rule in zip(_ONE_PER_RULE, EN_RULES):
         assert rule.pattern.search(clause), clause
         assert EN_TRIGGER.search(clause), clause
+
+
+def test_a_rule_gate_matches_exactly_where_its_rule_does():
+    """The linear gate of a ``(?P<o>.*?X.+)`` rule is a test of the rule itself: same clauses, either way."""
+    from projections.rules.extraction import _RULE_SETS
+
+    gated = [(rule, gate) for rule, gate in _RULE_SETS[True, True] if gate is not None]
+    assert len(gated) == 3  # 改用/换成…, 不能/禁止…, 必须/务必…
+    clauses = ["我们决定改用MySQL", "改用", "改用了", "以后不能\n再用它", "不能", "禁止吸烟", "你必须来", "必须",
+               "我喜欢咖啡", "we must use Go", "千万不要忘了", "MUST 务必x", ""]
+    for rule, gate in gated:
+        for clause in clauses:
+            assert (gate.search(clause) is not None) == (rule.pattern.search(clause) is not None), (rule, clause)
+
+
+@given(st.lists(st.sampled_from(["我", "们", "不", "能", "改用", "必须", "务必", "禁止", "别再", "x", " ", "\n", "了"]),
+                max_size=12))
+def test_rule_gates_on_generated_clauses(parts):
+    from projections.rules.extraction import _RULE_SETS
+
+    clause = "".join(parts)
+    for rule, gate in _RULE_SETS[False, True]:
+        if gate is not None:
+            assert (gate.search(clause) is not None) == (rule.pattern.search(clause) is not None)

@@ -60,7 +60,11 @@ CODE_SYMBOLS = set("{}[]();=<>")
 
 ERROR = _rx(
     r"\btraceback\b",
-    r"\b\w*(?:error|exception)s?\b",
+    # A word that ends in error(s) / exception(s) ("TypeError"), written as that ending alone: the same words match
+    # (the match is only tested), but "\b\w*" in front of it ran over the rest of a word at each word's start, and
+    # a run of Chinese characters is one long word. ERROR over the dev files' 9,790 messages: 197 → 137 ms, over
+    # their Chinese ones 50 → 13 ms (best of 5).
+    r"(?:error|exception)s?\b",
     r"\bfail(?:ed|s|ing|ure)?\b",
     r"\bcrash(?:ed|es|ing)?\b",
     r"\bstack\s*trace\b",

@@ -114,3 +114,18 @@ def test_classification_event_records_the_verdict_once_with_the_classifier_versi
     )
     assert event.key_terms  # recorded, so the tier fold never reads the text again
     assert CLASSIFIER_ID == "rules-v1"
+
+
+@pytest.mark.parametrize("text, error", [
+    ("TypeError: x is None", True), ("too many exceptions", True), ("an errors log", True), ("no erroring", False),
+    ("errorless", False), ("运行时报错了", True), ("我今天TypeError了好几次", False), ("我今天很开心", False),
+])
+def test_error_words_are_words_ending_in_error_or_exception(text, error):
+    import re
+
+    from projections.rules.classify import ERROR
+
+    assert (ERROR.search(text) is not None) == error
+    # The pattern as first written ("\b\w*" before the ending) finds the same words.
+    old = re.compile(ERROR.pattern.replace("(?:error|exception)s?\\b", "\\b\\w*(?:error|exception)s?\\b"), ERROR.flags)
+    assert old.pattern != ERROR.pattern and (old.search(text) is not None) == error

@@ -43,6 +43,7 @@ from projections.rules.note_rules import (
     Rule,
 )
 from projections.rules.graph_chinese import tag_cache_clear
+from projections.rules.term_match import cache_clear as term_cache_clear
 from projections.rules.text import has_cjk, rule_text, text_caches_clear, text_tokens, tokenize
 
 EXTRACTOR_ID = "rules-v1"
@@ -251,8 +252,10 @@ _RULE_SETS = {
 
 def forget_text_caches() -> None:
     """Empty the memos that hold message texts (:func:`key_terms`, the note extraction, the tokenizer's runs and
-    queries, the graph rules' clause tags): an erasure leaves no copy of a forgotten user's words in the process."""
+    queries, the graph rules' clause tags, the key-term matcher's): an erasure leaves no copy of a forgotten user's
+    words in the process."""
     key_terms.cache_clear()
     _extract_notes.cache_clear()
     text_caches_clear()
     tag_cache_clear()
+    term_cache_clear()

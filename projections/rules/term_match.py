@@ -40,11 +40,28 @@ def hit(x: str, y: str) -> bool:
     return x == y or (cjk(x) and cjk(y) and min(len(x), len(y)) > 1 and (x in y or y in x))
 
 
+@lru_cache(maxsize=65_536)
+def probes(terms: tuple[str, ...]) -> tuple[tuple[str, frozenset[str] | None], ...]:
+    """Each term with its bigrams when it can match by containment (Chinese, two or more characters), else None.
+
+    A statement's terms are matched against note after note: read once, not per pair (MemDaily dev ingest:
+    136,588 terms tested in 57,188 calls, each through the memos of ``cjk`` and ``bigrams``)."""
+    return tuple((t, bigrams(t) if len(t) > 1 and cjk(t) else None) for t in terms)
+
+
 def matches(a: Sequence[str], b: Sequence[str]) -> tuple[str, ...]:
     """The terms of ``a`` found in ``b`` (by :func:`hit`, with ``b`` read once)."""
     same, nested, grams = index(tuple(b))
-    return tuple(x for x in a if x in same or (nested and len(x) > 1 and cjk(x) and not grams.isdisjoint(bigrams(x))
-                                               and any(x in y or y in x for y in nested)))
+    if not nested:  # nothing in b to contain or be contained: exact matches only
+        return tuple(x for x in a if x in same)
+    return tuple(x for x, x_grams in probes(tuple(a)) if x in same or (
+        x_grams is not None and not grams.isdisjoint(x_grams) and any(x in y or y in x for y in nested)))
+
+
+def cache_clear() -> None:
+    """Empty this module's memos (they hold key terms, words of what was said)."""
+    for memo in (cjk, index, bigrams, probes):
+        memo.cache_clear()
 
 
 def covers(a: Sequence[str], b: Sequence[str]) -> bool:

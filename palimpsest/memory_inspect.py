@@ -39,8 +39,9 @@ class InspectApiMixin:
     def warm_up(self, languages=dictionaries.LANGUAGES) -> dict[str, float]:
         """Load now what the first calls would load: the encoder (and its first run), and for Chinese (``"zh"`` in
         ``languages``) jieba's dictionary in every shard and, with its part-of-speech tagger, in this process.
-        A server does this at start-up so the first message or search does not wait ~1 s for them; a benchmark
-        of steady-state throughput keeps these one-off loads out of its timings. Returns the seconds of each."""
+        A service that will see Chinese calls it at start-up so the first message or search does not wait ~1 s for
+        them; a benchmark of steady-state throughput keeps these one-off loads out of its timings. Returns the
+        seconds of each."""
         try:
             languages = dictionaries.check_languages(languages)
         except ValueError as exc:

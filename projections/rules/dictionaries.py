@@ -20,7 +20,10 @@ def check_languages(languages) -> tuple[str, ...]:
     """``languages`` as a tuple of known codes; a ``ValueError`` naming the unknown ones otherwise."""
     if isinstance(languages, str):
         languages = (languages,)
-    out = tuple(dict.fromkeys(languages))
+    try:
+        out = tuple(dict.fromkeys(languages))
+    except TypeError:  # not iterable, or an unhashable item
+        raise ValueError(f"{languages!r} is not a list of language codes; give any of {list(LANGUAGES)}") from None
     unknown = [x for x in out if x not in LANGUAGES]
     if unknown:
         raise ValueError(f"unknown language(s) {unknown}; give any of {list(LANGUAGES)}")
@@ -36,7 +39,7 @@ def load(languages=LANGUAGES, *, tagger: bool = False) -> float:
 
         jieba.initialize()  # a no-op once loaded
         if tagger:
-            from projections.rules.graph_chinese import _first_tag
+            from projections.rules.graph_chinese import load_tagger
 
-            _first_tag.__wrapped__("我们")  # imports jieba.posseg and loads its model (not memoised: no cache entry)
+            load_tagger()
     return time.perf_counter() - started

@@ -61,6 +61,11 @@ def _first_tag(text: str):
     return next(posseg.cut(text), None)
 
 
+def load_tagger() -> None:
+    """Import jieba's part-of-speech tagger and load its model now (:mod:`projections.rules.dictionaries`)."""
+    _first_tag.__wrapped__("我们")  # not through the memo: no cache entry is made
+
+
 def tag_cache_clear() -> None:
     """Empty the memo of clause tags (it holds message texts: an erasure leaves no copy of them)."""
     _first_tag.cache_clear()

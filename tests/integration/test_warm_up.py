@@ -29,7 +29,7 @@ def test_english_only_warm_up_leaves_the_shards_dictionaries_alone(memory):
     assert all(s < 0.05 for s in out["shard_dictionaries_s"]) and out["encoder_s"] >= 0
 
 
-@pytest.mark.parametrize("bad", [("fr",), ("en", "klingon"), "de"])
+@pytest.mark.parametrize("bad", [("fr",), ("en", "klingon"), "de", 5, None, [["zh"]]])
 def test_an_unknown_language_is_refused_by_name(memory, bad):
-    with pytest.raises(InvalidInputError, match="languages.*unknown language"):
+    with pytest.raises(InvalidInputError, match="languages.*(unknown language|not a list of language codes)"):
         memory.warm_up(bad)

@@ -146,10 +146,6 @@ def read_chinese(clause: str, *, speaker: str, inherited: str | None, tense: str
     rest = rest[len(verb):]
     aspect = ZH_ASPECT.match(rest)
     rest = rest[aspect.end():]
-    if _MODIFIER.match(rest) or _OWN_COPULA.match(rest):
-        # 我路过的那个公园是… / 拍出来的风景: the verb describes a noun (a relative clause); 烹饪技艺大会的地点是…: the word
-        # opens a noun phrase whose own 是 is the clause's predicate. Neither states what the verb would.
-        return readings, subject
     done = done or aspect["asp"] in ("了", "过") or rest.rstrip("。！!~").endswith("了")
     if verb in OPINION_ZH:
         complement = _clean(rest) or ""
@@ -158,6 +154,10 @@ def read_chinese(clause: str, *, speaker: str, inherited: str | None, tense: str
         if about:
             judgement = {"judgement": split["j"]} if split else {}
             readings.insert(0, Reading(subject, "opinion", verb, about.replace("我", speaker), judgement))
+        return readings, subject
+    if _MODIFIER.match(rest) or _OWN_COPULA.match(rest):
+        # 我路过的那个公园是… / 拍出来的风景: the verb describes a noun (a relative clause); 烹饪技艺大会的地点是…: the word
+        # opens a noun phrase whose own 是 is the clause's predicate. Neither states what the verb would.
         return readings, subject
     if verb in _GOING and (second := _VERB.match(rest)):  # 去看了一场电影 → 去, 看电影
         after = rest[second.end():]

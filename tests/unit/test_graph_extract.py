@@ -94,6 +94,7 @@ TURNS = [
     ("我将要参加航空服务创新与乘务管理交流会。", "小红",
      [("小红", "event", "参加", "航空服务创新与乘务管理交流会", {"status": "planned"})]),
     ("去年我去了日本", "小红", [("小红", "event", "去", "日本", {"time": "2022"})]),
+    ("我觉得他的性格是最好的", "小红", [("小红", "opinion", "觉得", "他的性格", {"judgement": "是最好"})]),
     # graph-rules-v2: conversational English.
     ("Here's a pic of my family camping at the beach. [image: a photo of a family sitting around a campfire on the beach]",
      "Melanie", [("Melanie", "event", "share", "campfire", {})]),

@@ -97,6 +97,14 @@ class LinkMemories(UserCommand):
     reason: str
 
 
+class RecordLabelVectors(UserCommand):
+    """The embeddings of graph labels staged without one (``labels[i]`` → ``vectors[i]``), by ``model_id``."""
+
+    labels: tuple[str, ...]
+    vectors: Vector
+    model_id: str
+
+
 class ApplyConsolidation(UserCommand):
     """The events a consolidation task returned for one user (keyed ids: a rerun names them alike)."""
 
@@ -311,6 +319,13 @@ class GraphMerges(UserQuery):
 class GraphExport(UserQuery):
     title: str
     data_only: bool = False  # the graph view's data (the inspector draws it) instead of HTML and GraphML
+
+
+class UnembeddedLabels(Query):
+    """Per user (optionally one tenant and/or user), the topic/object labels its graph has no vector for yet."""
+
+    tenant: str | None = None
+    user_id: str | None = None
 
 
 class GraphJobs(Query):

@@ -1,7 +1,6 @@
 """ShardCore: everything one shard owns, Ray-free, behind two entry points: ``handle`` and ``query``.
 
-Owns the shard's DuckDB event log (its only writer), the folded projections
-of the users routed to it, and its LanceDB table.
+Owns the shard's DuckDB event log (its only writer), the folded projections of its users, and its LanceDB table.
 
 - ``handle(commands)``: for each command, the recorded outcome if its
   ``command_id`` was applied before (a retry appends nothing); otherwise its
@@ -20,8 +19,8 @@ of the users routed to it, and its LanceDB table.
 
 Recovery: folding the log rebuilds the projections; ``reconcile`` brings the
 LanceDB table in line; the follow-ups a crash left unwritten are written, and
-an erasure a crash interrupted (its key still live) is finished.
-Idempotent: every command (by id), every query, ``flush_touches``.
+an erasure a crash interrupted (its key still live) is finished. Idempotent: every command (by id), every query,
+``flush_touches``.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from actors import feedback, heap, reads, reads_graph, reads_inspect, reads_lear
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
 from actors.decide_erasure import decide_forget
-from actors.decide_graph import decide_consolidation, decide_link, decide_stage, decide_unmerge
+from actors.decide_graph import decide_consolidation, decide_label_vectors, decide_link, decide_stage, decide_unmerge
 from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
 from actors.decide_notes import decide_reply, decide_review
 from actors.deciders import decide_record_messages
@@ -59,7 +58,6 @@ from events.duckdb_log import LOG_ERRORS, DuckDBEventLog, open_error
 from events.envelope import Envelope, PendingEvent
 from events.errors import InvalidInputError, StoreError
 from events.log import CommandRecord, EventLog, ScanFilter
-from projections.adapters.embedding import embedder_name, encode_labels, make_embedder
 from projections.adapters.lance import LanceVectorTable
 from projections.adapters.tokens import TokenCounter, default_counter
 from projections.folds import state as shard_state
@@ -69,6 +67,7 @@ logger = structlog.get_logger("palimpsest.shard")
 DECIDERS: dict[type, Callable] = {
     c.RecordMessages: decide_record_messages,
     c.StageGraphMemories: decide_stage,
+    c.RecordLabelVectors: decide_label_vectors,
     c.LinkMemories: decide_link,
     c.ApplyConsolidation: decide_consolidation,
     c.Unmerge: decide_unmerge,
@@ -103,6 +102,7 @@ READERS: dict[type, Callable] = {
     c.SearchMemories: reads_graph.search_memories,
     c.GraphMerges: reads_graph.graph_merges,
     c.GraphExport: reads_graph.export,
+    c.UnembeddedLabels: reads_graph.unembedded_labels,
     c.GraphJobs: graph_jobs,
     c.ScanEvents: lambda core, q: Answer(core.scan(q.filter, q.limit)),
     c.AuditRows: lambda core, q: Answer(core.log.rows(ScanFilter(tenant=q.tenant))),
@@ -136,7 +136,7 @@ class ShardCore:
         self.counter = counter or default_counter()
         self.llm = LlmClient(spec.llm) if spec.llm is not None else None
         keys = self.log.cipher.keys if self.log.cipher is not None else None
-        self.deps = Deps(spec.model_id, spec.dim, self.llm, self._embed_labels,
+        self.deps = Deps(spec.model_id, spec.dim, self.llm, None,  # labels: embedded by the driver (embed_labels)
                          keys.current if keys is not None else None)
         self._titled: set = set()  # episodes whose model title was asked for in this process
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
@@ -310,14 +310,6 @@ class ShardCore:
         return bool(self._touches) and time.monotonic() - self._touches_since >= self.spec.touch_flush_s
 
     # -- helpers the readers and deciders use ---------------------------------
-    def _embed_labels(self, labels: list[str]) -> dict[str, np.ndarray]:
-        """Graph labels a language model wrote, embedded with the store's encoder (loaded here on first use)."""
-        name = embedder_name(self.spec.model_id)
-        if name is None:
-            logger.warning("graph_labels_not_embedded", shard=self.spec.index, model_id=self.spec.model_id)
-            return {}
-        return dict(zip(labels, encode_labels(make_embedder(name), labels)))
-
     def forget_caches(self) -> None:
         """Drop the derived caches that may hold a forgotten user's text (the token counts of context lines)."""
         self._line_tokens.clear()

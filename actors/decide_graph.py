@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from actors.commands import ApplyConsolidation, LinkMemories, StageGraphMemories, Unmerge
+import numpy as np
+
+from actors.commands import ApplyConsolidation, LinkMemories, RecordLabelVectors, StageGraphMemories, Unmerge
 from actors.decision import Decision, Deps, new_event_id
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
-from events.graph_events import GraphEdgeLinked, GraphMemoryStatusChanged, GraphNodesUnmerged, GraphProposalRejected
+from events.graph_events import (GraphEdgeLinked, GraphLabelsEmbedded, GraphMemoryStatusChanged, GraphNodesUnmerged,
+                                 GraphProposalRejected)
 from events.model import Event, LlmCallRecorded
 from projections.folds.graph import GraphState
 from projections.folds.state import ShardState
@@ -23,6 +26,27 @@ def decide_stage(state: ShardState, cmd: StageGraphMemories, deps: Deps) -> Deci
     """Stage memories in the user's graph; the outcome is their ids."""
     pending = [PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), event) for event in cmd.memories]
     return Decision(pending, [p.event_id for p in pending], react=False)
+
+
+def decide_label_vectors(state: ShardState, cmd: RecordLabelVectors, deps: Deps) -> Decision:
+    """One ``graph_labels_embedded`` event with the vectors of the labels the user's graph still lacks (none
+    when another call recorded them first); the outcome is how many labels were recorded."""
+    vectors = np.asarray(cmd.vectors)
+    problems = []
+    if cmd.model_id != deps.model_id:
+        problems.append(("model_id", f"{cmd.model_id!r} differs from the store's {deps.model_id!r}; embed with the "
+                                     "store's model"))
+    if vectors.shape != (len(cmd.labels), deps.dim):
+        problems.append(("vectors", f"shape {vectors.shape}, expected ({len(cmd.labels)}, {deps.dim}): a row per label"))
+    if problems:
+        raise InvalidInputError(problems, what="record label vectors")
+    memory = state.user(cmd.tenant, cmd.user_id)
+    wanted = set(memory.graph.unembedded_labels()) if memory else set()
+    fresh = {label: np.asarray(v, dtype="<f4").tobytes() for label, v in zip(cmd.labels, vectors) if label in wanted}
+    if not fresh:
+        return Decision([], 0, react=False)
+    event = GraphLabelsEmbedded(dim=deps.dim, vectors=fresh)
+    return Decision([PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), event)], len(fresh), react=False)
 
 
 def decide_link(state: ShardState, cmd: LinkMemories, deps: Deps) -> Decision:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from actors.commands import GraphExport, GraphMerges, SearchMemories
+from actors.commands import GraphExport, GraphMerges, SearchMemories, UnembeddedLabels
+from actors.decide_archive import selected
 from actors.decision import Answer
 from actors.reads import touches
 from projections.folds.graph import GraphState
@@ -48,3 +49,13 @@ def export(core, q: GraphExport) -> Answer:
                        "nodes": len(state.nodes), "edges": len(state.edges)})
     return Answer({"html": graph_export.to_html(state, q.title), "graphml": graph_export.to_graphml(state),
                    "memories": len(state.memories), "nodes": len(state.nodes), "edges": len(state.edges)})
+
+
+def unembedded_labels(core, q: UnembeddedLabels) -> Answer:
+    """``(tenant, user_id, labels)`` for each selected user whose graph has labels with no vector yet."""
+    out = []
+    for t, u, memory in selected(core.state, q.tenant, q.user_id):
+        labels = memory.graph.unembedded_labels()
+        if labels:
+            out.append((t, u, labels))
+    return Answer(out)

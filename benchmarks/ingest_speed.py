@@ -7,9 +7,11 @@ not skew it (CPU seconds of this process, ``time.process_time``, so the threads 
 count too):
 
 - ``graph_of``: the driver's graph rules (:meth:`palimpsest.memory_graph.GraphApiMixin._graph_memories`)
-  over the file's messages in ``--batch-size`` chunks, as :func:`palimpsest.ingest.send_batches` calls them,
-  with the label vectors taken from a cache (their encoding is ``encode_labels``, measured once when the
-  cache is built and reported as ``label_encode_cpu_s``);
+  over the file's messages in ``--batch-size`` chunks, as :func:`palimpsest.ingest.send_batches` calls them
+  (the memories are staged without label vectors);
+- ``label_encode_cpu_s``: what :meth:`palimpsest.memory_graph.GraphApiMixin.embed_labels` pays later, before
+  the first consolidation or graph read: every distinct label encoded in one pass (``encode_labels``),
+  measured once, when its cache is built; not part of the ingest;
 - ``shard``: a fresh encrypted store of ``--num-shards`` shards (:class:`actors.core.ShardCore` each, the
   store's own spec), fed the same ``RecordMessages`` commands ``send_batches`` sends (one per shard per
   chunk, users routed as the directory routes them); ``shard_cpu_per_message_ms`` is the CPU of every
@@ -86,40 +88,34 @@ def message_vectors(commands: list[RecordMessage], cache: Path) -> np.ndarray:
     return np.load(file)
 
 
-def label_vectors(commands: list[RecordMessage], cache: Path, batch_size: int) -> tuple[dict, float | None]:
-    """Every graph label's vector (encoded chunk by chunk, as the driver does), and the encoding's CPU if run."""
+def label_pass(commands: list[RecordMessage], cache: Path, batch_size: int) -> tuple[list[str], float]:
+    """Every distinct graph label, and the CPU of encoding them in one pass, as ``embed_labels`` does."""
     from projections.adapters.embedding import encode_labels
 
     chunks = [commands[i:i + batch_size] for i in range(0, len(commands), batch_size)]
-    per_chunk = [labels_of(candidates_for(chunk)) for chunk in chunks]
-    labels = list(dict.fromkeys(label for chunk in per_chunk for label in chunk))
-    file = cache / f"labels-{_key(labels)}.npz"
+    labels = list(dict.fromkeys(label for chunk in chunks for label in labels_of(candidates_for(chunk))))
+    file = cache / f"labels-pass-{_key(labels)}.json"
     if file.exists():
-        data = np.load(file)
-        return dict(zip(labels, data["vectors"])), float(data["cpu_s"])
+        return labels, json.loads(file.read_text())["cpu_s"]
     embedder = _embedder()
-    out: dict[str, np.ndarray] = {}
     cpu = time.process_time()
-    for chunk in per_chunk:  # the driver's order: each chunk encodes the labels not seen before
-        missing = [label for label in chunk if label not in out]
-        if missing:
-            out.update(zip(missing, encode_labels(embedder, missing)))
+    encode_labels(embedder, labels)
     cpu = time.process_time() - cpu
     cache.mkdir(parents=True, exist_ok=True)
-    np.savez(file, vectors=np.stack([out[label] for label in labels]), cpu_s=cpu)
-    return out, cpu
+    file.write_text(json.dumps({"labels": len(labels), "cpu_s": cpu}))
+    return labels, cpu
 
 
 class Driver(GraphApiMixin):
-    """The part of :class:`palimpsest.Memory` that reads graph memories from a chunk, with cached labels."""
+    """The part of :class:`palimpsest.Memory` that reads graph memories from a chunk (it embeds nothing)."""
 
-    def __init__(self, labels: dict) -> None:
-        self._labels = dict(labels)
-        self.embedder = None  # every label is cached: the encoder is never asked
+    def __init__(self) -> None:
+        self._labels_clean: set[tuple[str, str]] = set()
+        self.embedder = None
 
 
-def graph_chunks(commands: list[RecordMessage], labels: dict, batch_size: int) -> tuple[list, float]:
-    driver = Driver(labels)
+def graph_chunks(commands: list[RecordMessage], batch_size: int) -> tuple[list, float]:
+    driver = Driver()
     out = []
     cpu = time.process_time()
     for start in range(0, len(commands), batch_size):
@@ -268,12 +264,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     data = ds.load(args.data, None)
     commands = validate_messages([{"tenant": TENANT, **m} for m in data.messages])[:args.limit]
-    labels, label_cpu = label_vectors(commands, args.cache, args.batch_size)
+    labels, label_cpu = label_pass(commands, args.cache, args.batch_size)
     if args.graph_only:
         # Finding the labels ran the graph rules over the file: their memos start empty again, as a driver's do.
         forget_text_caches()
         with args.graph_only.open("wb") as fh:
-            pickle.dump(graph_chunks(commands, labels, args.batch_size), fh)
+            pickle.dump(graph_chunks(commands, args.batch_size), fh)
         return 0
     vectors = message_vectors(commands, args.cache)
     work = args.work / f"{os.getpid()}"

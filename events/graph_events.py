@@ -7,7 +7,12 @@ nothing in the graph is written any other way.
   memory id. It names a subject, a memory type, a topic, an optional object,
   attributes (key → value) and the embeddings of the topic and object labels
   (little-endian float32 bytes keyed by the label, recorded once so replay
-  never re-embeds). The memory enters the staging pool.
+  never re-embeds). The memory enters the staging pool. The offline rules stage
+  theirs without vectors: the labels are embedded later, in one pass.
+- ``graph_labels_embedded``: the embeddings of topic and object labels staged
+  without one (the driver embeds them before a consolidation or a graph read,
+  all of a user's at once); every topic/object node of that label and no vector
+  takes it.
 - ``graph_memories_consolidated``: a consolidation batch moved staged memories
   into the consolidated graph.
 - ``graph_nodes_merged`` / ``graph_nodes_unmerged``: node de-duplication and
@@ -96,6 +101,30 @@ class GraphMemoryStaged(Event):
 
     def occurred(self, recorded_at: datetime) -> datetime:
         return self.occurred_at
+
+
+class GraphLabelsEmbedded(Event):
+    """Embeddings of node labels staged without one: ``vectors`` maps each label to ``dim`` float32 values
+    (little-endian), computed once by the store's encoder, so replay never embeds."""
+
+    kind: ClassVar[str] = "graph_labels_embedded"
+    schema_version: ClassVar[int] = 1
+
+    dim: int = Field(ge=1)
+    vectors: dict[str, bytes] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> GraphLabelsEmbedded:
+        for label, blob in self.vectors.items():
+            if not label.strip():
+                raise ValueError("labels must be non-blank")
+            if len(blob) != 4 * self.dim:
+                raise ValueError(f"vector of {label!r} has {len(blob) // 4} float32 values, expected dim={self.dim}")
+        return self
+
+    def vector(self, label: str) -> np.ndarray | None:
+        blob = self.vectors.get(label)
+        return None if blob is None else np.frombuffer(blob, dtype="<f4")
 
 
 class GraphMemoriesConsolidated(Event):
@@ -239,6 +268,7 @@ GRAPH_EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
         GraphMemoryStaged,
+        GraphLabelsEmbedded,
         GraphMemoriesConsolidated,
         GraphNodesMerged,
         GraphNodesUnmerged,

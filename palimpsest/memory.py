@@ -88,6 +88,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         self.llm_config = llm  # the consolidation tasks ask it which linked memories are causal
         self._embedder: Embedder | None = None
         self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
+        self._labels_clean: set[tuple[str, str]] = set()  # users with every graph label embedded (this process knows)
         self._query_vectors = QueryVectors()  # search, then context, for one question: encoded once
         self.consolidate_every = CONSOLIDATE_EVERY  # staged graph memories between automatic rounds; 0: on demand
         self._since_consolidation = 0
@@ -164,7 +165,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         and nothing is written. Re-adding a message with a known client id is a
         no-op that returns the existing memory id. With ``extract_graph`` (the
         default) the memory-graph facts stated in each user turn are staged with
-        it (offline EN/ZH rules; their labels embedded once, here).
+        it (offline EN/ZH rules; their labels embedded later, all at once: :meth:`embed_labels`).
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
             raise InvalidInputError([("batch_size", f"{batch_size!r}; give an integer from 1 to {MAX_BATCH_SIZE}")],

@@ -17,9 +17,11 @@ the reply fails, the offline rules' memories (``graph-rules-v2``, computed
 by the driver beside the turn) are staged instead, each naming the call and
 saying why in ``reason`` ("llm unavailable (...); offline rules: graph-rules-v2").
 
-Labels the offline rules did not already embed are embedded with ``embed``
-(the store's encoder), so the model's memories are found by vector like any
-other; the vectors are recorded in the events, and replay never embeds or asks.
+Labels are embedded with ``embed`` when one is given. A shard gives none: its
+memories are staged without vectors, like the offline rules' ones, and the
+driver embeds every such label in one pass before the next consolidation or
+graph read (``graph_labels_embedded``), so the model's memories are found by
+vector like any other; the vectors are recorded, and replay never embeds or asks.
 The schema is loose on purpose: an enum would fail the whole reply for one
 bad item, where the per-item check keeps the rest.
 """

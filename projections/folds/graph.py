@@ -6,7 +6,8 @@ Model
   ``value``. Its id is deterministic, ``"<type>:<normalised label>"``
   (:func:`node_id`: NFKC, case-folded, whitespace collapsed), so every memory
   that mentions "Rice" as an object shares the node ``object:rice``. Topic and
-  object nodes carry the vector recorded with the first memory that gave one.
+  object nodes carry the first vector recorded for them: with a staged memory,
+  or later for its label (``graph_labels_embedded``).
 - An **edge** is typed (``memory_type``, ``core_relation``, ``attribute``,
   ``causality``, ``reference``) with a relation name, importance, time and
   source memory. A staged memory contributes its structural edges, with ids
@@ -36,7 +37,6 @@ returns the state; the records themselves are immutable. No clock, no I/O.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -47,6 +47,7 @@ from events.envelope import Envelope
 from events.graph_events import (
     GraphConclusionRecorded,
     GraphEdgeLinked,
+    GraphLabelsEmbedded,
     GraphMemoriesConsolidated,
     GraphMemoryStaged,
     GraphMemoryStatusChanged,
@@ -54,123 +55,17 @@ from events.graph_events import (
     GraphNodesUnmerged,
 )
 from events.model import Event, MemoryTouched
-
-
-def normalise_label(label: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", label).casefold().split())
-
-
-def node_id(node_type: str, label: str) -> str:
-    """The deterministic id of the node of this type and label."""
-    return f"{node_type}:{normalise_label(label)}"
-
-
-@dataclass(frozen=True, slots=True)
-class GraphNode:
-    node_id: str
-    node_type: str
-    label: str  # as first written
-    seq: int  # first mention
-    vector: np.ndarray | None = field(default=None, compare=False)
-    memory_ids: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class GraphEdge:
-    edge_id: str
-    source_id: str
-    target_id: str
-    source_kind: str  # "node" or "memory"
-    target_kind: str
-    edge_type: str
-    relation: str
-    importance: float
-    occurred_at: datetime
-    memory_id: str | None  # the memory the edge belongs to or starts from
-    origin: str  # "structure" (part of a staged memory) or "linked"
-    discovered_by: str
-    seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class GraphMemory:
-    memory_id: str
-    seq: int
-    subject: str
-    memory_type: str
-    topic: str
-    object: str | None
-    attributes: tuple[tuple[str, str], ...]
-    importance: float
-    created_at: datetime
-    subject_node: str
-    topic_node: str
-    object_node: str | None
-    node_ids: tuple[str, ...]  # raw ids, as staged; resolve before use
-    edge_ids: tuple[str, ...]
-    extractor: str
-    source_turn_ids: tuple[str, ...] = ()
-    source_message_ids: tuple[str, ...] = ()
-    status: str = "active"
-    superseded_by: str | None = None
-    consolidated: bool = False
-    batch_id: str | None = None
-    access_count: int = 0
-    last_accessed: datetime | None = None
-
-    @property
-    def staged(self) -> bool:
-        return not self.consolidated
-
-
-@dataclass(frozen=True, slots=True)
-class MergeRecord:
-    merge_id: str
-    seq: int
-    kept_node_id: str
-    applied: tuple[str, ...]  # the canonical nodes this merge aliased to the kept node
-    similarity: float
-    reason: str
-    undone: bool = False
-    undo_reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class GraphConclusion:
-    conclusion_id: str
-    seq: int
-    cluster_key: str
-    statement: str
-    conditions: tuple[str, ...]
-    confidence: float
-    source_memory_ids: tuple[str, ...]
-    version: int
-    supersedes: str | None
-    recorded_at: datetime
-    superseded_by: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ViewNode:
-    """A canonical node: its own record plus every memory of the nodes merged into it."""
-
-    node_id: str
-    node_type: str
-    label: str
-    vector: np.ndarray | None
-    memory_ids: tuple[str, ...]
-    merged_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class GraphView:
-    """The graph with merges applied: canonical nodes, memories' resolved nodes, edges with resolved endpoints."""
-
-    nodes: dict[str, ViewNode]
-    canonical_of: dict[str, str]
-    memory_nodes: dict[str, tuple[str, ...]]
-    edges: tuple[GraphEdge, ...]  # endpoints resolved; edges to unknown endpoints left out
-    adjacency: dict[str, frozenset[str]]  # node → neighbouring nodes over any node-to-node edge
+from projections.folds.graph_records import (  # noqa: F401 - the records are part of this module's interface
+    GraphConclusion,
+    GraphEdge,
+    GraphMemory,
+    GraphNode,
+    GraphView,
+    MergeRecord,
+    ViewNode,
+    node_id,
+    normalise_label,
+)
 
 
 @dataclass
@@ -210,6 +105,12 @@ class GraphState:
         """cluster key → its latest conclusion (the one nothing supersedes)."""
         out = {c.cluster_key: c for c in sorted(self.conclusions.values(), key=lambda c: c.seq) if not c.superseded_by}
         return dict(sorted(out.items()))
+
+    def unembedded_labels(self) -> list[str]:
+        """The labels of the topic and object nodes with no vector yet, first mention first (embedded in one pass
+        before a consolidation or a graph read)."""
+        return list(dict.fromkeys(n.label for n in sorted(self.nodes.values(), key=lambda n: n.seq)
+                                  if n.vector is None and n.node_type in ("topic", "object")))
 
     def node_matrix(self, dim: int) -> tuple[list[str], np.ndarray]:
         """Canonical node ids with a ``dim``-sized vector, and those vectors L2-normalised (cached like the view)."""
@@ -293,6 +194,15 @@ def _add_node(state: GraphState, node_type: str, label: str, seq: int, memory_id
     return nid
 
 
+def _embed(state: GraphState, e: GraphLabelsEmbedded) -> None:
+    """Every topic/object node of a label in ``e`` that has no vector yet takes the recorded one."""
+    for label in e.vectors:
+        for nid in (node_id("topic", label), node_id("object", label)):
+            node = state.nodes.get(nid)
+            if node is not None and node.vector is None:
+                state.nodes[nid] = replace(node, vector=e.vector(label))
+
+
 def _stage(state: GraphState, mid: str, e: GraphMemoryStaged, seq: int) -> None:
     edges: list[GraphEdge] = []
 
@@ -323,8 +233,8 @@ def _stage(state: GraphState, mid: str, e: GraphMemoryStaged, seq: int) -> None:
     )
 
 
-_STRUCTURAL = (GraphMemoryStaged, GraphMemoriesConsolidated, GraphNodesMerged, GraphNodesUnmerged, GraphEdgeLinked,
-               GraphMemoryStatusChanged, GraphConclusionRecorded)
+_STRUCTURAL = (GraphMemoryStaged, GraphLabelsEmbedded, GraphMemoriesConsolidated, GraphNodesMerged, GraphNodesUnmerged,
+               GraphEdgeLinked, GraphMemoryStatusChanged, GraphConclusionRecorded)
 HANDLES = (*_STRUCTURAL, MemoryTouched)  # what apply reads; the shard fold only calls advance for other events
 
 
@@ -341,6 +251,8 @@ def apply(state: GraphState, event_id: str, event: Event, seq: int, at: datetime
     if isinstance(event, GraphMemoryStaged):
         if event_id not in state.memories:
             _stage(state, event_id, event, seq)
+    elif isinstance(event, GraphLabelsEmbedded):
+        _embed(state, event)
     elif isinstance(event, GraphMemoriesConsolidated):
         for mid in event.memory_ids:
             if mid in state.memories:

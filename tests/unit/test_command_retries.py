@@ -41,9 +41,9 @@ def spec_for(tmp_path) -> ShardSpec:
                      master_key=MASTER_KEY)
 
 
-def staged(**arguments):
+def staged(embedded: bool = True, **arguments):
     call = validate_tool_call("create_memory", {"subject": "Mel", "memory_type": "event", **arguments}, reference=NOW)
-    labels = [x for x in (call.topic, call.object) if x]
+    labels = [x for x in (call.topic, call.object) if x] if embedded else []
     return staged_event(call.model_dump(), dict(zip(labels, EMBED.encode(labels))), extractor="tool:create_memory",
                         occurred_at=NOW)
 
@@ -64,7 +64,8 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
     core.handle([consolidation(core)])
     [merge] = core.query(c.GraphMerges(**USER))
     core.handle([c.ArchiveMemories(**USER, memory_ids=ids[1:2], now=NOW, reason="setup")])
-    core.handle([c.StageGraphMemories(**USER, memories=(staged(topic="book", object="camping trips"),))])
+    core.handle([c.StageGraphMemories(**USER, memories=(staged(topic="book", object="camping trips"),
+                                                        staged(False, topic="swim", object="mountain lake")))])
     change = PolicyChanged(parameters={"retention_weight": 0.3}, previous={"retention_weight": 0.1}, metric="m",
                            before=0.1, after=0.2, queries=3, at=NOW, reason="setup", controller="molt-v1")
     core.commit([PendingEvent("acme", "mel", "change-1", change)])
@@ -75,6 +76,9 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
         "RecordMessages": record_command([command("We repainted the kitchen yellow", 5, user_id="mel"),
                                           command("我喜欢在周末去爬山", 6, user_id="mel")]),
         "StageGraphMemories": c.StageGraphMemories(**USER, memories=(staged(topic="visit", object="Boston"),)),
+        "RecordLabelVectors": c.RecordLabelVectors(**USER, labels=("swim", "mountain lake"),
+                                                   vectors=EMBED.encode(["swim", "mountain lake"]),
+                                                   model_id=HashEmbedder.model_id),
         "LinkMemories": c.LinkMemories(**USER, source_vector=EMBED.encode(["camping trip"])[0],
                                        target_vector=EMBED.encode(["science museum"])[0], relation_type="reference",
                                        relation="before", importance=0.5, now=NOW, reason="test"),
@@ -95,7 +99,8 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
     }
 
 
-KINDS = ["RecordMessages", "StageGraphMemories", "LinkMemories", "ApplyConsolidation", "Unmerge", "SweepArchive",
+KINDS = ["RecordMessages", "StageGraphMemories", "RecordLabelVectors", "LinkMemories", "ApplyConsolidation", "Unmerge",
+         "SweepArchive",
          "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback",
          "RevertAdjustment", "Molt", "RevertPolicy", "ForgetUser"]
 

@@ -14,6 +14,7 @@ from events.graph_events import (
     GRAPH_EVENT_TYPES,
     GraphConclusionRecorded,
     GraphEdgeLinked,
+    GraphLabelsEmbedded,
     GraphMemoriesConsolidated,
     GraphMemoryStaged,
     GraphMemoryStatusChanged,
@@ -176,6 +177,7 @@ def test_every_graph_event_round_trips_through_json():
     samples = [
         memory("我", "吃饭", "白米饭", topic_vec=E0, object_vec=E1, attributes={"时间": "今天"}, turn="t1"),
         GraphMemoriesConsolidated(batch_id="b", memory_ids=("m1",)),
+        GraphLabelsEmbedded(dim=4, vectors={"吃饭": E2.tobytes()}),
         GraphNodesMerged(merge_id="g", kept_node_id="topic:a", merged_node_ids=("topic:b",), similarity=0.9, reason="r"),
         GraphNodesUnmerged(merge_id="g", reason="r"),
         GraphEdgeLinked(source_id="m1", target_id="m2", relation_type="causality", relation="导致",
@@ -205,6 +207,9 @@ def test_every_graph_event_round_trips_through_json():
         lambda: GraphConclusionRecorded(conclusion_id="c", cluster_key="k", statement="s", confidence=0.5,
                                         source_memory_ids=("m",), version=2),
         lambda: GraphNodesMerged(merge_id="g", kept_node_id="a", merged_node_ids=("a",), similarity=1.0, reason="r"),
+        lambda: GraphLabelsEmbedded(dim=3, vectors={}),
+        lambda: GraphLabelsEmbedded(dim=3, vectors={"a": E0.tobytes()}),
+        lambda: GraphLabelsEmbedded(dim=4, vectors={" ": E0.tobytes()}),
         lambda: GraphEdgeLinked(source_id="m1", target_id="m1", relation_type="reference", relation="r",
                                 occurred_at=T0, reason="r", discovered_by="x"),
     ],
@@ -212,3 +217,19 @@ def test_every_graph_event_round_trips_through_json():
 def test_malformed_graph_events_are_rejected(build):
     with pytest.raises(ValidationError):
         build()
+
+
+def test_labels_embedded_later_fill_only_the_nodes_without_a_vector():
+    labels = GraphLabelsEmbedded(dim=4, vectors={"Dinner": E2.tobytes(), "rice": E2.tobytes(), "ghost": E2.tobytes()})
+    envs = stream(("m1", memory("I", "dinner", "Rice")), ("m2", memory("I", "lunch", topic_vec=E0, minutes=1)),
+                  ("v1", labels), ("m3", memory("I", "tea", minutes=2)))
+    state = fold(GraphState(), envs)
+    assert np.array_equal(state.nodes["topic:dinner"].vector, E2)  # labels match nodes as node ids do (case)
+    assert np.array_equal(state.nodes["object:rice"].vector, E2)
+    assert np.array_equal(state.nodes["topic:lunch"].vector, E0)  # the first recorded vector stays
+    assert "topic:ghost" not in state.nodes and "object:ghost" not in state.nodes  # no node is made
+    assert state.unembedded_labels() == ["tea"]
+    ids, matrix = state.node_matrix(4)
+    assert sorted(ids) == ["object:rice", "topic:dinner", "topic:lunch"] and matrix.shape == (3, 4)
+    for cut in range(len(envs) + 1):  # a snapshot taken anywhere, then the rest, is the whole fold
+        assert fold(fold(GraphState(), envs[:cut]), envs[cut:]).canonical() == state.canonical()

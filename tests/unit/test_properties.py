@@ -23,6 +23,7 @@ from events.learning_events import AdjustmentReverted, MemoryAdjusted, PolicyCha
 from events.graph_events import (
     GraphConclusionRecorded,
     GraphEdgeLinked,
+    GraphLabelsEmbedded,
     GraphMemoriesConsolidated,
     GraphMemoryStaged,
     GraphMemoryStatusChanged,
@@ -202,8 +203,16 @@ def graph_memory_staged(draw):
     )
 
 
+@st.composite
+def graph_labels_embedded(draw):
+    dim = draw(st.integers(1, 4))
+    labels = draw(st.lists(LABELS, min_size=1, max_size=3, unique=True))
+    return GraphLabelsEmbedded(dim=dim, vectors={x: draw(st.binary(min_size=4 * dim, max_size=4 * dim)) for x in labels})
+
+
 graph_events = st.one_of(
     graph_memory_staged(),
+    graph_labels_embedded(),
     st.builds(GraphMemoriesConsolidated, batch_id=IDS, memory_ids=st.lists(IDS, min_size=1, max_size=3).map(tuple)),
     st.builds(GraphNodesMerged, merge_id=IDS, kept_node_id=st.just("topic:yoga"),
               merged_node_ids=st.just(("topic:yoga class",)), similarity=st.floats(-1.0, 1.0), reason=TEXT),
@@ -263,7 +272,7 @@ def test_the_strategies_cover_every_event_kind():
     assert set(EVENT_TYPES) == {
         "message_recorded", "message_embedded", "memory_touched", "message_classified", "llm_call_recorded",
         "note_operation", "note_reviewed", "memory_archived", "memory_restored", "profile_distilled", "episode_titled",
-        "graph_memory_staged", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
+        "graph_memory_staged", "graph_labels_embedded", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
         "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded", "graph_proposal_rejected",
         "feedback_detected", "memory_adjusted", "adjustment_reverted", "policy_changed", "policy_proposal_rejected",
         "user_forgotten",

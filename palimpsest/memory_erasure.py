@@ -8,6 +8,7 @@ from actors import commands as c
 from actors.decide_erasure import NOT_ENCRYPTED
 from events.commands import check_stream
 from events.errors import InvalidInputError
+from palimpsest.query_vectors import QueryVectors
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
 from projections.rules.extraction import forget_text_caches
@@ -16,6 +17,8 @@ from projections.rules.extraction import forget_text_caches
 class ErasureApiMixin:
     shards: Shards  # set by Memory.__init__
     config: object  # palimpsest.config.StoreConfig
+    _labels: dict  # set by Memory.__init__: graph label → vector
+    _query_vectors: QueryVectors
 
     def forget(self, tenant: str, user_id: str) -> dict:
         """Erase one user of one tenant; cannot be undone.
@@ -36,4 +39,6 @@ class ErasureApiMixin:
         command = c.ForgetUser(tenant=tenant, user_id=user_id, now=datetime.now(UTC))
         outcome = _get(self.shards.cluster.shards[shard].handle.remote([command]))[0]
         forget_text_caches()  # the graph rules ran here on the user's messages: their memos go too
+        self._labels.clear()  # the graph labels and query texts this driver embedded: any user's, rebuilt on use
+        self._query_vectors.clear()
         return outcome

@@ -32,3 +32,8 @@ class QueryVectors:
                     self._vectors.pop(next(iter(self._vectors)))
                 self._vectors[text] = vec
         return vec
+
+    def clear(self) -> None:
+        """Forget every text (an erasure: a forgotten user's questions leave the process)."""
+        with self._lock:
+            self._vectors.clear()

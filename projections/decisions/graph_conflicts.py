@@ -36,16 +36,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
 from events.graph_events import GraphMemoryStatusChanged
 from projections.folds.graph import GraphMemory, GraphState, normalise_label
 from projections.folds.notes import Note, NoteState
+from projections.rules.text import text_memo
 
 STATE_TYPES = ("fact", "relation", "opinion")  # what can stop being true; events are history
 
 
-@lru_cache(maxsize=50_000)
+@text_memo(50_000)
 def _terms(label: str) -> frozenset[str]:
     # Imported on first use: the extractor's tables load jieba's dictionary (~60 MB), which a graph process with
     # no note to check (a consolidation worker, the graph benchmark) never needs.

@@ -1,12 +1,15 @@
 """From dialogue turns and tool calls to ``graph_memory_staged`` events.
 
 The driver extracts candidate graph memories from each new turn (offline
-EN/ZH subject–verb–object rules, :mod:`projections.rules.graph_extract`) and
-embeds their topic and object labels with the store's encoder, so the shard
-can record them — vectors included — in the same batch as the turn. Replay
-reads the recorded vectors and never embeds again. With a language model
-configured, the shard asks it for the turn's memories instead and stages
-these only as its fallback (:mod:`actors.llm.graph_ops`).
+EN/ZH subject–verb–object rules, :mod:`projections.rules.graph_extract`), and
+the shard records them in the same batch as the turn, without label vectors:
+the driver embeds every pending topic and object label later, in one pass,
+and records the vectors (``graph_labels_embedded``,
+:meth:`palimpsest.memory_graph.GraphApiMixin.embed_labels`). A
+``create_memory`` call stages its memory with its labels' vectors at once.
+Replay reads the recorded vectors and never embeds again. With a language
+model configured, the shard asks it for the turn's memories instead and
+stages these only as its fallback (:mod:`actors.llm.graph_ops`).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from projections.rules.term_match import hit as _hit
 from projections.rules.term_match import index as _index
 from projections.rules.term_match import jaccard as _jaccard
 from projections.rules.term_match import matches as _matches
-from projections.rules.text import has_cjk, text_tokens, tokenize
+from projections.rules.text import has_cjk, text_memo, text_tokens, tokenize
 
 DETECTOR_ID = "rules-v1"
 REINFORCE_JACCARD = 0.6  # key-term overlap for a restatement
@@ -153,7 +153,7 @@ def state_words() -> frozenset[str]:
 _DEGREE = re.compile(r"^(?:很|太|好|真|超|挺|特别|非常|有点|有些|比较)")
 
 
-@lru_cache(maxsize=65_536)
+@text_memo(65_536)
 def _term_kinds(term: str) -> frozenset[str]:
     if not _cjk(term):
         return _latin_tables()[0].get(term, frozenset())
@@ -164,7 +164,7 @@ def _kinds(terms: Sequence[str]) -> frozenset[str]:
     return frozenset().union(*map(_term_kinds, terms))
 
 
-@lru_cache(maxsize=65_536)
+@text_memo(65_536)
 def _state_words(word: str) -> frozenset[str]:
     # One-character states count only as whole words (after 很/太…): 很累 is a state, 积累 is not.
     word = _DEGREE.sub("", word) or word
@@ -200,7 +200,7 @@ def _statement(text: str, terms: Sequence[str], category: str | None, pol: str |
     )
 
 
-@lru_cache(maxsize=65_536)  # a note is compared with every new statement: read it once (ActiveNote is frozen)
+@text_memo(65_536)  # a note is compared with every new statement: read it once (ActiveNote is frozen)
 def _from_note(note: ActiveNote) -> _Statement:
     guessed = extract_notes(note.text)
     guess = guessed[0] if len(guessed) == 1 else None  # first-person note texts still yield a slot
@@ -211,7 +211,7 @@ def _from_note(note: ActiveNote) -> _Statement:
     )
 
 
-@lru_cache(maxsize=1024)  # a decider reads a candidate twice: for its reach, then for the verdicts
+@text_memo(1024)  # a decider reads a candidate twice: for its reach, then for the verdicts
 def _candidate_statement(new: CandidateNote) -> _Statement:
     return _statement(new.evidence, new.key_terms, new.category, new.polarity, new.slot, new.value, new.subject,
                       new.evidence)

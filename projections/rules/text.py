@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 import jieba
@@ -148,7 +149,23 @@ def same_topic(a: str, b: str, overlap: float = TOPIC_OVERLAP) -> bool:
     return bool(x and y) and len(x & y) / len(x | y) >= overlap
 
 
+def text_memo(maxsize: int) -> Callable:
+    """``lru_cache(maxsize)`` for a function of user text whose memo :func:`text_caches_clear` also empties (an
+    erasure leaves no copy of a forgotten user's words in the process): for modules this one cannot import."""
+    def wrap(fn: Callable) -> Callable:
+        memo = lru_cache(maxsize=maxsize)(fn)
+        _TEXT_MEMOS.append(memo.cache_clear)
+        return memo
+    return wrap
+
+
+_TEXT_MEMOS: list[Callable[[], None]] = []  # cache_clear of each memo made by text_memo
+
+
 def text_caches_clear() -> None:
-    """Empty this module's memos of text (Chinese runs' words and sub-words, query and text tokens)."""
+    """Empty this module's memos of text (Chinese runs' words and sub-words, query and text tokens) and every
+    :func:`text_memo` (the contradiction rules' statements, the graph conflict check's label terms)."""
     for memo in (chinese_words, _subwords, query_tokens, text_tokens):
         memo.cache_clear()
+    for clear in _TEXT_MEMOS:
+        clear()

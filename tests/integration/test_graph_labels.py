@@ -50,6 +50,11 @@ def test_labels_wait_for_the_first_graph_read_and_are_recorded_once(ray_cluster,
         assert mem.shards.ask("acme", "jon", c.UnembeddedLabels(tenant="acme", user_id="jon")) == []
         assert all(report.equal for report in mem.replay())
 
+        mem.search("acme", "jon", "painting")
+        assert mem._labels and mem._query_vectors._vectors
+        assert mem.forget("acme", "jon")["forgotten"]  # the driver's copies of label and query texts go too
+        assert not mem._labels and not mem._query_vectors._vectors
+
 
 def test_label_vectors_from_another_model_or_of_the_wrong_shape_are_refused_by_name(ray_cluster, tmp_path):
     with Memory.open(tmp_path / "store", num_shards=1, embedder="hash") as mem:

@@ -23,3 +23,20 @@ def test_forget_text_caches_empties_the_matchers_memos():
     assert term_match.probes.cache_info().currsize and term_match.index.cache_info().currsize
     forget_text_caches()
     assert not term_match.probes.cache_info().currsize and not term_match.index.cache_info().currsize
+
+
+def test_forget_text_caches_empties_the_contradiction_and_graph_conflict_memos():
+    """The statements the contradiction rules read from notes and candidates, and the graph conflict check's
+    label terms, hold user text: an erasure empties them too (``text_memo``)."""
+    from projections.decisions import graph_conflicts
+    from projections.rules import contradiction
+    from projections.rules.extraction import extract_notes
+
+    [candidate] = extract_notes("I live in Boston.", speaker="Mel")
+    [old] = extract_notes("我住在北京。", speaker="Mel")
+    contradiction.detect(candidate, [contradiction.ActiveNote.from_candidate("n1", old)])
+    graph_conflicts._terms("sister's city")
+    memos = (contradiction._from_note, contradiction._candidate_statement, graph_conflicts._terms)
+    assert all(memo.cache_info().currsize for memo in memos)
+    forget_text_caches()
+    assert not any(memo.cache_info().currsize for memo in memos)

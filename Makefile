@@ -52,12 +52,12 @@ test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit tests/contract
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.locomo --data $(DATA) --out bench/locomo_dev.json
+	$(BIN)/python -m benchmarks.locomo --data $(DATA) --speed-runs 3 --out bench/locomo_dev.json
 
 # Every dev file, one fresh store each, then one summary (bench/summary.md): whole-file and leave-out figures.
 bench-all: $(STAMP)
 	@for f in $(ALL_DATA); do \
-		$(BIN)/python -m benchmarks.locomo --data $$f --out bench/$$(basename $$f .json).json || exit 1; \
+		$(BIN)/python -m benchmarks.locomo --data $$f --speed-runs 3 --out bench/$$(basename $$f .json).json || exit 1; \
 	done
 	$(BIN)/python -m benchmarks.summary $(foreach f,$(ALL_DATA),bench/$(basename $(notdir $(f))).json) --out bench/summary.md
 

@@ -41,13 +41,14 @@ from benchmarks.baselines import baseline_systems, build_corpora, index_text
 from benchmarks.leaveout import leave_out, per_sample
 from benchmarks.metrics import aggregate, metric_keys, percentile, score
 from benchmarks.resources import cpu_between, cpu_snapshot, peak_rss
+from benchmarks.speed_runs import BATCH_SIZE, encode_batched, figures, sandwich
+from benchmarks.speed_runs import summary as speed_summary
 from benchmarks.systems import PalimpsestSystem, select
 from benchmarks.variants import VARIANTS
 from palimpsest.locomo import TENANT
 
 K_VALUES = (5, 10)
 BUDGETS = (500, 1000, 2000)
-BATCH_SIZE = 256
 EMBEDDER = "minilm"
 TIMED = ("palimpsest_before_keys", "palimpsest_no_conversation", "palimpsest_prf")  # timed too
 
@@ -66,9 +67,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--replays", type=int, default=3, metavar="N",
                    help="replays of the whole store after the questions (each checked; each shard's best is its "
                         "figure; default 3)")
+    p.add_argument("--speed-runs", type=int, default=1, metavar="N",
+                   help="ingest sandwiches (encode-only, ingest, encode-only): the main run and N-1 more in fresh "
+                        "stores after it; every ratio is kept and their median reported (default 1)")
     args = p.parse_args(argv)
     if args.replays < 1:
         p.error("--replays must be at least 1")
+    if args.speed_runs < 1:
+        p.error("--speed-runs must be at least 1 (the main run)")
     if not args.data.is_file():
         p.error(
             f"--data {args.data}: no such file. Pass the path of a LoCoMo JSON file, e.g. "
@@ -81,17 +87,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not args.reuse and args.store and args.store.exists() and any(args.store.iterdir()):
         p.error(f"--store {args.store}: not empty; the benchmark needs a fresh store (remove it or pick a new path)")
     return args
-
-
-def encode_batched(embedder, texts: list[str], cpu: list | None = None) -> tuple[np.ndarray, float]:
-    """The vectors of ``texts`` in the ingest's chunks, and the wall seconds; the CPU seconds of this process and
-    the processes under it (:func:`benchmarks.resources.cpu_between`) appended to ``cpu`` when given."""
-    started, before = time.perf_counter(), cpu_snapshot() if cpu is not None else None
-    parts = [embedder.encode(texts[i : i + BATCH_SIZE]) for i in range(0, len(texts), BATCH_SIZE)]
-    seconds = time.perf_counter() - started
-    if cpu is not None:
-        cpu.append(cpu_between(before, cpu_snapshot()))
-    return (np.concatenate(parts) if parts else np.zeros((0, embedder.dim), np.float32)), seconds
 
 
 def best_replays(runs: list) -> list:
@@ -131,10 +126,12 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
           f"({len(data.skipped)} skipped)", file=sys.stderr)
     store = args.store or Path(tempfile.mkdtemp(prefix="palimpsest-locomo-"))
     mem = Memory.open(store, num_shards=args.num_shards, embedder=EMBEDDER)
+    closed = False
     try:
         # One-off loads stay out of both timings (steady-state throughput is measured): the model and its first
         # run, and for a Chinese file jieba's dictionary in every process that segments (Memory.warm_up).
-        warm_up = mem.warm_up(("en", "zh") if any(has_cjk(m["text"]) for m in messages) else ("en",))
+        languages = ("en", "zh") if any(has_cjk(m["text"]) for m in messages) else ("en",)
+        warm_up = mem.warm_up(languages)
         model_load_s = warm_up["encoder_s"]
 
         texts = [index_text(m) for m in messages]
@@ -205,8 +202,14 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
                              "the run, so the figures are not reported; PALIMPSEST_RAY_LOGS=1 shows the shards' log")
         memory = peak_rss()
         load_end = os.getloadavg()
+        mem.close()  # its shards leave the cores to the speed runs' own
+        closed = True
+        extra_runs = [sandwich(messages, [index_text(m) for m in messages], tenant=TENANT, languages=languages,
+                               num_shards=args.num_shards, embedder=EMBEDDER)
+                      for _ in tqdm(range(args.speed_runs - 1), desc="speed runs", disable=args.speed_runs < 2)]
     finally:
-        mem.close()
+        if not closed:
+            mem.close()
         from actors.ray_init import shutdown_ray
 
         shutdown_ray()
@@ -256,9 +259,15 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         "ingest_reused_store": bool(args.reuse),
         "memory": {k: v for k, v in memory.items() if k != "peak_rss_mb"},
     }
+    main_run = [] if args.reuse else [figures(ingest_s, ingest_cpu, [encode_before_s, encode_after_s], encode_cpu)]
+    if main_run or extra_runs:
+        speed["speed_runs"] = speed_summary(main_run + extra_runs)
     ratios = {} if args.reuse else {
         "ingest_vs_encode": speed["ingest_messages_per_s"] / speed["encode_only_messages_per_s"],
         "ingest_vs_encode_cpu": sum(c["total"] for c in encode_cpu) / len(encode_cpu) / ingest_cpu["total"]}
+    if "speed_runs" in speed:
+        ratios["ingest_vs_encode_median"] = speed["speed_runs"]["ingest_vs_encode_median"]
+        ratios["ingest_vs_encode_cpu_median"] = speed["speed_runs"]["ingest_vs_encode_cpu_median"]
     if "palimpsest" in results and "rrf" in results and results["rrf"]["recall@10"]:
         ratios["palimpsest_vs_rrf_recall@10"] = results["palimpsest"]["recall@10"] / results["rrf"]["recall@10"]
     for ablation in (name for name in results if name.startswith("palimpsest_no_")):

@@ -42,9 +42,19 @@ def summarize(results: list[dict]) -> str:
                                      result["systems"]["palimpsest"], held["selected"], names) + " |")
         speed, ratios = result["speed"], result.get("ratios", {})
         lines.append(f"| {result['dataset']} | speed | search p95 {speed['search_ms_p95']} ms | context p95 "
-                     f"{speed['context_ms_p95']} ms | ingest/encode {ratios.get('ingest_vs_encode', '–')} (CPU: "
-                     f"{ratios.get('ingest_vs_encode_cpu', '–')}); replay/shard {_rates(speed)} events/s |")
+                     f"{speed['context_ms_p95']} ms | ingest/encode {_ingest(speed, ratios)}; replay/shard "
+                     f"{_rates(speed)} events/s |")
     return "\n".join(lines) + "\n"
+
+
+def _ingest(speed: dict, ratios: dict) -> str:
+    """The ingest ratio (CPU ratio): of the main run, or with ``--speed-runs`` the median and every run's."""
+    runs = speed.get("speed_runs") or {}
+    if runs.get("runs", 1) < 2:
+        return f"{ratios.get('ingest_vs_encode', '–')} (CPU: {ratios.get('ingest_vs_encode_cpu', '–')})"
+    each = ", ".join(f"{r:.3f}" for r in runs["ingest_vs_encode_runs"])
+    return (f"median of {runs['runs']} runs {runs['ingest_vs_encode_median']:.3f} ({each}; CPU median "
+            f"{runs['ingest_vs_encode_cpu_median']:.3f})")
 
 
 def _rates(speed: dict) -> str:

@@ -42,8 +42,8 @@ class GraphApiMixin:
         candidates = candidates_for(commands)
         staged = [tuple(staged_event(c, {}, occurred_at=cmd.occurred_at, extractor=c.extractor) for c in group)
                   for cmd, group in zip(commands, candidates)]
-        self._labels_clean.difference_update((cmd.tenant, cmd.user_id) for cmd, group in zip(commands, candidates)
-                                             if group)
+        # Every user of the chunk: with a language model configured, the shard may stage memories the rules did not.
+        self._labels_clean.difference_update((cmd.tenant, cmd.user_id) for cmd in commands)
         return staged, candidates
 
     def embed_labels(self, tenant: str | None = None, user_id: str | None = None) -> int:

@@ -136,8 +136,7 @@ class ShardCore:
         self.counter = counter or default_counter()
         self.llm = LlmClient(spec.llm) if spec.llm is not None else None
         keys = self.log.cipher.keys if self.log.cipher is not None else None
-        self.deps = Deps(spec.model_id, spec.dim, self.llm, None,  # labels: embedded by the driver (embed_labels)
-                         keys.current if keys is not None else None)
+        self.deps = Deps(spec.model_id, spec.dim, self.llm, keys.current if keys is not None else None)
         self._titled: set = set()  # episodes whose model title was asked for in this process
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         self._touches: list[PendingEvent] = []

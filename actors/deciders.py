@@ -37,7 +37,7 @@ def decide_record_messages(state: ShardState, cmd: RecordMessages, deps: Deps) -
         )
     pending, outcomes = decide_record(state, list(cmd.messages), cmd.vectors, cmd.model_id, deps.dim, deps.llm,
                                       [tuple(g) for g in cmd.graph] if cmd.graph is not None else None,
-                                      deps.embed_labels, cmd.readings)
+                                      readings=cmd.readings)
     return Decision(pending, outcomes)
 
 

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from events.envelope import PendingEvent
 
 
@@ -33,12 +31,12 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class Deps:
-    """What deciders may call besides the state: the language model (or None) and the label encoder."""
+    """What deciders may call besides the state: the language model (or None) and the user's key generation.
+    No encoder: graph labels are embedded by the driver (``Memory.embed_labels``)."""
 
     model_id: str = ""  # the store's embedding model: vectors from another are refused
     dim: int = 0
     llm: Any = None  # actors.llm.LlmClient
-    embed_labels: Callable[[list[str]], dict[str, np.ndarray]] | None = None
     # The generation of a user's current data key (None: no live key); None itself: the log is not encrypted.
     key_generation: Callable[[tuple[str, str]], int | None] | None = None
 

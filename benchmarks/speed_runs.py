@@ -38,10 +38,11 @@ def encode_batched(embedder, texts: list[str], cpu: list | None = None) -> tuple
 
 def figures(ingest_s: float, ingest_cpu: dict, encode_s: list[float], encode_cpu: list[dict]) -> dict:
     """One sandwich: its seconds, and the ingest's rate over encode-only's (mean of the two passes), by wall
-    time and by CPU time."""
+    time and by CPU time (``None`` when the ingest took less CPU than the clock ticks /proc counts)."""
     return {"ingest_seconds": ingest_s, "encode_only_seconds_before_after": encode_s,
             "ingest_vs_encode": statistics.fmean(encode_s) / ingest_s,
-            "ingest_vs_encode_cpu": statistics.fmean(c["total"] for c in encode_cpu) / ingest_cpu["total"]}
+            "ingest_vs_encode_cpu": (statistics.fmean(c["total"] for c in encode_cpu) / ingest_cpu["total"]
+                                     if ingest_cpu["total"] > 0 else None)}
 
 
 def sandwich(messages: list[dict], texts: list[str], *, tenant: str, languages: tuple[str, ...],
@@ -71,10 +72,11 @@ def sandwich(messages: list[dict], texts: list[str], *, tenant: str, languages: 
 
 def summary(runs: list[dict]) -> dict:
     """Every run's two ratios and their medians (the main run first)."""
+    cpu = [r["ingest_vs_encode_cpu"] for r in runs if r["ingest_vs_encode_cpu"] is not None]
     return {"runs": len(runs),
             "ingest_vs_encode_runs": [r["ingest_vs_encode"] for r in runs],
             "ingest_vs_encode_cpu_runs": [r["ingest_vs_encode_cpu"] for r in runs],
             "ingest_vs_encode_median": statistics.median(r["ingest_vs_encode"] for r in runs),
-            "ingest_vs_encode_cpu_median": statistics.median(r["ingest_vs_encode_cpu"] for r in runs),
+            "ingest_vs_encode_cpu_median": statistics.median(cpu) if cpu else None,
             "ingest_seconds_runs": [r["ingest_seconds"] for r in runs],
             "encode_only_seconds_runs": [r["encode_only_seconds_before_after"] for r in runs]}

@@ -53,8 +53,9 @@ def _ingest(speed: dict, ratios: dict) -> str:
     if runs.get("runs", 1) < 2:
         return f"{ratios.get('ingest_vs_encode', '–')} (CPU: {ratios.get('ingest_vs_encode_cpu', '–')})"
     each = ", ".join(f"{r:.3f}" for r in runs["ingest_vs_encode_runs"])
+    cpu = runs["ingest_vs_encode_cpu_median"]
     return (f"median of {runs['runs']} runs {runs['ingest_vs_encode_median']:.3f} ({each}; CPU median "
-            f"{runs['ingest_vs_encode_cpu_median']:.3f})")
+            f"{'–' if cpu is None else f'{cpu:.3f}'})")
 
 
 def _rates(speed: dict) -> str:

@@ -40,7 +40,8 @@ from events.audit import AuditReader
 from events.commands import validate_messages
 from events.crypto import PayloadCipher
 from events.keystore import KeyStore
-from projections.adapters.embedding import MODEL_IDS, make_embedder
+from projections.adapters.encoder_kinds import make_embedder, model_id
+from projections.adapters.embedding import encode_whole_queries
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -80,14 +81,14 @@ def workload(args) -> tuple[list[c.RecordMessages], list[tuple[str, str, str, ob
     questions = [("locomo", q.user_id, q.question) for q in en.questions] + \
                 [("zh", q.user_id, q.question) for q in zh.questions]
     questions = questions[:: max(1, len(questions) // args.queries)][: args.queries]
-    qvecs = embedder.encode([q for _, _, q in questions])
+    qvecs = encode_whole_queries(embedder, [q for _, _, q in questions])
     texts = {s: [commands[i].text for i in rows] for s, rows in by_user.items()}
     return records, [(*q, v) for q, v in zip(questions, qvecs)], texts
 
 
 def spec_of(root: Path, args, master: bytes | None) -> ShardSpec:
     return ShardSpec(index=0, log_path=root / "log" / "shard-000.duckdb", lance_dir=root / "vectors",
-                     model_id=MODEL_IDS[args.embedder], dim=384, snapshot_dir=root / "snapshots",
+                     model_id=model_id(args.embedder), dim=embedder.dim, snapshot_dir=root / "snapshots",
                      key_store=root / "keys" / "shard-000.keys" if master else None, master_key=master,
                      record_search_touches=False)
 

@@ -18,6 +18,7 @@ from datetime import datetime
 from actors import commands as c
 from benchmarks.dataset import Question
 from palimpsest.locomo import TENANT
+from projections.adapters.embedding import encode_whole_queries
 
 
 def _applies(a: dict, now: datetime | None) -> bool:
@@ -43,7 +44,7 @@ def losses(mem, questions: list[Question], with_loop: list, without: list, fusio
     by_user: dict[str, list[dict]] = {}
     causes: Counter = Counter()
     for q in lost:
-        vector = mem.embedder.encode([q.question])[0]
+        vector = encode_whole_queries(mem.embedder, [q.question])[0]
         on = {h.turn_id for h in _hits(mem, q, fusion_on, vector)}
         if q.user_id not in by_user:
             by_user[q.user_id] = mem.adjustments(TENANT, q.user_id)

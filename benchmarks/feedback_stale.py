@@ -49,6 +49,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from benchmarks.stale_facts import FEEDBACK_AT, HELD_BACK_AT, REACTIONS, START, Fact, Script, scripts
+from projections.adapters.embedding import encode_whole_queries
 
 TENANT = "stale"
 K = 5
@@ -174,7 +175,7 @@ def run(args: argparse.Namespace) -> dict:
         asked = [(f, kind, f.questions[n]) for f in facts for kind, n in (("paraphrase", 2), ("paraphrase", 3),
                                                                            ("repeat", 0))]
         texts = sorted({q for _, _, q in asked})
-        vectors = dict(zip(texts, mem.embedder.encode(texts)))
+        vectors = dict(zip(texts, encode_whole_queries(mem.embedder, texts)))
         rows = {name: [measure(mem, f, q, vectors[q], VARIANTS[name], args.budget) for f, _, q in asked]
                 for name in SYSTEMS}
         timings["held_back_seconds"] = time.perf_counter() - started

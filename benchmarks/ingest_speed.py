@@ -72,7 +72,7 @@ def _key(texts: list[str]) -> str:
 
 
 def _embedder():
-    from projections.adapters.embedding import make_embedder
+    from projections.adapters.encoder_kinds import make_embedder
 
     return make_embedder("minilm")
 

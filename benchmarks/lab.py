@@ -38,7 +38,8 @@ from events.duckdb_log import DuckDBEventLog
 from events.keystore import KeyStore
 from palimpsest import config as store_config
 from palimpsest.locomo import TENANT
-from projections.adapters.embedding import QUERY_TOKENS, make_embedder
+from projections.adapters.embedding import QUERY_TOKENS
+from projections.adapters.encoder_kinds import make_embedder
 from projections.adapters.tokens import default_counter
 from projections.folds.policy import DEFAULT_POLICY
 from projections.folds.state import ShardState, fold

@@ -67,12 +67,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--replays", type=int, default=3, metavar="N",
                    help="replays of the whole store after the questions (each checked; each shard's best is its "
                         "figure; default 3)")
+    p.add_argument("--embedder", default=EMBEDDER, metavar="KIND",
+                   help="the encoder of the store and of the baselines' dense list: minilm (default), "
+                        "multilingual-e5-small, sentence-transformers:<name-or-path>, openai:<model>")
     p.add_argument("--speed-runs", type=int, default=1, metavar="N",
                    help="ingest sandwiches (encode-only, ingest, encode-only): the main run and N-1 more in fresh "
                         "stores after it; every ratio is kept and their median reported (default 1)")
     args = p.parse_args(argv)
     if args.replays < 1:
         p.error("--replays must be at least 1")
+    from projections.adapters.encoder_kinds import parse
+    from events.errors import EncoderError
+
+    try:
+        parse(args.embedder, "--embedder")
+    except EncoderError as exc:
+        p.error(str(exc))
     if args.speed_runs < 1:
         p.error("--speed-runs must be at least 1 (the main run)")
     if not args.data.is_file():
@@ -115,7 +125,7 @@ def reuse(mem, expected: int) -> tuple[float, dict]:
 
 def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
     from palimpsest.memory import Memory  # imported late: --help and argument errors stay instant
-    from projections.adapters.embedding import encode_queries
+    from projections.adapters.embedding import encode_queries, encode_whole_queries
     from projections.adapters.tokens import default_counter
     from projections.rules.text import has_cjk
 
@@ -125,7 +135,7 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
     print(f"{data.name}: {len(data.samples)} samples, {len(messages)} turns, {len(questions)} scored questions "
           f"({len(data.skipped)} skipped)", file=sys.stderr)
     store = args.store or Path(tempfile.mkdtemp(prefix="palimpsest-locomo-"))
-    mem = Memory.open(store, num_shards=args.num_shards, embedder=EMBEDDER)
+    mem = Memory.open(store, num_shards=args.num_shards, embedder=args.embedder)
     closed = False
     try:
         # One-off loads stay out of both timings (steady-state throughput is measured): the model and its first
@@ -157,7 +167,7 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         settle_s = None if args.reuse else mem.wait_idle()
         vectors, encode_after_s = encode_batched(mem.embedder, texts, encode_cpu)
         encode_s = encode_after_s if encode_before_s is None else (encode_before_s + encode_after_s) / 2
-        qvecs, _ = encode_batched(mem.embedder, [q.question for q in questions])
+        qvecs = encode_whole_queries(mem.embedder, [q.question for q in questions])
         query_vectors = {(q.sample_id, q.index): v for q, v in zip(questions, qvecs)}
         corpora = build_corpora(messages, vectors, lambda m: m["user_id"], default_counter())
 
@@ -205,7 +215,7 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         mem.close()  # its shards leave the cores to the speed runs' own
         closed = True
         extra_runs = [sandwich(messages, [index_text(m) for m in messages], tenant=TENANT, languages=languages,
-                               num_shards=args.num_shards, embedder=EMBEDDER)
+                               num_shards=args.num_shards, embedder=args.embedder)
                       for _ in tqdm(range(args.speed_runs - 1), desc="speed runs", disable=args.speed_runs < 2)]
     finally:
         if not closed:
@@ -297,7 +307,8 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
             "data": str(args.data),
             "limit_samples": args.limit_samples,
             "tenant": TENANT,
-            "embedder": EMBEDDER,
+            "embedder": args.embedder,
+            "model_id": stats.get("model_id"),
             "encoder_backend": getattr(mem.embedder, "backend", None),
             "k": list(K_VALUES),
             "budgets": list(BUDGETS),

@@ -46,6 +46,11 @@ class ShardUnavailableError(PalimpsestError):
     """A shard actor could not be reached even after retries."""
 
 
+class EncoderError(PalimpsestError):
+    """The text encoder could not embed: a misconfigured kind, an unreachable or refusing endpoint, vectors of the
+    wrong shape. Raised before anything is written (vectors are computed before their events are appended)."""
+
+
 class LlmError(PalimpsestError):
     """The LLM provider was misconfigured or misused, or replay found no recorded call.
 

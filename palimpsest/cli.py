@@ -16,7 +16,7 @@ from events.errors import InvalidInputError, PalimpsestError
 from palimpsest import (
     cli_archive, cli_backup, cli_erasure, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes, cli_serve,
 )
-from palimpsest.cli_common import DEFAULT_STORE, SCOPES, open_store, print_json, parse_when, remote, stream_args
+from palimpsest.cli_common import DEFAULT_STORE, EMBEDDER_HELP, SCOPES, open_store, print_json, parse_when, remote, stream_args
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from palimpsest import formats
@@ -259,7 +259,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         print_json(stats)
         return 0
-    print(f"store {stats['path']}: {stats['num_shards']} shards, embedder {stats['embedder']}")
+    print(f"store {stats['path']}: {stats['num_shards']} shards, encoder {stats['embedder']} ({stats['model_id']}, "
+          f"{stats['dim']} numbers per vector)")
     print(f"users {stats['users']} · messages {stats['messages']} · touches {stats['touches']} · events {stats['events']}")
     for s in stats["shards"]:
         print(f"  shard {s['shard']}: {s['users']} users, {s['events']} events, {s['vectors_indexed']} vectors")
@@ -286,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tenant", help="tenant for records that name none (LoCoMo: default 'locomo')")
     sp.add_argument("--user", help="user for records that name none")
     sp.add_argument("--num-shards", type=int, help="shards of a new store (default: CPU count)")
-    sp.add_argument("--embedder", choices=["minilm", "hash"], default="minilm", help="encoder of a new store")
+    sp.add_argument("--embedder", metavar="KIND", default=None, help=EMBEDDER_HELP)
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=cmd_ingest)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import print_json, remote
+from palimpsest.cli_common import EMBEDDER_HELP, print_json, remote
 from palimpsest.server.settings import DEFAULT_PORT, INGRESS
 
 
@@ -90,7 +90,7 @@ def register(sub) -> None:
     sp.add_argument("--burst", type=int, default=200, help="requests a key may send at once before the rate applies")
     sp.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024, help="request size cap (413 above)")
     sp.add_argument("--num-shards", type=int, help="shards of a new store (default: CPU count)")
-    sp.add_argument("--embedder", choices=["minilm", "hash"], default="minilm", help="encoder of a new store")
+    sp.add_argument("--embedder", metavar="KIND", default=None, help=EMBEDDER_HELP)
     sp.set_defaults(func=cmd_serve)
 
     keys = sub.add_parser("keys", help="tenant API keys of the store: create, list, revoke")

@@ -11,8 +11,8 @@ import stat
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from events.errors import StoreError
-from projections.adapters.embedding import EMBEDDERS, MODEL_IDS
+from events.errors import EncoderError, StoreError
+from projections.adapters import encoder_kinds
 
 FORMAT_VERSION = 1
 ENCRYPTION = "aes-256-gcm"  # store.json "encryption" of a store whose payloads are sealed per user
@@ -24,11 +24,13 @@ MASTER_KEY_HOWTO = ("a base64-encoded 32-byte key, e.g. from "
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """``num_shards`` and the embedder cannot change after creation: routing and vectors depend on them."""
+    """``num_shards`` cannot change after creation (routing depends on it). ``embedder`` is the spec of the
+    active encoder (:mod:`projections.adapters.encoder_kinds`), ``model_id`` and ``dim`` those of its vectors:
+    chosen at creation, changed only by a re-embedding (``palimpsest reembed``), which records the switch."""
 
     num_shards: int
-    embedder: str = "minilm"
-    model_id: str = MODEL_IDS["minilm"]
+    embedder: str = encoder_kinds.DEFAULT
+    model_id: str = encoder_kinds.NAMED[encoder_kinds.DEFAULT][0]
     dim: int = 384
     format_version: int = FORMAT_VERSION
     settings: dict = field(default_factory=dict)  # palimpsest.settings.StoreSettings as JSON
@@ -47,15 +49,18 @@ class StoreConfig:
         return replace(self, settings=settings)
 
     @classmethod
-    def create(cls, path: Path, num_shards: int | None = None, embedder: str = "minilm",
+    def create(cls, path: Path, num_shards: int | None = None, embedder: str = encoder_kinds.DEFAULT,
                settings: dict | None = None, encrypted: bool = True) -> StoreConfig:
-        if embedder not in EMBEDDERS:
-            raise StoreError(f"unknown embedder {embedder!r}; use one of {sorted(EMBEDDERS)}")
+        embedder = (embedder or encoder_kinds.DEFAULT).strip() if isinstance(embedder, str) else embedder
+        encoder_kinds.parse(embedder)
         n = num_shards or os.cpu_count() or 1
         if n < 1:
             raise StoreError(f"num_shards must be at least 1, got {n}")
-        cfg = cls(num_shards=n, embedder=embedder, model_id=MODEL_IDS[embedder], settings=settings or {},
-                  encryption=ENCRYPTION if encrypted else PLAINTEXT)
+        dim = encoder_kinds.known_dim(embedder)
+        if dim is None:  # a remote or user-supplied model: its size is learned by loading it (a probe request)
+            dim = encoder_kinds.make_embedder(embedder).dim
+        cfg = cls(num_shards=n, embedder=embedder, model_id=encoder_kinds.model_id(embedder), dim=dim,
+                  settings=settings or {}, encryption=ENCRYPTION if encrypted else PLAINTEXT)
         path.mkdir(parents=True, exist_ok=True)
         if encrypted:
             master_key(path, cfg, create=True)  # the key file, unless PALIMPSEST_MASTER_KEY holds the key
@@ -92,16 +97,21 @@ class StoreConfig:
             if name in data and not isinstance(data[name], kind):
                 raise StoreError(f"{file}: {name} must be a JSON {'object' if kind is dict else 'string'}, got "
                                  f"{data[name]!r:.60}; restore it from a backup (it is written at creation)")
-        embedder = data.get("embedder", "minilm")
-        dim = EMBEDDERS[embedder].dim if embedder in EMBEDDERS else None
-        if dim is not None and data.get("dim", dim) != dim:
+        embedder = data.get("embedder", encoder_kinds.DEFAULT)
+        try:
+            expected_id = encoder_kinds.model_id(embedder)
+        except EncoderError as exc:
+            raise StoreError(f"{file}: {exc}; set it back to the encoder the store uses") from None
+        if data.get("model_id", expected_id) != expected_id:
+            raise StoreError(f"{file}: embedder {embedder!r} records vectors as {expected_id!r}, but model_id says "
+                             f"{data.get('model_id')!r}; set both back (change the encoder with `palimpsest "
+                             "reembed`, which re-encodes the stored texts)")
+        dim = encoder_kinds.known_dim(embedder)
+        given = data.get("dim", dim if dim is not None else 384)
+        if dim is not None and given != dim or isinstance(given, bool) or not isinstance(given, int) or given < 1:
             raise StoreError(f"{file}: dim is {data.get('dim')!r:.60}, but embedder {embedder!r} writes vectors of "
-                             f"{dim} numbers; set dim back to {dim} (it cannot change after creation)")
-        if embedder not in EMBEDDERS:
-            raise StoreError(f"{file}: unknown embedder {embedder!r}; use one of {sorted(EMBEDDERS)}")
-        if data.get("model_id", MODEL_IDS[embedder]) != MODEL_IDS[embedder]:
-            raise StoreError(f"{file}: embedder {embedder!r} encodes with {MODEL_IDS[embedder]!r}, but model_id says "
-                             f"{data.get('model_id')!r}; the embedder cannot change after creation: set both back")
+                             f"{dim if dim is not None else 'a fixed number of'} numbers; set dim back"
+                             + (f" to {dim}" if dim is not None else ""))
         if data.get("encryption", PLAINTEXT) not in (PLAINTEXT, ENCRYPTION):
             raise StoreError(f"{file}: unknown encryption {data['encryption']!r}; it is {ENCRYPTION!r} or "
                              f"{PLAINTEXT!r}, fixed when the store was created: set it back")

@@ -26,7 +26,7 @@ from actors.runtime import ShardCluster, ensure_ray
 from actors.spec import ReplayReport, ShardSpec
 from events.commands import MAX_BATCH_SIZE, RecordMessage, validate_messages
 from events.envelope import Envelope
-from events.errors import InvalidInputError
+from events.errors import EncoderError, InvalidInputError
 from palimpsest import config as store_config
 from palimpsest.memory_erasure import ErasureApiMixin
 from palimpsest.memory_graph import GraphApiMixin
@@ -42,7 +42,9 @@ from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
 from palimpsest.remote import positive as _positive
 from palimpsest.remote import scan_filter as _scan_filter
-from projections.adapters.embedding import Embedder, encode_queries, make_embedder
+from projections.adapters.embedding import Embedder, encode_queries
+from projections.adapters.encoder_kinds import DEFAULT as DEFAULT_EMBEDDER
+from projections.adapters.encoder_kinds import make_embedder, model_id
 from projections.folds.archive import SCOPES
 from projections.folds.policy import RetentionPolicy
 from projections.queries.context import Context
@@ -101,13 +103,18 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         path: str | Path,
         *,
         num_shards: int | None = None,
-        embedder: str = "minilm",
+        embedder: str | None = None,
         address: str | None = None,
         create: bool = True,
         encrypted: bool = True,
         **settings: Any,
     ) -> Memory:
         """Open the store at ``path``, creating it (with ``num_shards``, ``embedder`` and ``encrypted``) if it is new.
+
+        ``embedder`` chooses the text encoder of a new store (default ``minilm``): ``minilm``,
+        ``multilingual-e5-small``, ``sentence-transformers:<name-or-path>`` or ``openai:<model>`` (any
+        OpenAI-compatible endpoint, set by ``PALIMPSEST_EMBEDDINGS_BASE_URL`` / ``_API_KEY``). An existing store
+        keeps its own; given one that differs, ``open`` refuses and names :meth:`reembed`, which switches it.
 
         A new store is encrypted unless ``encrypted=False``: each user's events are sealed under its own data
         key, which :meth:`forget` destroys. The master key is ``PALIMPSEST_MASTER_KEY`` or, if that is not
@@ -125,8 +132,13 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         path = Path(path)
         if (path / "store.json").exists() or not create:
             cfg = store_config.StoreConfig.load(path)
+            if embedder is not None and model_id(embedder) != cfg.model_id:
+                raise InvalidInputError([("embedder", f"{embedder!r}, but the store at {path} encodes with "
+                                          f"{cfg.embedder!r}; leave embedder out, or switch the store with "
+                                          f"`palimpsest --store {path} reembed --embedder {embedder}`")],
+                                        what="open")
         else:
-            cfg = store_config.StoreConfig.create(path, num_shards, embedder, encrypted=encrypted)
+            cfg = store_config.StoreConfig.create(path, num_shards, embedder or DEFAULT_EMBEDDER, encrypted=encrypted)
         cfg = record_settings(path, cfg, settings)
         return cls(path, cfg, address=address)
 
@@ -144,7 +156,13 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = make_embedder(self.config.embedder)
+            embedder = make_embedder(self.config.embedder)
+            if embedder.dim != self.config.dim or embedder.model_id != self.config.model_id:
+                raise EncoderError(f"the encoder {self.config.embedder!r} gives vectors of {embedder.dim} numbers "
+                                   f"as {embedder.model_id!r}, but the store at {self.path} holds {self.config.dim} "
+                                   f"as {self.config.model_id!r}; point it back at the model the store was made "
+                                   "with, or switch the store with `palimpsest reembed`")
+            self._embedder = embedder
         return self._embedder
 
     # -- writing ----------------------------------------------------
@@ -392,7 +410,9 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         return {
             "path": str(self.path),
             "num_shards": self.config.num_shards,
-            "embedder": self.config.model_id,
+            "embedder": self.config.embedder,  # the active encoder's spec; its vectors' model id and size:
+            "model_id": self.config.model_id,
+            "dim": self.config.dim,
             # totals over the shards; touch_flush_failures: background touch flushes that failed (their log says why)
             **{key: sum(s[key] for s in shards) for key in ("users", "events", "messages", "touches",
                                                              "touch_flush_failures")},

@@ -52,7 +52,7 @@ class Running:
             self.memory.close()
 
 
-def start(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int | None = None) -> Running:
+def start(settings: ServeSettings, *, embedder: str | None = None, num_shards: int | None = None) -> Running:
     """Open (or create) the store, deploy the API in front of it and return once it answers."""
     from palimpsest.memory import Memory
 
@@ -82,7 +82,7 @@ def start(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int 
     return Running(settings, memory, limiter, plan)
 
 
-def serve_forever(settings: ServeSettings, *, embedder: str = "minilm", num_shards: int | None = None) -> int:
+def serve_forever(settings: ServeSettings, *, embedder: str | None = None, num_shards: int | None = None) -> int:
     """``palimpsest serve``: start, print where, wait for Ctrl-C or SIGTERM, drain and close."""
     started = time.perf_counter()
     stop = threading.Event()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -52,6 +51,14 @@ def encode_queries(embedder: Embedder, queries: list[str]) -> np.ndarray:
     texts = [cut(q, QUERY_TOKENS) for q in queries] if cut is not None else list(queries)
     encode = getattr(embedder, "encode_queries", None)  # the encoder's query path (MiniLM's: one thread)
     return encode(texts) if encode is not None else embedder.encode(texts)
+
+
+def encode_whole_queries(embedder: Embedder, queries: list[str]) -> np.ndarray:
+    """Query vectors of whole ``queries`` (not cut): through the encoder's query side when it embeds queries
+    differently from stored texts (``separate_queries``: e5's ``query:`` prefix), else :meth:`Embedder.encode`."""
+    if getattr(embedder, "separate_queries", False):
+        return embedder.encode_queries(list(queries))
+    return embedder.encode(list(queries))
 
 
 def packaged_model_path() -> str:
@@ -150,21 +157,3 @@ class HashEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
-
-
-EMBEDDERS = {"minilm": MiniLMEmbedder, "hash": HashEmbedder}
-MODEL_IDS = {"minilm": MINILM_ID, "hash": HASH_ID}
-
-
-def embedder_name(model_id: str) -> str | None:
-    """The configured name (``minilm``, ``hash``) of the encoder with ``model_id``; None for an unknown id."""
-    return next((name for name, known in MODEL_IDS.items() if known == model_id), None)
-
-
-@lru_cache(maxsize=4)
-def make_embedder(name: str) -> Embedder:
-    """A shared encoder by its configured name (``minilm`` or ``hash``)."""
-    try:
-        return EMBEDDERS[name]()
-    except KeyError:
-        raise StoreError(f"unknown embedder {name!r}; use one of {sorted(EMBEDDERS)}") from None

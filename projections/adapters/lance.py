@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from events.errors import StoreError
 from projections.adapters.lance_import import import_lancedb
 from projections.folds.vectors import VectorRow
 
@@ -44,7 +45,13 @@ class LanceVectorTable:
         )
         # imported here: a LanceDB runtime in the driver does not survive Ray's worker forks
         self._db = import_lancedb().connect(str(directory))
-        self._table = self._db.create_table(table, schema=self.schema, exist_ok=True)
+        try:
+            self._table = self._db.create_table(table, schema=self.schema, exist_ok=True)
+        except ValueError as exc:  # the table exists with another schema: vectors of another size
+            held = self._db.open_table(table).schema.field("vector").type
+            size = getattr(held, "list_size", None)
+            raise StoreError(f"the vector table {table!r} in {directory} holds vectors of {size} numbers, but the "
+                             f"store says {dim}; set dim in store.json back to {size}") from exc
         self._adds_since_optimize = 0
 
     def _batch(self, rows: list[tuple[str, str, VectorRow]]) -> pa.Table:

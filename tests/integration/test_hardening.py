@@ -67,7 +67,7 @@ def test_a_deleted_log_and_an_edited_model_are_refused(ray_cluster, store_path):
     with Memory.open(store_path, num_shards=2, embedder="hash") as mem:
         mem.add_messages(MSGS, tenant="acme", user_id="alice")
     data = json.loads((store_path / "store.json").read_text())
-    (store_path / "store.json").write_text(json.dumps({**data, "embedder": "minilm", "model_id": store_config.MODEL_IDS["minilm"]}))
+    (store_path / "store.json").write_text(json.dumps({**data, "embedder": "minilm", "model_id": "sentence-transformers/all-MiniLM-L6-v2"}))
     with pytest.raises(StoreError, match="holds vectors of model"):
         Memory.open(store_path)
     (store_path / "store.json").write_text(json.dumps(data))

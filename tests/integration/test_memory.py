@@ -306,7 +306,7 @@ def test_real_model_finds_a_turn_with_no_word_overlap(ray_cluster, tmp_path):
         assert top.breakdown["dense_rank"] == 1 and top.breakdown["dense_similarity"] > 0.3
         ranked = mem.search("acme", "alice", "new dog", k=3)
         assert "D1:1" in [hit.turn_id for hit in ranked[:2]]  # with the ranker: first, or second behind its neighbour
-        assert mem.stats()["embedder"] == "sentence-transformers/all-MiniLM-L6-v2"
+        assert mem.stats()["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
         assert all(r.equal for r in mem.replay())
     finally:
         mem.close()

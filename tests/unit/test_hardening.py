@@ -69,7 +69,7 @@ def test_an_embedder_edited_without_its_model_id_is_refused(tmp_path):
     _store(tmp_path)
     data = json.loads((tmp_path / "store.json").read_text())
     (tmp_path / "store.json").write_text(json.dumps({**data, "embedder": "minilm"}))
-    with pytest.raises(StoreError, match="embedder cannot change"):
+    with pytest.raises(StoreError, match="records vectors as"):
         store_config.StoreConfig.load(tmp_path)
 
 

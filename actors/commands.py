@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import Annotated, ClassVar, Literal
 
 import numpy as np
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SkipValidation
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SkipValidation, field_validator
 
-from events.commands import RecordMessage
+from events.commands import RecordMessage, canonical_id
 from events.graph_events import EdgeType, GraphMemoryStaged
 from events.log import ScanFilter
 from events.model import Event
@@ -38,6 +38,14 @@ def new_command_id() -> str:
 
 class ShardMessage(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    # Tenant and user ids are carried in their canonical form (NFC), as they are routed; a message that must
+    # name a stream exactly as an older store recorded it (an erasure) keeps the form it is given.
+    exact_ids: ClassVar[bool] = False
+
+    @field_validator("tenant", "user_id", mode="before", check_fields=False)
+    @classmethod
+    def _canonical_ids(cls, value):
+        return value if cls.exact_ids else canonical_id(value)
 
     @property
     def kind(self) -> str:
@@ -103,6 +111,29 @@ class RecordLabelVectors(UserCommand):
     labels: tuple[str, ...]
     vectors: Vector
     model_id: str
+
+
+class RecordEmbeddings(UserCommand):
+    """A re-embedding's vectors of another model (``model_id``) for stored messages and graph labels, recorded ahead
+    of the user's switch to it: ``vectors[i]`` embeds ``input_texts[i]``, the text of message ``message_ids[i]``."""
+
+    model_id: str = Field(min_length=1)
+    message_ids: tuple[str, ...] = ()
+    input_texts: tuple[str, ...] = ()
+    vectors: Vector | None = None
+    labels: tuple[str, ...] = ()
+    label_vectors: Vector | None = None
+
+
+class SwitchEmbedder(Command):
+    """Search every selected user of the shard by ``model_id``'s vectors: one ``embedder_switched`` event per user,
+    all or none (none while any user has a message without such a vector: the outcome names how many)."""
+
+    embedder: str = Field(min_length=1)
+    model_id: str = Field(min_length=1)
+    dim: int = Field(gt=0)
+    tenant: str | None = None
+    user_id: str | None = None
 
 
 class ApplyConsolidation(UserCommand):
@@ -193,8 +224,11 @@ class RevertPolicy(UserCommand):
 
 class ForgetUser(UserCommand):
     """Erase a user: a ``user_forgotten`` event, its data keys destroyed, its projections, vectors and snapshot
-    removed. Only an encrypted store can forget (its log holds the user's events sealed under those keys)."""
+    removed. Only an encrypted store can forget (its log holds the user's events sealed under those keys).
+    Its ids are taken exactly as given: :meth:`palimpsest.Memory.forget` also erases a stream an older store
+    recorded under another Unicode form of the same id."""
 
+    exact_ids: ClassVar[bool] = True
     now: AwareDatetime
 
 
@@ -202,6 +236,7 @@ class ForgetUser(UserCommand):
 class Search(UserQuery):
     query: str
     query_vector: Vector
+    query_model: str = ""  # the model of query_vector ("": the user's active one)
     k: int = 10
     fusion: Fusion = DEFAULT_FUSION
     now: AwareDatetime | None = None
@@ -212,6 +247,7 @@ class Search(UserQuery):
 class BuildContext(UserQuery):
     query: str
     query_vector: Vector
+    query_model: str = ""  # the model of query_vector ("": the user's active one)
     token_budget: int
     fusion: Fusion = DEFAULT_FUSION
     now: AwareDatetime | None = None
@@ -319,6 +355,15 @@ class GraphMerges(UserQuery):
 class GraphExport(UserQuery):
     title: str
     data_only: bool = False  # the graph view's data (the inspector draws it) instead of HTML and GraphML
+
+
+class MissingEmbeddings(Query):
+    """Per user, what a re-embedding to ``model_id`` still has to encode: ``(tenant, user_id, [(message id, the
+    text it embeds)], [graph labels])``; and per user the model it is searched by (``active``)."""
+
+    model_id: str = Field(min_length=1)
+    tenant: str | None = None
+    user_id: str | None = None
 
 
 class UnembeddedLabels(Query):

@@ -29,7 +29,7 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ import numpy as np
 import structlog
 
 from actors import commands as c
+from actors import decide_reembed
 from actors import feedback, heap, reads, reads_graph, reads_inspect, reads_learning, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
@@ -81,6 +82,8 @@ DECIDERS: dict[type, Callable] = {
     c.RevertAdjustment: feedback.decide_revert,
     c.Molt: decide_molt,
     c.RevertPolicy: decide_revert_policy,
+    c.RecordEmbeddings: decide_reembed.decide_record_embeddings,
+    c.SwitchEmbedder: decide_reembed.decide_switch,
 }
 READERS: dict[type, Callable] = {
     c.Search: reads.search,
@@ -103,6 +106,7 @@ READERS: dict[type, Callable] = {
     c.GraphMerges: reads_graph.graph_merges,
     c.GraphExport: reads_graph.export,
     c.UnembeddedLabels: reads_graph.unembedded_labels,
+    c.MissingEmbeddings: decide_reembed.missing_embeddings,
     c.GraphJobs: graph_jobs,
     c.ScanEvents: lambda core, q: Answer(core.scan(q.filter, q.limit)),
     c.AuditRows: lambda core, q: Answer(core.log.rows(ScanFilter(tenant=q.tenant))),
@@ -175,7 +179,7 @@ class ShardCore:
     def _check_model_id(self) -> None:
         """Refuse to open a log whose vectors come from another model than the store's (``store.json`` edited)."""
         logged = self.log.model_id()
-        if logged is not None and logged != self.spec.model_id:
+        if logged is not None and logged != self.spec.model_id and not self.log.has_kind("embedder_switched"):
             raise StoreError(
                 f"the event log {self.spec.log_path} holds vectors of model {logged!r}, but store.json asks for "
                 f"{self.spec.model_id!r}; set embedder and model_id in store.json back to the model the log was "
@@ -219,6 +223,8 @@ class ShardCore:
         record = CommandRecord(command.command_id, command.kind, outcome, getattr(command, "tenant", None) or "",
                                getattr(command, "user_id", None) or "", tuple(p.event_id for p in decision.pending))
         self.commit(decision.pending, command=record, react=decision.react)
+        if isinstance(command, c.SwitchEmbedder) and not decision.outcome["missing"]:
+            self.deps = replace(self.deps, model_id=command.model_id, dim=command.dim)  # the store's, for new users
         return json.loads(outcome)
 
     # -- the runner ----------------------------------------------------------
@@ -231,9 +237,10 @@ class ShardCore:
             expected = {s: users[s].head if s in users else 0 for s in streams}
             envelopes = self.log.append(pending, expected=expected, command=command)
             self._fold_appended(envelopes, streams)
-            self.vectors.add([
-                (e.tenant, e.user_id, users[e.stream].vectors.rows[e.event.message_event_id])
-                for e in envelopes if e.kind == "message_embedded"
+            self.vectors.add([  # the LanceDB table holds each user's vectors of its first model (actors.dense)
+                (e.tenant, e.user_id, users[e.stream].vectors.of_model(e.event.model_id)[e.event.message_event_id])
+                for e in envelopes
+                if e.kind == "message_embedded" and e.event.model_id == users[e.stream].vectors.first
             ])
             for e in envelopes:
                 if e.kind == "user_forgotten":
@@ -352,7 +359,8 @@ class ShardCore:
         with heap.paused():  # the collector would walk the live state and the one being built, again and again
             shard_state.fold(rebuilt, counting_erased(self.log.fold_scan(), erased))
         self.vectors.rebuild((*stream, row) for stream in rebuilt.users  # user by user, in a few writes
-                             for row in rebuilt.users[stream].vectors.rows.values())
+                             for row in rebuilt.users[stream].vectors.of_model(
+                                 rebuilt.users[stream].vectors.first).values())
         seconds, cpu = time.perf_counter() - started, time.thread_time() - cpu
         self.state, self.users = rebuilt, store
         report = ReplayReport(self.spec.index, self.log.count(), seconds, live, self.digest(), erased[0], cpu)

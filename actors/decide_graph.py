@@ -9,6 +9,7 @@ from dataclasses import asdict
 import numpy as np
 
 from actors.commands import ApplyConsolidation, LinkMemories, RecordLabelVectors, StageGraphMemories, Unmerge
+from actors.decide_reembed import user_model
 from actors.decision import Decision, Deps, new_event_id
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
@@ -33,19 +34,20 @@ def decide_label_vectors(state: ShardState, cmd: RecordLabelVectors, deps: Deps)
     when another call recorded them first); the outcome is how many labels were recorded."""
     vectors = np.asarray(cmd.vectors)
     problems = []
-    if cmd.model_id != deps.model_id:
-        problems.append(("model_id", f"{cmd.model_id!r} differs from the store's {deps.model_id!r}; embed with the "
-                                     "store's model"))
+    memory = state.user(cmd.tenant, cmd.user_id)
+    expected = user_model(memory, deps)
+    if cmd.model_id != expected:
+        problems.append(("model_id", f"{cmd.model_id!r} differs from {expected!r}, the model the user is searched "
+                                     "by; embed with the store's model"))
     if vectors.shape != (len(cmd.labels), deps.dim):
         problems.append(("vectors", f"shape {vectors.shape}, expected ({len(cmd.labels)}, {deps.dim}): a row per label"))
     if problems:
         raise InvalidInputError(problems, what="record label vectors")
-    memory = state.user(cmd.tenant, cmd.user_id)
     wanted = set(memory.graph.unembedded_labels()) if memory else set()
     fresh = {label: np.asarray(v, dtype="<f4").tobytes() for label, v in zip(cmd.labels, vectors) if label in wanted}
     if not fresh:
         return Decision([], 0, react=False)
-    event = GraphLabelsEmbedded(dim=deps.dim, vectors=fresh)
+    event = GraphLabelsEmbedded(dim=deps.dim, vectors=fresh, model_id=cmd.model_id)
     return Decision([PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), event)], len(fresh), react=False)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from actors.commands import RecordMessages
 from actors.decision import Decision, Deps, new_event_id
+from actors.decide_reembed import user_model
 from actors.llm.graph_ops import Embed, llm_graph_memories
 from actors.llm.memory_ops import llm_note_operations
 from events.commands import RecordMessage
@@ -30,11 +31,15 @@ from projections.rules.graph_extract import CandidateGraphMemory
 
 def decide_record_messages(state: ShardState, cmd: RecordMessages, deps: Deps) -> Decision:
     """The events of a batch of messages; the outcome is, per message, its memory id and whether it is new."""
-    if cmd.model_id != deps.model_id:
-        raise InvalidInputError(
-            [("model_id", f"{cmd.model_id!r} differs from the store's {deps.model_id!r}; embed with the store's model")],
-            what="record batch",
-        )
+    for message in cmd.messages:
+        expected = user_model(state.user(message.tenant, message.user_id), deps)
+        if cmd.model_id != expected:
+            raise InvalidInputError(
+                [("model_id", f"{cmd.model_id!r} differs from {expected!r}, the model {message.tenant}/"
+                              f"{message.user_id} is searched by; embed with the store's model (after an "
+                              "interrupted re-embedding, run `palimpsest reembed` again to finish it)")],
+                what="record batch",
+            )
     pending, outcomes = decide_record(state, list(cmd.messages), cmd.vectors, cmd.model_id, deps.dim, deps.llm,
                                       [tuple(g) for g in cmd.graph] if cmd.graph is not None else None,
                                       readings=cmd.readings)

@@ -26,15 +26,21 @@ CACHED_USERS = 256
 class DenseIndex:
     def __init__(self, table: LanceVectorTable) -> None:
         self.table = table
-        self._cache: OrderedDict[tuple[str, str], tuple[int, int, list[str], np.ndarray]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str, str], tuple[int, int, list[str], np.ndarray]] = OrderedDict()
 
     def search(self, tenant: str, user_id: str, memory: UserMemory, query: np.ndarray,
-               k: int) -> list[tuple[str, float]]:
-        """The ``k`` nearest memories of the user by cosine similarity, best first (ties: log order)."""
-        rows = memory.vectors.rows
-        if len(rows) > IN_MEMORY_MAX:
+               k: int, model: str = "") -> list[tuple[str, float]]:
+        """The ``k`` nearest memories of the user by cosine similarity, best first (ties: log order).
+
+        ``model`` is the query vector's model ("": the user's active one); the user's vectors of that model are
+        searched (during a re-embedding's switch a query may come encoded by the model the user is leaving). The
+        LanceDB table holds each user's vectors of its first model; others are searched in memory."""
+        vectors = memory.vectors
+        model = model or vectors.active
+        rows = vectors.of_model(model)
+        if len(rows) > IN_MEMORY_MAX and model == vectors.first:
             return self.table.search(tenant, user_id, query, k)
-        ids, matrix = self._matrix((tenant, user_id), memory)
+        ids, matrix = self._matrix((tenant, user_id), rows, model)
         q = np.asarray(query, dtype=np.float32).ravel()
         norm = float(np.linalg.norm(q))
         if not ids or norm == 0.0 or q.shape[0] != matrix.shape[1]:
@@ -47,11 +53,12 @@ class DenseIndex:
 
     def forget(self, stream: tuple[str, str]) -> None:
         """Drop the user's cached matrix (an erased user's vectors must not stay in memory either)."""
-        self._cache.pop(stream, None)
+        for key in [key for key in self._cache if key[:2] == stream]:
+            self._cache.pop(key, None)
 
-    def _matrix(self, stream: tuple[str, str], memory: UserMemory) -> tuple[list[str], np.ndarray]:
-        rows = memory.vectors.rows
-        key = (id(memory.vectors), len(rows))
+    def _matrix(self, stream: tuple[str, str], rows: dict, model: str) -> tuple[list[str], np.ndarray]:
+        key = (id(rows), len(rows))
+        stream = (*stream, model)
         cached = self._cache.get(stream)
         if cached is not None and cached[:2] == key:
             self._cache.move_to_end(stream)

@@ -52,7 +52,7 @@ def fused_hits(core, q: Search | BuildContext, k: int, scope: str = "active") ->
         wanted += len(memory.archive.archived)
     elif adjusted(fusion):  # so are the invalidated ones
         wanted += len(memory.adjustments.by_target)
-    dense = core.dense.search(q.tenant, q.user_id, memory, q.query_vector, wanted)
+    dense = core.dense.search(q.tenant, q.user_id, memory, q.query_vector, wanted, getattr(q, "query_model", ""))
     return fuse(memory, q.query, dense, k, fusion, q.query_vector, now=q.now, policy=core.state.policy, scope=scope)
 
 

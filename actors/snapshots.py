@@ -14,6 +14,15 @@ Pickle restores them at C speed. A snapshot is trusted like the log beside
 it (whoever can write the store directory is trusted); a damaged or
 hand-edited file fails its checksum and is ignored.
 
+An encrypted store's snapshots are sealed under their user's data key
+(:mod:`events.sealed_blob`; the header says which generation, and stays
+clear: ids, seqs and checksums only), so encryption at rest covers them and
+forgetting the user (destroying its keys) leaves any copy of its snapshot
+unreadable. A user with no live key gets no snapshot. Snapshots written in
+plaintext before (an older store) are sealed when the shard starts
+(:meth:`SnapshotStore.seal_plaintext`), or removed when their user has no
+live key; a plaintext snapshot met later in an encrypted store is ignored.
+
 A snapshot is used only if its fingerprint matches: a hash of the source of
 every module in ``events/`` and ``projections/`` (the folds and what they
 call), the fold configs (retention policy, segmentation, tiers, working
@@ -42,6 +51,9 @@ import structlog
 
 import events
 import projections
+from events.crypto import PayloadCipher
+from events.errors import StoreError
+from events.sealed_blob import open_blob, seal_blob
 from projections.folds.state import UserMemory
 
 logger = structlog.get_logger("palimpsest.snapshots")
@@ -106,11 +118,13 @@ def fingerprint(*configs: object) -> str:
 
 
 class SnapshotStore:
-    """Reads and writes one shard's user snapshots in ``directory``, for one fingerprint."""
+    """Reads and writes one shard's user snapshots in ``directory``, for one fingerprint; sealed per user with
+    ``cipher``'s keys (an encrypted store's)."""
 
-    def __init__(self, directory: Path, fingerprint: str) -> None:
+    def __init__(self, directory: Path, fingerprint: str, cipher: PayloadCipher | None = None) -> None:
         self.directory = directory
         self.fingerprint = fingerprint
+        self.keys = cipher.keys if cipher is not None else None
         directory.mkdir(parents=True, exist_ok=True)
 
     def path(self, stream: Stream) -> Path:
@@ -118,15 +132,27 @@ class SnapshotStore:
         return self.directory / f"{key}.snap"
 
     def save(self, stream: Stream, memory: UserMemory, log_checksum: int) -> int:
-        """Write the user's snapshot atomically; returns its size in bytes.
+        """Write the user's snapshot atomically; returns its size in bytes (0: none written, the user of an
+        encrypted store has no live key).
 
         ``log_checksum`` is the log's checksum of the user's events up to the
         snapshot's seq (:meth:`events.log.EventLog.checksums`).
         """
-        body = dumps(memory)
-        header = {"format": FORMAT, "tenant": stream[0], "user_id": stream[1], "head": memory.head,
-                  "fingerprint": self.fingerprint, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body),
-                  "log_checksum": log_checksum}
+        if self.keys is not None and self.keys.current(stream) is None:
+            return 0
+        body, gen = dumps(memory), None
+        if self.keys is not None:
+            sealed = seal_blob(self.keys, stream, body, _context(memory.head, self.fingerprint))
+            if sealed is None:
+                return 0
+            gen, body = sealed
+        self._write(stream, {"format": FORMAT, "tenant": stream[0], "user_id": stream[1], "head": memory.head,
+                             "fingerprint": self.fingerprint, "log_checksum": log_checksum,
+                             **({"sealed": gen} if gen is not None else {})}, body)
+        return len(body)
+
+    def _write(self, stream: Stream, header: dict, body: bytes) -> None:
+        header = {**header, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body)}
         path = self.path(stream)
         tmp = path.with_suffix(".tmp")
         with open(tmp, "wb") as f:
@@ -135,7 +161,37 @@ class SnapshotStore:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        return len(body)
+
+    def seal_plaintext(self) -> dict[str, int]:
+        """Seal every plaintext snapshot of an encrypted store (written before snapshots were sealed) under its
+        user's key, as it is (its body is not decoded); remove it when the user has no live key, or when it cannot
+        be read. Temporary files a crash left are removed. Run before the shard loads any snapshot."""
+        report = {"snapshots_sealed": 0, "snapshots_removed": 0}
+        if self.keys is None:
+            return report
+        for tmp in self.directory.glob("*.tmp"):
+            tmp.unlink(missing_ok=True)
+        for path in self.directory.glob("*.snap"):
+            try:
+                with open(path, "rb") as f:
+                    header = json.loads(f.readline())
+                    if isinstance(header, dict) and "sealed" in header:
+                        continue
+                    body = f.read()
+                stream = (header["tenant"], header["user_id"])
+                sealed = seal_blob(self.keys, stream, body, _context(header["head"], header["fingerprint"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                sealed = None
+            if sealed is None or path != self.path(stream):
+                path.unlink(missing_ok=True)
+                report["snapshots_removed"] += 1
+                continue
+            kept = {k: v for k, v in header.items() if k not in ("sha256", "size")}
+            self._write(stream, {**kept, "sealed": sealed[0]}, sealed[1])
+            report["snapshots_sealed"] += 1
+        if any(report.values()):
+            logger.info("plaintext_snapshots_sealed", directory=str(self.directory), **report)
+        return report
 
     def load(self, stream: Stream, max_head: int) -> tuple[UserMemory, int] | None:
         """The user's snapshot and the log checksum it was written against, if there is a valid one for this
@@ -159,6 +215,16 @@ class SnapshotStore:
             return self._reject(stream, "checksum mismatch (damaged or edited)")
         if not isinstance(header.get("head"), int) or header["head"] > max_head:
             return self._reject(stream, f"at seq {header.get('head')}, beyond the log's {max_head}")
+        if (self.keys is not None) != ("sealed" in header):
+            return self._reject(stream, "sealed in a plaintext store" if self.keys is None else
+                                "plaintext in an encrypted store")
+        if self.keys is not None:
+            try:
+                body = open_blob(self.keys, stream, header["sealed"], body, _context(header["head"], self.fingerprint))
+            except (StoreError, TypeError) as exc:
+                return self._reject(stream, f"does not open under its user's key ({exc})")
+            if body is None:
+                return self._reject(stream, "its user's key was destroyed (forgotten)", level="info")
         try:
             memory = pickle.loads(body)
         except Exception as exc:  # noqa: BLE001 - any unpickling failure means: rebuild from the log
@@ -188,3 +254,8 @@ class SnapshotStore:
 
     def streams(self) -> int:
         return sum(1 for _ in self.directory.glob("*.snap"))
+
+
+def _context(head: int, fingerprint: str) -> bytes:
+    """What a sealed snapshot is bound to besides its user and key: its seq and fold fingerprint."""
+    return f"snapshot\x1f{head}\x1f{fingerprint}".encode()

@@ -36,8 +36,8 @@ class UserStore:
         self.log = log
         self.vectors = vectors
         configs = (spec.retention_policy, spec.segmentation, spec.tier_config, spec.working_config)
-        self.snapshots = (SnapshotStore(spec.snapshot_dir / f"shard-{spec.index:03d}", fingerprint(*configs))
-                          if spec.snapshot_dir is not None else None)
+        self.snapshots = (SnapshotStore(spec.snapshot_dir / f"shard-{spec.index:03d}", fingerprint(*configs),
+                                        log.cipher) if spec.snapshot_dir is not None else None)
         self.snapshot_heads: dict[Stream, int] = {}  # the seq each user's newest snapshot is at
         self.lance_unreconciled: dict[Stream, set[str]] | None = None
         self.load_seconds: list[float] = []  # per cold load since start
@@ -62,6 +62,8 @@ class UserStore:
             self.vectors.reconcile_stream(*s, (), have.pop(s))
         self.lance_unreconciled = have
         report = {"snapshots_used": 0, "tail_events": 0, "streams": len(streams), "lance_fixed": 0}
+        if self.snapshots is not None:  # an older store's plaintext snapshots: sealed before any is read
+            report |= self.snapshots.seal_plaintext()
         if self.spec.max_resident_users is None:
             loaded = self._snapshots(streams)
             report["snapshots_used"] = len(loaded)
@@ -166,7 +168,8 @@ class UserStore:
         if self.lance_unreconciled is None:
             return 0
         have = self.lance_unreconciled.pop(stream, None)
-        if have is None or have == memory.vectors.rows.keys():  # reconciled at an earlier load, or in line
+        rows = memory.vectors.of_model(memory.vectors.first)  # the table holds the first model's (actors.dense)
+        if have is None or have == rows.keys():  # reconciled at an earlier load, or in line
             return 0
-        added, removed = self.vectors.reconcile_stream(*stream, memory.vectors.rows.values(), have)
+        added, removed = self.vectors.reconcile_stream(*stream, rows.values(), have)
         return added + removed

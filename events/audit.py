@@ -14,6 +14,9 @@ Read-only means read-only, whatever the query text says:
 - once the logs are attached, the connection loses access to the file system
   (``enable_external_access = false``: no ``read_text('/etc/…')``, no file
   written) and its configuration is locked, so a query cannot turn either back on;
+- each query is bounded in time, rows, memory and threads
+  (:mod:`events.audit_limits`), and a failed one is told why: a bad query
+  is invalid input, a forbidden function a refusal, neither a store fault;
 - a reader scoped to one tenant copies that tenant's rows into memory and
   detaches the logs before any query runs: the other tenants' rows are not
   reachable from it, whatever the SQL names.
@@ -42,6 +45,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from events.audit_limits import DEFAULT_AUDIT_LIMITS, AuditLimits, bound, run
 from events.crypto import PayloadCipher
 from events.duckdb_log import (
     DAMAGED,
@@ -88,13 +92,16 @@ class AuditReader:
     """Read-only SQL over all shard logs of a store (``events`` view, plus ``shard`` column).
 
     ``tenant`` scopes the reader to one tenant (a tenant's own audit): only
-    that tenant's rows exist for its queries.
+    that tenant's rows exist for its queries. ``limits`` bound each query of :meth:`sql`; ``None`` leaves
+    memory and threads uncapped, for a reader that runs only its own queries (an export, the typed filter).
     """
 
     def __init__(self, log_files: list[Path], tenant: str | None = None,
-                 ciphers: list[PayloadCipher] | None = None) -> None:
+                 ciphers: list[PayloadCipher] | None = None,
+                 limits: AuditLimits | None = DEFAULT_AUDIT_LIMITS) -> None:
         if not log_files:
             raise StoreError("no shard logs found; is this a palimpsest store directory?")
+        self.limits = limits
         self._con = duckdb.connect(":memory:")
         self._con.execute("SET TimeZone = 'UTC'")
         payload = "payload"
@@ -121,13 +128,15 @@ class AuditReader:
         self._lock()
 
     @classmethod
-    def of_tables(cls, tables: list[pa.Table], tenant: str | None = None) -> AuditReader:
+    def of_tables(cls, tables: list[pa.Table], tenant: str | None = None,
+                  limits: AuditLimits | None = DEFAULT_AUDIT_LIMITS) -> AuditReader:
         """A reader over rows the shards handed over (a served store, whose logs their actors hold open).
 
         ``tables[i]`` is shard ``i``'s rows (:data:`ENVELOPE_SCHEMA`); with ``tenant`` only that tenant's rows
         are copied in, whatever the tables hold.
         """
         self = cls.__new__(cls)
+        self.limits = limits
         self._con = duckdb.connect(":memory:")
         self._con.execute("SET TimeZone = 'UTC'")
         selects = []
@@ -146,6 +155,8 @@ class AuditReader:
         return self
 
     def _lock(self) -> None:
+        if self.limits is not None:
+            bound(self._con, self.limits)
         self._con.execute("SET enable_external_access = false")
         self._con.execute("SET lock_configuration = true")
 
@@ -157,12 +168,11 @@ class AuditReader:
         return fetch_arrow(self._con, sql, params)
 
     def sql(self, query: str) -> pa.Table:
-        """Run one read-only query; the view ``events`` spans every shard (or the reader's tenant)."""
+        """Run one read-only query within the reader's limits; the view ``events`` spans every shard (or the
+        reader's tenant). A bad query raises :class:`InvalidInputError`, a forbidden one
+        :class:`~events.errors.QueryForbiddenError`, one past a limit :class:`~events.errors.QueryLimitError`."""
         check_query(query)
-        try:
-            return fetch_arrow(self._con, query)
-        except duckdb.Error as exc:
-            raise StoreError(f"audit query failed: {exc}") from exc
+        return run(self._con, query, self.limits or DEFAULT_AUDIT_LIMITS)
 
     def export_parquet(self, out_dir: Path) -> Path:
         """Every event (of the reader's scope) into ``out_dir/events.parquet``, written in batches by pyarrow."""

@@ -66,6 +66,7 @@ class RecordMessage(BaseModel):
     @field_validator("tenant", "user_id")
     @classmethod
     def _id_characters(cls, value: str) -> str:
+        value = canonical_id(value)
         problem = id_problem(value)
         if problem:
             raise ValueError(problem)
@@ -134,6 +135,12 @@ def _utc_ok(value) -> bool:
     return True
 
 
+def canonical_id(value: object) -> object:
+    """A tenant or user id in the one form it is stored, routed and compared in: Unicode NFC (so "josé" typed
+    as é or as e + combining accent is one user). Anything else is returned as it is, for :func:`id_problem`."""
+    return unicodedata.normalize("NFC", value) if isinstance(value, str) and not value.isascii() else value
+
+
 def id_problem(value: object) -> str | None:
     """Why ``value`` is no valid tenant or user id (see ``ID_RULE``), or ``None``."""
     if not isinstance(value, str) or not value:
@@ -149,12 +156,15 @@ def id_problem(value: object) -> str | None:
     return None
 
 
-def check_stream(tenant: object, user_id: object, *, what: str) -> None:
-    """Refuse an invalid (tenant, user id) of a read or operator call before it reaches a shard."""
+def check_stream(tenant: object, user_id: object, *, what: str) -> tuple[str, str]:
+    """The (tenant, user id) of a read or operator call in their canonical form (:func:`canonical_id`); an
+    invalid one is refused before it reaches a shard."""
+    tenant, user_id = canonical_id(tenant), canonical_id(user_id)
     problems = [(name, f"{id_problem(v)} (got {repr(v)[:60]}); fix: give an id of {ID_RULE}")
                 for name, v in (("tenant", tenant), ("user_id", user_id)) if id_problem(v)]
     if problems:
         raise InvalidInputError(problems, what=what)
+    return tenant, user_id
 
 
 def _describe(error: Mapping[str, Any], prefix: str) -> tuple[str, str]:

@@ -266,6 +266,10 @@ class DuckDBEventLog(EventLog):
         ).fetchone()
         return row[0] if row else None
 
+    def has_kind(self, kind: str) -> bool:
+        """Whether the log holds any event of ``kind`` (the kind column is never sealed)."""
+        return self._con.cursor().execute("SELECT 1 FROM events WHERE kind = ? LIMIT 1", [kind]).fetchone() is not None
+
     def forgotten(self) -> list[tuple[str, str, int, int]]:
         """Every ``user_forgotten`` event (clear payloads): (tenant, user, seq, key generation), in log order."""
         rows = self._con.cursor().execute(

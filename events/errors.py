@@ -22,12 +22,22 @@ class InvalidInputError(PalimpsestError, ValueError):
             f"rejected {what}: {len(self.problems)} problem(s); nothing was written\n" + "\n".join(lines)
         )
 
-    def __reduce__(self):  # crosses process boundaries (Ray) with its problems intact
-        return _rebuild_invalid_input, (list(self.problems), self.what)
+    def __reduce__(self):  # crosses process boundaries (Ray) with its problems (and its subclass) intact
+        return _rebuild_invalid_input, (list(self.problems), self.what, type(self))
 
 
-def _rebuild_invalid_input(problems: list[tuple[str, str]], what: str) -> InvalidInputError:
-    return InvalidInputError(problems, what=what)
+def _rebuild_invalid_input(problems: list[tuple[str, str]], what: str,
+                           kind: type[InvalidInputError] | None = None) -> InvalidInputError:
+    return (kind or InvalidInputError)(problems, what=what)
+
+
+class QueryLimitError(InvalidInputError):
+    """A read-only query ran past one of its cost limits (time, rows, memory) and was stopped; each problem names
+    the limit, its setting and how to narrow the query."""
+
+
+class QueryForbiddenError(InvalidInputError):
+    """A read-only query asked for something its sandbox forbids (a file, a secret, a setting): 403 over HTTP."""
 
 
 class ConcurrencyError(PalimpsestError):

@@ -108,10 +108,16 @@ class GraphLabelsEmbedded(Event):
     (little-endian), computed once by the store's encoder, so replay never embeds."""
 
     kind: ClassVar[str] = "graph_labels_embedded"
-    schema_version: ClassVar[int] = 1
+    schema_version: ClassVar[int] = 2
 
     dim: int = Field(ge=1)
     vectors: dict[str, bytes] = Field(min_length=1)
+    # v2: the model the vectors are of; "" (every v1 event) is the model of the user's first vectors. A
+    # re-embedding records the labels again under the new model (palimpsest.reembed).
+    model_id: str = ""
+    # v2: recorded ahead of a switch to ``model_id`` (a re-embedding): the nodes keep their vectors until the user's
+    # ``embedder_switched`` event, which gives them these.
+    ahead: bool = False
 
     @model_validator(mode="after")
     def _sizes(self) -> GraphLabelsEmbedded:

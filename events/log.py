@@ -158,6 +158,10 @@ class EventLog:
         first = next(self._read(ScanFilter(kinds=("message_embedded",))), None)
         return first.event.model_id if first is not None else None
 
+    def has_kind(self, kind: str) -> bool:
+        """Whether the log holds any event of ``kind``."""
+        return next(self._read(ScanFilter(kinds=(kind,))), None) is not None
+
     def count(self) -> int:
         return sum(self._heads.values())
 

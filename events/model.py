@@ -87,6 +87,24 @@ class MessageEmbedded(Event):
         return np.frombuffer(self.vector, dtype="<f4")
 
 
+class EmbedderSwitched(Event):
+    """The user's memories are searched by the vectors of ``model_id`` from here on (and those of its graph labels).
+
+    Appended by a re-embedding once every message of the user has a vector of
+    that model (``message_embedded`` events of it, recorded before); the vectors
+    of earlier models stay in the log, so switching back re-encodes nothing.
+    ``embedder`` is the encoder's spec (:mod:`projections.adapters.encoder_kinds`).
+    """
+
+    kind: ClassVar[str] = "embedder_switched"
+    schema_version: ClassVar[int] = 1
+
+    embedder: str = Field(min_length=1)
+    model_id: str = Field(min_length=1)
+    dim: int = Field(gt=0)
+    previous_model_id: str = ""
+
+
 TouchReason = Literal["search_hit", "context", "used"]
 
 
@@ -330,6 +348,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         MessageRecorded,
         MessageEmbedded,
+        EmbedderSwitched,
         MemoryTouched,
         MessageClassified,
         LlmCallRecorded,

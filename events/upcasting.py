@@ -54,6 +54,11 @@ def _memory_adjusted_v1_to_v2(payload: Payload) -> Payload:
     return {**payload, "scope": None}
 
 
+def _graph_labels_embedded_v1_to_v2(payload: Payload) -> Payload:
+    # v1 did not name the model: its vectors are of the store's model when they were recorded (the user's first).
+    return {**payload, "model_id": "", "ahead": False}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("message_recorded", 1): _message_recorded_v1_to_v2,
     ("graph_memory_staged", 1): _graph_memory_staged_v1_to_v2,
@@ -62,6 +67,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("feedback_detected", 1): _feedback_detected_v1_to_v2,
     ("feedback_detected", 2): _feedback_detected_v2_to_v3,
     ("memory_adjusted", 1): _memory_adjusted_v1_to_v2,
+    ("graph_labels_embedded", 1): _graph_labels_embedded_v1_to_v2,
 }
 
 

@@ -324,7 +324,8 @@ def evolve(state: EpisodeState, env: Envelope, config: SegmentationConfig = DEFA
         state.last = member
         state.pending.append((member, hard))
         _drain(state, config)
-    elif isinstance(event, MessageEmbedded) and state.last is not None and event.message_event_id == state.last.event_id:
+    elif (isinstance(event, MessageEmbedded) and state.last is not None and event.message_event_id == state.last.event_id
+          and state.last.vector is None):  # the vector it was recorded with: a re-embedding's later one moves nothing
         _attach(state, state.last, event.array())
         _drain(state, config)
     return state

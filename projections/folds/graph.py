@@ -54,7 +54,8 @@ from events.graph_events import (
     GraphNodesMerged,
     GraphNodesUnmerged,
 )
-from events.model import Event, MemoryTouched
+from events.model import EmbedderSwitched, Event, MemoryTouched
+from projections.folds import graph_models
 from projections.folds.graph_records import (  # noqa: F401 - the records are part of this module's interface
     GraphConclusion,
     GraphEdge,
@@ -78,6 +79,10 @@ class GraphState:
     merges: dict[str, MergeRecord] = field(default_factory=dict)
     last_seq: int = 0
     structure: int = 0  # counts the events that changed nodes, edges or merges (touches do not)
+    # Label vectors of other encoders (projections.folds.graph_models): model → node id → vector; and the model
+    # the nodes' vectors are of since the user's last switch ("" before any).
+    held: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    vector_model: str = ""
     _views: dict = field(default_factory=dict, repr=False, compare=False)  # derived: structure → GraphView
 
     def view(self) -> GraphView:
@@ -90,7 +95,8 @@ class GraphState:
     def copy(self) -> GraphState:
         """A copy to evolve separately; cheap, because the records are immutable and only the dicts are copied."""
         return GraphState(dict(self.nodes), dict(self.memories), dict(self.edges), dict(self.conclusions),
-                          dict(self.aliases), dict(self.merges), self.last_seq, self.structure)
+                          dict(self.aliases), dict(self.merges), self.last_seq, self.structure,
+                          {m: dict(v) for m, v in self.held.items()}, self.vector_model)
 
     def resolve(self, nid: str) -> str:
         while nid in self.aliases:
@@ -178,6 +184,9 @@ class GraphState:
         if history:
             out.append([(r.merge_id, r.seq, r.kept_node_id, r.applied, r.similarity, r.reason, r.undone, r.undo_reason)
                         for r in sorted(self.merges.values(), key=lambda r: (r.seq, r.merge_id))])
+        held = graph_models.canonical(self.held, self.vector_model)
+        if held:  # only a user that re-embedded has any: the others keep the form they always had
+            out.append(held)
         return out
 
 
@@ -234,7 +243,7 @@ def _stage(state: GraphState, mid: str, e: GraphMemoryStaged, seq: int) -> None:
 
 
 _STRUCTURAL = (GraphMemoryStaged, GraphLabelsEmbedded, GraphMemoriesConsolidated, GraphNodesMerged, GraphNodesUnmerged,
-               GraphEdgeLinked, GraphMemoryStatusChanged, GraphConclusionRecorded)
+               GraphEdgeLinked, GraphMemoryStatusChanged, GraphConclusionRecorded, EmbedderSwitched)
 HANDLES = (*_STRUCTURAL, MemoryTouched)  # what apply reads; the shard fold only calls advance for other events
 
 
@@ -252,7 +261,12 @@ def apply(state: GraphState, event_id: str, event: Event, seq: int, at: datetime
         if event_id not in state.memories:
             _stage(state, event_id, event, seq)
     elif isinstance(event, GraphLabelsEmbedded):
-        _embed(state, event)
+        if event.ahead:
+            graph_models.hold_ahead(state.held, event)
+        else:
+            _embed(state, event)
+    elif isinstance(event, EmbedderSwitched):
+        state.vector_model = graph_models.switch(state.nodes, state.held, state.vector_model, event)
     elif isinstance(event, GraphMemoriesConsolidated):
         for mid in event.memory_ids:
             if mid in state.memories:

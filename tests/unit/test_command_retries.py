@@ -69,6 +69,10 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
     change = PolicyChanged(parameters={"retention_weight": 0.3}, previous={"retention_weight": 0.1}, metric="m",
                            before=0.1, after=0.2, queries=3, at=NOW, reason="setup", controller="molt-v1")
     core.commit([PendingEvent("acme", "mel", "change-1", change)])
+    [missing] = core.query(c.MissingEmbeddings(model_id="model-c", tenant="acme", user_id="mel"))
+    mids, texts = map(tuple, zip(*missing["messages"]))
+    core.handle([c.RecordEmbeddings(**USER, model_id="model-c", message_ids=mids, input_texts=texts,
+                                    vectors=EMBED.encode(list(texts)))])  # the switch below has all it needs
     vector = EMBED.encode(["sister"])[0]
     [judged] = core.handle([c.JudgeFeedback(**USER, user_input="That's wrong", agent_response="Your sister is a nurse",
                                             memory_ids=ids[1:2], now=NOW)])
@@ -96,13 +100,18 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
                                                reason="by hand", now=NOW),
         "Molt": c.Molt(**USER, now=NOW, force=True, queries=tuple(("sister", vector, NOW, ids[1:2]) for _ in range(3))),
         "RevertPolicy": c.RevertPolicy(**USER, change_id="change-1", reason="by hand", now=NOW),
+        "RecordEmbeddings": c.RecordEmbeddings(**USER, model_id="model-b", message_ids=mids, input_texts=texts,
+                                               vectors=EMBED.encode(list(texts)), labels=("swim", "mountain lake"),
+                                               label_vectors=EMBED.encode(["swim", "mountain lake"])),
+        "SwitchEmbedder": c.SwitchEmbedder(embedder="openai:model-c", model_id="model-c", dim=384, tenant="acme",
+                                           user_id="mel"),
     }
 
 
 KINDS = ["RecordMessages", "StageGraphMemories", "RecordLabelVectors", "LinkMemories", "ApplyConsolidation", "Unmerge",
          "SweepArchive",
          "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback",
-         "RevertAdjustment", "Molt", "RevertPolicy", "ForgetUser"]
+         "RevertAdjustment", "Molt", "RevertPolicy", "ForgetUser", "RecordEmbeddings", "SwitchEmbedder"]
 
 
 def test_every_command_kind_is_covered():

@@ -198,3 +198,15 @@ def test_stored_v1_adjustment_decodes_to_v2_unscoped_so_it_still_applies_to_ever
     at = env.event.at
     for query in (None, "anything at all", "随便问什么"):
         assert state.factor("a1b2c3d4e5f60718293a4b5c6d7e8f90", at, query) == 0.5
+
+
+def test_stored_v1_label_vectors_decode_to_v2_of_the_users_first_model():
+    from events.graph_events import GraphLabelsEmbedded
+
+    row = _v1_row("graph_labels_embedded_v1.json")
+    assert row["schema_version"] == 1 and "model_id" not in json.loads(row["payload"])  # the fixture really is v1
+
+    [env] = from_arrow(pa.Table.from_pylist([row], schema=ENVELOPE_SCHEMA))
+
+    assert env.schema_version == GraphLabelsEmbedded.schema_version == 2
+    assert env.event.model_id == "" and env.event.vector("coffee").tolist() == pytest.approx([0.6, 0.8])

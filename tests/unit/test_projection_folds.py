@@ -114,23 +114,48 @@ def test_bm25_truncates_to_k_and_ignores_unknown_terms(tiny_corpus):
     assert LexicalIndex().search("apple", k=5) == []
 
 
-def test_vectors_fold_keeps_the_latest_embedding_per_message():
+def test_vectors_fold_keeps_the_latest_embedding_per_message_and_model():
     envs = stream(
         ("m1", message("first", "c1")),
         ("v1", embedding("m1", [1.0, 0.0, 0.0])),
         ("m2", message("second", "c2")),
         ("v2", embedding("m2", [0.0, 1.0, 0.0])),
         ("v3", embedding("m1", [0.0, 0.0, 1.0], model_id="other-model")),
+        ("v4", embedding("m2", [1.0, 0.0, 0.0])),
     )
 
-    rows = fold(ShardState(), envs).user("acme", "alice").vectors.rows
+    vectors = fold(ShardState(), envs).user("acme", "alice").vectors
+    rows = vectors.rows
 
-    assert sorted(rows) == ["m1", "m2"]
-    m1 = rows["m1"]
-    assert (m1.memory_id, m1.event_id, m1.seq, m1.model_id) == ("m1", "v3", 5, "other-model")
-    np.testing.assert_array_equal(rows["m1"].vector, np.array([0.0, 0.0, 1.0], dtype=np.float32))
-    assert (rows["m2"].event_id, rows["m2"].seq, rows["m2"].model_id) == ("v2", 4, HASH_ID)
-    np.testing.assert_array_equal(rows["m2"].vector, np.array([0.0, 1.0, 0.0], dtype=np.float32))
+    assert vectors.active == HASH_ID and sorted(rows) == ["m1", "m2"]
+    assert (rows["m1"].event_id, rows["m1"].seq, rows["m1"].model_id) == ("v1", 2, HASH_ID)
+    assert (rows["m2"].event_id, rows["m2"].seq) == ("v4", 6)  # the same model again: the latest wins
+    np.testing.assert_array_equal(rows["m2"].vector, np.array([1.0, 0.0, 0.0], dtype=np.float32))
+    other = vectors.of_model("other-model")["m1"]
+    assert (other.memory_id, other.event_id, other.seq, other.model_id) == ("m1", "v3", 5, "other-model")
+    np.testing.assert_array_equal(other.vector, np.array([0.0, 0.0, 1.0], dtype=np.float32))
+
+
+def test_a_switch_makes_the_other_models_vectors_the_searched_ones_and_back():
+    from events.model import EmbedderSwitched
+
+    envs = stream(
+        ("m1", message("first", "c1")),
+        ("v1", embedding("m1", [1.0, 0.0, 0.0])),
+        ("v2", embedding("m1", [0.0, 1.0, 0.0], model_id="other-model")),
+        ("s1", EmbedderSwitched(embedder="openai:other", model_id="other-model", dim=3, previous_model_id=HASH_ID)),
+    )
+    state = fold(ShardState(), envs)
+    vectors = state.user("acme", "alice").vectors
+    assert vectors.active == "other-model" and vectors.rows["m1"].event_id == "v2"
+    assert vectors.of_model(HASH_ID)["m1"].event_id == "v1"
+    one_model = fold(ShardState(), envs[:2]).user("acme", "alice").vectors.canonical()
+    assert one_model == [("m1", "v1", 2, HASH_ID, np.array([1, 0, 0], dtype="<f4").tobytes())]  # the old form
+    back = stream(*[(e.event_id, e.event) for e in envs],
+                  ("s2", EmbedderSwitched(embedder="hash", model_id=HASH_ID, dim=3, previous_model_id="other-model")))
+    vectors = fold(ShardState(), back).user("acme", "alice").vectors
+    assert vectors.active == HASH_ID and vectors.rows["m1"].event_id == "v1"
+    assert vectors.of_model("other-model")["m1"].event_id == "v2"
 
 
 def test_touches_fold_counts_every_memory_of_a_query_by_reason():

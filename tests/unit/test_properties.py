@@ -36,6 +36,7 @@ from events.log import InMemoryEventLog
 from events.model import (
     MEMORY_TYPES,
     ROLES,
+    EmbedderSwitched,
     EpisodeTitled,
     LlmCallRecorded,
     MemoryArchived,
@@ -207,7 +208,15 @@ def graph_memory_staged(draw):
 def graph_labels_embedded(draw):
     dim = draw(st.integers(1, 4))
     labels = draw(st.lists(LABELS, min_size=1, max_size=3, unique=True))
-    return GraphLabelsEmbedded(dim=dim, vectors={x: draw(st.binary(min_size=4 * dim, max_size=4 * dim)) for x in labels})
+    return GraphLabelsEmbedded(dim=dim, vectors={x: draw(st.binary(min_size=4 * dim, max_size=4 * dim)) for x in labels},
+                               model_id=draw(st.sampled_from(["", "sentence-transformers/all-MiniLM-L6-v2"])))
+
+
+embedder_switched = st.builds(
+    EmbedderSwitched, embedder=st.sampled_from(["minilm", "multilingual-e5-small", "openai:m"]),
+    model_id=st.sampled_from(["sentence-transformers/all-MiniLM-L6-v2", "openai:m"]), dim=st.integers(1, 4096),
+    previous_model_id=st.sampled_from(["", "palimpsest/hash-384"]),
+)
 
 
 graph_events = st.one_of(
@@ -263,7 +272,7 @@ learning_events = st.one_of(
 ANY_EVENT = st.one_of(
     message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded, note_operation,
     note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled, graph_events,
-    feedback_detected, learning_events, user_forgotten,
+    feedback_detected, learning_events, user_forgotten, embedder_switched,
 )
 
 
@@ -275,7 +284,7 @@ def test_the_strategies_cover_every_event_kind():
         "graph_memory_staged", "graph_labels_embedded", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
         "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded", "graph_proposal_rejected",
         "feedback_detected", "memory_adjusted", "adjustment_reverted", "policy_changed", "policy_proposal_rejected",
-        "user_forgotten",
+        "user_forgotten", "embedder_switched",
     }
 
 
@@ -384,8 +393,8 @@ def test_fold_state_matches_the_log_message_for_message(batches):
         memory = state.user(*stream)
         got = [memory.messages.by_id[i].text for i in memory.messages.order] if memory else []
         assert got == expected
-        vectors_expected = {
-            e.event.message_event_id: e.event.vector for e in envelopes if e.stream == stream and e.kind == "message_embedded"
-        }
+        embedded = [e.event for e in envelopes if e.stream == stream and e.kind == "message_embedded"]
+        active = embedded[0].model_id if embedded else ""  # no switch in these histories: the first model's
+        vectors_expected = {e.message_event_id: e.vector for e in embedded if e.model_id == active}
         got_vectors = {k: r.vector.tobytes() for k, r in memory.vectors.rows.items()} if memory else {}
         assert got_vectors == vectors_expected

@@ -371,10 +371,17 @@ class ShardCore:
     def stats(self) -> dict:
         users = self.state.users
         messages = touches = 0
+        models: dict[str, dict[str, int]] = {}  # model → users searched by it, vectors held of it
         for stream in users:  # one user at a time: with a residency cap, loaded and let go in turn
             memory = users[stream]
             messages += len(memory.messages.order)
             touches += memory.touches.total
+            vectors = memory.vectors
+            for model, held in ((vectors.active, vectors.rows), *vectors.others.items()):
+                if model:
+                    entry = models.setdefault(model, {"users": 0, "vectors": 0})
+                    entry["vectors"] += len(held)
+                    entry["users"] += model == vectors.active
         return {
             "shard": self.spec.index,
             "users": len(users),
@@ -383,6 +390,7 @@ class ShardCore:
             "messages": messages,
             "touches": touches,
             "vectors_indexed": self.vectors.count(),
+            "models": models,
             "streams": [list(s) for s in users],
             "start_seconds": round(self.start_seconds, 3),
             "cold_loads": users.loads, "touch_flush_failures": self.flush_failures,

@@ -168,11 +168,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _audit(args: argparse.Namespace, tenant: str | None = None):
+def _audit(args: argparse.Namespace, tenant: str | None = None, *, bounded: bool = False):
     """The read-only reader, once the ids and kinds given are ids and kinds (a name with bytes that are not
-    UTF-8 arrives as a lone surrogate and is refused here, not by DuckDB)."""
+    UTF-8 arrives as a lone surrogate and is refused here, not by DuckDB); ``bounded``: each query within the
+    store's ``audit_limits`` (the caller's own SQL)."""
     from events.audit import AuditReader
-    from events.commands import ID_RULE, id_problem
+    from events.commands import ID_RULE, canonical_id, id_problem
     from palimpsest import config as store_config
 
     problems = [(f"--{flag}", f"{id_problem(value)} (got {value!r:.60}); give an id of {ID_RULE}")
@@ -187,7 +188,14 @@ def _audit(args: argparse.Namespace, tenant: str | None = None):
         raise InvalidInputError(problems, what=args.command)
     files = store_config.log_files(Path(args.store))
     ciphers = cli_erasure.audit_ciphers(Path(args.store), files) if files else None
-    return AuditReader(files, tenant=tenant, ciphers=ciphers)
+    limits = None
+    if bounded and files:
+        from palimpsest.settings import StoreSettings
+
+        path = Path(args.store)
+        settings = StoreSettings.from_json(store_config.StoreConfig.load(path).settings, str(path / "store.json"))
+        limits = settings.audit_limits
+    return AuditReader(files, tenant=canonical_id(tenant), ciphers=ciphers, limits=limits)
 
 
 def _iso(value) -> str:
@@ -195,13 +203,14 @@ def _iso(value) -> str:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
+    from events.commands import canonical_id
     from events.log import ScanFilter
 
     if args.user and not args.tenant and not remote(args):
         raise InvalidInputError([("--tenant", "missing; user ids are per tenant: give --tenant with --user")],
                                 what="events")
-    flt = ScanFilter(args.tenant, args.user, args.from_seq, args.to_seq, args.since, args.until,
-                     tuple(args.kind) if args.kind else None)
+    flt = ScanFilter(canonical_id(args.tenant), canonical_id(args.user), args.from_seq, args.to_seq, args.since,
+                     args.until, tuple(args.kind) if args.kind else None)
     client = remote(args)
     if client:
         with client:
@@ -226,7 +235,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
         with client:
             columns, rows = client.audit_sql(args.query, args.tenant)
     else:
-        table = _audit(args, args.tenant).sql(args.query)
+        table = _audit(args, args.tenant, bounded=True).sql(args.query)
         columns, rows = table.column_names, [list(r.values()) for r in table.to_pylist()]
     if args.json:
         print_json([dict(zip(columns, row)) for row in rows])
@@ -264,6 +273,24 @@ def cmd_stats(args: argparse.Namespace) -> int:
     print(f"users {stats['users']} · messages {stats['messages']} · touches {stats['touches']} · events {stats['events']}")
     for s in stats["shards"]:
         print(f"  shard {s['shard']}: {s['users']} users, {s['events']} events, {s['vectors_indexed']} vectors")
+    return 0
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        if not hasattr(mem, "reembed"):
+            raise PalimpsestError("reembed runs on the store itself, not through --server: run it where the store "
+                                  "is, with the server stopped, or restart the server afterwards")
+        report = mem.reembed(args.embedder, dry_run=args.dry_run, progress=not args.json)
+    if args.json:
+        print_json(report)
+    elif args.dry_run:
+        print(f"would encode {report['messages']} messages and {report['labels']} graph labels of "
+              f"{report['users']} users with {report['embedder']} ({report['model_id']}); about "
+              f"{report['estimate_seconds']:.0f} s")
+    else:
+        print(f"switched {report['switched']} users from {report['previous']} to {report['embedder']} "
+              f"({report['messages']} messages and {report['labels']} labels encoded in {report['seconds']:.1f} s)")
     return 0
 
 
@@ -364,6 +391,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("stats", help="counts per store and shard")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_stats)
+
+    sp = sub.add_parser("reembed", help="move the store to another encoder: new vectors recorded as events, then a "
+                                        "switch; searches keep working meanwhile; run again to finish an "
+                                        "interrupted one")
+    sp.add_argument("--embedder", metavar="KIND", required=True, help=EMBEDDER_HELP.split(";")[0].replace(
+        "encoder of a new store", "the encoder to move to"))
+    sp.add_argument("--dry-run", action="store_true", help="only count what would be encoded and estimate the time")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_reembed)
 
     sp = sub.add_parser("demo", help="ingest the sample dialogue, query it, replay it (store: ./demo-store)")
     sp.set_defaults(func=cmd_demo)

@@ -24,7 +24,7 @@ from actors import commands as c
 from actors.llm import LlmConfig
 from actors.runtime import ShardCluster, ensure_ray
 from actors.spec import ReplayReport, ShardSpec
-from events.commands import MAX_BATCH_SIZE, RecordMessage, validate_messages
+from events.commands import MAX_BATCH_SIZE, RecordMessage, canonical_id, validate_messages
 from events.envelope import Envelope
 from events.errors import EncoderError, InvalidInputError
 from palimpsest import config as store_config
@@ -165,6 +165,24 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
             self._embedder = embedder
         return self._embedder
 
+    def reembed(self, embedder: str, *, dry_run: bool = False, progress: bool = False) -> dict:
+        """Move the store to another encoder: every stored message and graph label is encoded by ``embedder`` and
+        recorded as events beside the old vectors, then each user is switched to the new ones
+        (``embedder_switched``) and ``store.json`` names the new encoder. Searches keep working on the old vectors
+        until the switch; run again after an interruption to finish; switching back encodes nothing. ``dry_run``
+        reports how many texts would be encoded and an estimate of the time (:mod:`palimpsest.reembed`)."""
+        from palimpsest.reembed import reembed
+
+        return reembed(self, embedder, dry_run=dry_run, progress=progress)
+
+    def adopt_encoder(self, cfg: store_config.StoreConfig, embedder: Embedder) -> None:
+        """Encode with ``embedder`` from now on (the store switched to it); cached query and label vectors go."""
+        self.config = cfg
+        self._embedder = embedder
+        self._query_vectors.clear()
+        self._labels.clear()
+        self._labels_clean.clear()
+
     # -- writing ----------------------------------------------------
     def add_messages(
         self,
@@ -242,7 +260,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         now = _aware(now, "search")
         vec = self._query_vector(query)
         query = c.Search(tenant=tenant, user_id=user_id, query=query, query_vector=vec, k=k, now=now, scope=scope,
-                         fusion=fusion or self.settings.fusion)
+                         fusion=fusion or self.settings.fusion, query_model=self.embedder.model_id)
         return self.shards.ask(tenant, user_id, query)
 
     def build_context(
@@ -260,7 +278,8 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         now = _aware(now, "context")
         vec = self._query_vector(query)
         query = c.BuildContext(tenant=tenant, user_id=user_id, query=query, query_vector=vec, now=now,
-                               token_budget=token_budget, fusion=fusion or self.settings.fusion)
+                               token_budget=token_budget, fusion=fusion or self.settings.fusion,
+                               query_model=self.embedder.model_id)
         return self.shards.ask(tenant, user_id, query)
 
     # -- notes, profile, tiers ---------------------------------------
@@ -340,7 +359,8 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         live policy and under ``policy`` and its rank changes are reported.
         """
         now = _aware(now, "counterfactual")
-        queries = [(t, u, q, self._query_vector(q)) for t, u, q in queries]
+        tenant = canonical_id(tenant)
+        queries = [(canonical_id(t), canonical_id(u), q, self._query_vector(q)) for t, u, q in queries]
         if tenant is not None and any(t != tenant for t, *_ in queries):
             raise InvalidInputError([("queries", f"a query names another tenant than {tenant!r}")], what="counterfactual")
         routes = self.cluster.lookup([(t, u) for t, u, _, _ in queries]) if queries else []

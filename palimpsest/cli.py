@@ -271,6 +271,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     print(f"store {stats['path']}: {stats['num_shards']} shards, encoder {stats['embedder']} ({stats['model_id']}, "
           f"{stats['dim']} numbers per vector)")
     print(f"users {stats['users']} · messages {stats['messages']} · touches {stats['touches']} · events {stats['events']}")
+    for model, entry in stats.get("models", {}).items():
+        if model != stats["model_id"] and entry["vectors"] < stats["messages"]:
+            print(f"re-embedding to {model} unfinished: {entry['vectors']} of {stats['messages']} messages encoded "
+                  "(run `palimpsest reembed` again to finish it)")
     for s in stats["shards"]:
         print(f"  shard {s['shard']}: {s['users']} users, {s['events']} events, {s['vectors_indexed']} vectors")
     return 0

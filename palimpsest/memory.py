@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 import time
 from datetime import UTC, datetime
 from collections.abc import Iterable, Mapping
@@ -26,7 +27,7 @@ from actors.runtime import ShardCluster, ensure_ray
 from actors.spec import ReplayReport, ShardSpec
 from events.commands import MAX_BATCH_SIZE, RecordMessage, canonical_id, validate_messages
 from events.envelope import Envelope
-from events.errors import EncoderError, InvalidInputError
+from events.errors import EncoderError, InvalidInputError, StoreError
 from palimpsest import config as store_config
 from palimpsest.memory_erasure import ErasureApiMixin
 from palimpsest.memory_graph import GraphApiMixin
@@ -89,6 +90,11 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         self.shards = Shards(self.cluster)
         self.llm_config = llm  # the consolidation tasks ask it which linked memories are causal
         self._embedder: Embedder | None = None
+        self._switch_checked = time.monotonic()  # store.json's encoder, followed when another process switches it
+        try:
+            self._config_mtime = (path / "store.json").stat().st_mtime_ns
+        except OSError:
+            self._config_mtime = 0
         self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
         self._labels_clean: set[tuple[str, str]] = set()  # users with every graph label embedded (this process knows)
         self._query_vectors = QueryVectors()  # search, then context, for one question: encoded once
@@ -155,6 +161,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
 
     @property
     def embedder(self) -> Embedder:
+        self._follow_switch()
         if self._embedder is None:
             embedder = make_embedder(self.config.embedder)
             if embedder.dim != self.config.dim or embedder.model_id != self.config.model_id:
@@ -175,10 +182,38 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
 
         return reembed(self, embedder, dry_run=dry_run, progress=progress)
 
+    def _follow_switch(self) -> None:
+        """Adopt the encoder another process (a second server replica, ``palimpsest reembed``) switched the store
+        to: ``store.json`` is looked at once a second at most."""
+        now = time.monotonic()
+        if now - self._switch_checked < 1.0:
+            return
+        self._switch_checked = now
+        try:
+            mtime = (self.path / "store.json").stat().st_mtime_ns
+        except OSError:
+            return
+        if mtime == self._config_mtime:
+            return
+        self._config_mtime = mtime
+        try:
+            saved = store_config.StoreConfig.load(self.path)
+        except StoreError as exc:  # a broken hand edit: keep the encoder in use, say why
+            log.warning("store_json_unreadable", error=str(exc))
+            return
+        if saved.model_id != self.config.model_id:
+            cfg = replace(self.config, embedder=saved.embedder, model_id=saved.model_id, dim=saved.dim)
+            self.adopt_encoder(cfg, make_embedder(saved.embedder))
+            log.info("encoder_followed", embedder=saved.embedder, model_id=saved.model_id)
+
     def adopt_encoder(self, cfg: store_config.StoreConfig, embedder: Embedder) -> None:
         """Encode with ``embedder`` from now on (the store switched to it); cached query and label vectors go."""
         self.config = cfg
         self._embedder = embedder
+        try:
+            self._config_mtime = (self.path / "store.json").stat().st_mtime_ns
+        except OSError:
+            pass
         self._query_vectors.clear()
         self._labels.clear()
         self._labels_clean.clear()
@@ -427,6 +462,12 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
 
     def stats(self) -> dict:
         shards = self.shards.ask_each(c.Stats())
+        models: dict[str, dict[str, int]] = {}
+        for shard in shards:
+            for model, entry in shard.get("models", {}).items():
+                total = models.setdefault(model, {"users": 0, "vectors": 0})
+                total["users"] += entry["users"]
+                total["vectors"] += entry["vectors"]
         return {
             "path": str(self.path),
             "num_shards": self.config.num_shards,
@@ -436,5 +477,8 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
             # totals over the shards; touch_flush_failures: background touch flushes that failed (their log says why)
             **{key: sum(s[key] for s in shards) for key in ("users", "events", "messages", "touches",
                                                              "touch_flush_failures")},
+            # per model: users searched by it and vectors held of it; an unfinished re-embedding's model has
+            # fewer vectors than there are messages
+            "models": models,
             "shards": shards,
         }

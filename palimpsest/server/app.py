@@ -14,6 +14,7 @@ from ray import serve
 
 from palimpsest.server import access, errors, mcp_app, ui
 from palimpsest.server import routes_audit, routes_graph, routes_inspect, routes_keys, routes_signals, routes_tenant
+from palimpsest.server import routes_reembed
 from palimpsest.server.routes_store import router as store_router
 from palimpsest.server.routes_users import router as users_router
 from palimpsest.server.settings import ServeSettings
@@ -81,7 +82,8 @@ def build_app(max_body_bytes: int) -> FastAPI:
 
     app.include_router(users_router)
     app.include_router(store_router)
-    for module in (routes_tenant, routes_signals, routes_graph, routes_audit, routes_keys, routes_inspect, ui):
+    for module in (routes_tenant, routes_signals, routes_graph, routes_audit, routes_keys, routes_inspect, routes_reembed,
+                   ui):
         app.include_router(module.router)
     mcp_app.mount(app)
     return app

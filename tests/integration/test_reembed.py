@@ -161,3 +161,47 @@ def test_a_reembedding_killed_mid_way_is_finished_by_running_it_again(ray_cluste
         assert set(embedded.values()) == {1}  # no vector twice
         assert Counter(m for *_, m in embedded) == {"palimpsest/hash-384": 300, "intfloat/multilingual-e5-small-q4": 300}
         assert mem.config.embedder == E5 and all(r.equal for r in mem.replay())
+
+
+def test_the_admin_endpoint_reembeds_a_served_store_in_the_background(ray_cluster, tmp_path):
+    import httpx
+
+    from palimpsest.server.keys import KeyRing
+    from palimpsest.server.run import start
+    from palimpsest.server.settings import ServeSettings
+    from tests.serve_helpers import free_port
+
+    store = tmp_path / "served"
+    running = start(ServeSettings(store=str(store), port=free_port()), embedder="hash", num_shards=2)
+    ring = KeyRing(store)
+    tenant, admin = ring.create("acme")[0], ring.create("ops", admin=True)[0]
+    auth = {"Authorization": f"Bearer {tenant}"}
+    try:
+        with httpx.Client(base_url=running.url, timeout=120) as client:
+            msgs = [{k: v for k, v in m.items() if k != "user_id"} for m in _messages(40, "maya")]
+            assert client.post("/v1/users/maya/messages", json={"messages": msgs}, headers=auth).status_code == 200
+            refused = client.post("/v1/admin/reembed", json={"embedder": E5}, headers=auth)
+            assert refused.status_code == 403
+            bad = client.post("/v1/admin/reembed", json={"embedder": "bert"}, headers={"Authorization": f"Bearer {admin}"})
+            assert bad.status_code == 400 and "unknown embedder 'bert'" in bad.text
+            dry = client.post("/v1/admin/reembed", json={"embedder": E5, "dry_run": True},
+                              headers={"Authorization": f"Bearer {admin}"}).json()
+            assert dry["messages"] == 40 and dry["dry_run"] is True
+            started = client.post("/v1/admin/reembed", json={"embedder": E5}, headers={"Authorization": f"Bearer {admin}"})
+            assert started.status_code == 202 and started.json()["state"] == "running"
+            answered, deadline = 0, time.monotonic() + 240
+            while time.monotonic() < deadline:
+                r = client.post("/v1/users/maya/search", json={"query": "Which editor does Maya use now?", "k": 3},
+                                headers=auth)
+                assert r.status_code == 200, r.text
+                answered += 1
+                state = client.get("/v1/admin/reembed", headers={"Authorization": f"Bearer {admin}"}).json()
+                if state["state"] != "running":
+                    break
+            assert state["state"] == "done", state
+            assert state["report"]["switched"] == 1 and answered > 0
+            hits = client.post("/v1/users/maya/search", json={"query": "Which editor does Maya use now?", "k": 3},
+                               headers=auth).json()["hits"]
+            assert any("Neovim" in h["text"] for h in hits)
+    finally:
+        running.stop()

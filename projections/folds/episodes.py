@@ -42,7 +42,7 @@ import numpy as np
 
 from events.envelope import Envelope
 from events.errors import InvalidInputError, PalimpsestError
-from events.model import MessageEmbedded, MessageRecorded
+from events.model import EmbedderSwitched, MessageEmbedded, MessageRecorded
 
 BoundaryReason = Literal["start", "role_reset", "marker", "conversation_change", "time_gap", "topic_shift", "max_size"]
 HARD_REASONS = frozenset({"start", "role_reset", "marker", "conversation_change", "time_gap"})
@@ -202,6 +202,10 @@ class EpisodeState:
     pending: list[tuple[EpisodeMember, str | None]] = field(default_factory=list)  # (message, hard reason)
     window: list[EpisodeMember] = field(default_factory=list)
     last: EpisodeMember | None = None
+    # The model of the members' vectors, and other models' vectors of the members (a re-embedding's, recorded
+    # ahead of its switch): model → message id → vector (projections.folds.episode_models).
+    model: str = ""
+    held: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
     def episodes(self) -> list[Episode]:
         """Every episode in stream order; pending messages join the open episode as if no boundary came before them."""
@@ -220,7 +224,11 @@ class EpisodeState:
         return {m.event_id: ep.episode_id for ep in self.episodes() for m in ep.members}
 
     def canonical(self) -> list:
-        return [[ep.canonical() for ep in self.episodes()], [m.event_id for m, _ in self.pending]]
+        out = [[ep.canonical() for ep in self.episodes()], [m.event_id for m, _ in self.pending]]
+        if self.held:  # only a user that re-embedded: the others keep the form they always had
+            out.append([self.model, [(m, sorted((i, v.tobytes()) for i, v in vs.items()))
+                                     for m, vs in sorted(self.held.items())]])
+        return out
 
 
 def hard_reason(previous: EpisodeMember | None, event: MessageRecorded, config: SegmentationConfig) -> str | None:
@@ -303,7 +311,7 @@ def _attach(state: EpisodeState, latest: EpisodeMember, vector: np.ndarray) -> N
 
 
 # The events evolve reads; the shard fold (projections.folds.state) does not call it for any other.
-HANDLES = (MessageRecorded, MessageEmbedded)
+HANDLES = (MessageRecorded, MessageEmbedded, EmbedderSwitched)
 
 
 def bind(state: EpisodeState, config: SegmentationConfig) -> None:
@@ -324,10 +332,17 @@ def evolve(state: EpisodeState, env: Envelope, config: SegmentationConfig = DEFA
         state.last = member
         state.pending.append((member, hard))
         _drain(state, config)
-    elif (isinstance(event, MessageEmbedded) and state.last is not None and event.message_event_id == state.last.event_id
-          and state.last.vector is None):  # the vector it was recorded with: a re-embedding's later one moves nothing
-        _attach(state, state.last, event.array())
-        _drain(state, config)
+    elif isinstance(event, MessageEmbedded):
+        if state.last is not None and event.message_event_id == state.last.event_id and state.last.vector is None:
+            state.model = state.model or event.model_id
+            _attach(state, state.last, event.array())
+            _drain(state, config)
+        elif state.model and event.model_id != state.model:  # a re-embedding's: held until the user's switch
+            state.held.setdefault(event.model_id, {})[event.message_event_id] = event.array()
+    elif isinstance(event, EmbedderSwitched) and state.model and event.model_id != state.model:
+        from projections.folds.episode_models import switched
+
+        return switched(state, event.model_id, config)
     return state
 
 

@@ -32,12 +32,7 @@ class VectorStore:
     rows: dict[str, VectorRow] = field(default_factory=dict)
     active: str = ""  # the model ``rows`` are of: the first vector's, until an ``embedder_switched`` event
     others: dict[str, dict[str, VectorRow]] = field(default_factory=dict)
-    first: str = ""  # the model of the user's first vector: the one its episodes and tier pages were placed by
-
-    @property
-    def switched(self) -> bool:
-        """Whether the user is searched by another model's vectors than the one its messages were recorded with."""
-        return self.active != self.first
+    first: str = ""  # the model of the user's first vector: the LanceDB table holds those (actors.dense)
 
     def canonical(self) -> list:
         rows = [(r.memory_id, r.event_id, r.seq, r.model_id, r.vector.tobytes()) for r in self.rows.values()]

@@ -23,7 +23,7 @@ from operator import is_, itemgetter
 
 import numpy as np
 
-from projections.folds.episodes import Episode, EpisodeState, mean_direction
+from projections.folds.episodes import Episode, EpisodeState
 from projections.folds.retention import epoch_micros  # an aware time as integer epoch microseconds (exact order)
 from projections.folds.state import UserMemory
 
@@ -107,20 +107,7 @@ def ranked_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) ->
     episodes, matrix = EPISODES.get(memory.episodes)
     if not episodes or limit < 1:
         return []
-    if memory.vectors.switched:  # centroids of the model the episodes were placed by: take the active model's
-        matrix = _active_centroids(memory, episodes)
     sims = matrix @ np.asarray(query_vector, dtype=np.float64)
     top = np.argsort(-sims, kind="stable")[:limit]
     return [(episodes[i], float(sims[i])) for i in top]
 
-
-def _active_centroids(memory: UserMemory, episodes: list[Episode]) -> np.ndarray:
-    """Each episode's centroid from its members' vectors of the user's active model (a user that re-embedded)."""
-    rows = memory.vectors.rows
-    dim = next((r.vector.shape[0] for r in rows.values()), 1)
-    out = np.zeros((len(episodes), dim), dtype=np.float64)
-    for i, episode in enumerate(episodes):
-        mean = mean_direction([rows[m.event_id].vector for m in episode.members if m.event_id in rows])
-        if mean is not None:
-            out[i] = mean
-    return out

@@ -9,7 +9,7 @@ answer has gone (:meth:`actors.core.ShardCore.flush_touches`).
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime
 
 from actors.commands import BuildContext, Counterfactual, Episodes, Retention, Search
@@ -23,6 +23,7 @@ from projections.queries.context import NoteEntry, assemble
 from projections.queries.episode_search import search_episodes
 from projections.queries.learned import adjusted, hidden, learned_fusion
 from projections.queries.retrieval import FusionConfig, Hit, fuse
+from projections.queries.score_terms import score_terms
 from projections.queries.summaries import summarize
 
 
@@ -53,7 +54,10 @@ def fused_hits(core, q: Search | BuildContext, k: int, scope: str = "active") ->
     elif adjusted(fusion):  # so are the invalidated ones
         wanted += len(memory.adjustments.by_target)
     dense = core.dense.search(q.tenant, q.user_id, memory, q.query_vector, wanted, getattr(q, "query_model", ""))
-    return fuse(memory, q.query, dense, k, fusion, q.query_vector, now=q.now, policy=core.state.policy, scope=scope)
+    hits = fuse(memory, q.query, dense, k, fusion, q.query_vector, now=q.now, policy=core.state.policy, scope=scope)
+    if isinstance(q, Search):  # each hit's terms, by the very fusion that ranked it
+        hits = [replace(h, terms=score_terms(h.breakdown, q.query, fusion)) for h in hits]
+    return hits
 
 
 def search(core, q: Search) -> Answer:

@@ -15,7 +15,6 @@ from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
 from palimpsest.server.models import AddMessages, ContextBody, MemoryIds, ReplyBody, ReviewBody, SearchBody, ToolCall
 from palimpsest.server.responses import JsonRoute
-from projections.queries.score_terms import score_terms
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"], route_class=JsonRoute)
 TOOLS = ("create_memory", "link_memories", "search_memories")
@@ -36,8 +35,7 @@ def add_messages(user_id: str, body: AddMessages, who: Caller = Authorized) -> d
 @router.post("/search", summary="The k best memories for a query, with score breakdown, its terms and provenance")
 def search(user_id: str, body: SearchBody, who: Caller = Authorized) -> dict:
     hits = who.memory.search(who.tenant, who.user(user_id), body.query, k=body.k, now=body.now, scope=body.scope)
-    fusion = who.memory.settings.fusion
-    return {"hits": [{**h.to_dict(), "terms": score_terms(h.breakdown, body.query, fusion)} for h in hits]}
+    return {"hits": [h.to_dict() for h in hits]}  # each with its terms, from the fusion the shard ranked with
 
 
 @router.post("/context", summary="Prompt-ready memory text within a token budget, provenance per line")
@@ -128,11 +126,13 @@ def forget(user_id: str, who: Caller = Authorized, tenant: str | None = None) ->
     """Your tenant's user; an admin key may name another tenant (``?tenant=``)."""
     if tenant is not None and tenant != who.tenant:
         who.require_admin("forgetting another tenant's user")
-        if (tenant, user_id) not in who.served.streams:
+        if not who.knows(tenant, user_id):
             raise ApiError(404, "not_found", f"no user {user_id!r} in tenant {tenant!r}",
                            [("user_id", "user ids are per tenant")])
         return who.memory.forget(tenant, user_id)
-    return who.memory.forget(who.tenant, who.user(user_id))
+    if not who.knows(who.tenant, user_id):
+        who.user(user_id)  # 404, as for any user the tenant does not have
+    return who.memory.forget(who.tenant, user_id)  # every stored Unicode form of the id (Memory.forget)
 
 
 @router.post("/tools/{name}", summary="A seed-001 tool call: create_memory, link_memories or search_memories")

@@ -26,6 +26,9 @@ class Hit:
     turn_id: str | None
     breakdown: dict
     provenance: dict
+    # The fused score split into its terms (projections.queries.score_terms), computed by the shard with the fusion
+    # it ranked with (learned and feedback-adjusted), so the terms add up to the score; None where not asked for.
+    terms: dict | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -40,6 +43,7 @@ class Hit:
             "turn_id": self.turn_id,
             "breakdown": self.breakdown,
             "provenance": self.provenance,
+            **({"terms": self.terms} if self.terms is not None else {}),
         }
 
 

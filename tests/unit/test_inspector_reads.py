@@ -111,3 +111,25 @@ def test_the_shard_reads_one_memory_with_its_curve_and_touches(core):
     for tenant, user, memory_id in (("demo", "maya", "no-such-id"), ("beta", "maya", hit.memory_id)):
         with pytest.raises(InvalidInputError, match="matches no memory of this user"):
             core.query(c.MemoryRetention(tenant=tenant, user_id=user, memory_id=memory_id, now=JUNE))
+
+
+def test_after_a_policy_change_the_terms_the_shard_sends_still_add_up_to_the_score(tmp_path):
+    """The shard ranks with the user's learned fusion; the terms come from that fusion, not the store's default."""
+    from events.envelope import PendingEvent
+    from events.learning_events import PolicyChanged
+
+    core = ShardCore(ShardSpec(index=0, log_path=tmp_path / "shard-000.duckdb", lance_dir=tmp_path / "vectors",
+                               model_id=HashEmbedder.model_id, dim=384))
+    with resources.as_file(resources.files("palimpsest") / "data" / "sample_dialogue.jsonl") as path:
+        record(core, read_jsonl(Path(path)))
+    change = PolicyChanged(parameters={"lexical_weight": 3.0, "dense_weight": 0.4}, previous={"lexical_weight": 1.3,
+                           "dense_weight": 1.0}, metric="m", before=0.1, after=0.2, queries=3, at=MARCH_5,
+                           reason="test", controller="molt-v1")
+    core.commit([PendingEvent("demo", "maya", "change-1", change)])
+    moved = 0
+    for query in QUERIES:
+        for hit in search(core, query, tenant="demo", user_id="maya", k=10, now=JUNE):
+            assert sum(hit.terms.values()) == pytest.approx(hit.breakdown["rrf"], abs=1e-6), (query, hit.breakdown)
+            moved += hit.terms != score_terms(hit.breakdown, query, DEFAULT_FUSION)
+    assert moved  # the default fusion's terms would not have added up
+    core.close()

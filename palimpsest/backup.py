@@ -67,8 +67,8 @@ def backup(mem, target: str | Path) -> dict:
         keys = target / "keys"
         keys.mkdir(mode=0o700)
         keys = str(keys.resolve())
-    shards = get([s.query.remote([Backup(target=str((target / "log").resolve()), keys_target=keys)])
-                  for s in mem.shards.all()])
+    shards = get([mem.shards.submit_queries(i, [Backup(target=str((target / "log").resolve()), keys_target=keys)])
+                  for i in range(mem.config.num_shards)])
     copied = [name for name in SIDE_FILES if (mem.path / name).exists()]
     for name in copied:
         shutil.copyfile(mem.path / name, target / name)

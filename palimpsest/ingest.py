@@ -34,12 +34,12 @@ def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessag
     # The graph rules are Python on one core; the encoder's sessions let go of the GIL: side by side, neither
     # leaves a core idle while the other runs.
     rules = ThreadPoolExecutor(1, thread_name_prefix="graph-rules") if graph_of else None
-    quiet = shards.live() if len(commands) > batch_size else []  # several chunks: the shards wait with idle work
+    quiet = len(commands) > batch_size  # several chunks: the shards wait with their idle work meanwhile
     try:
         for start in range(0, len(commands), batch_size):
             chunk = list(range(start, min(start + batch_size, len(commands))))
-            for actor in quiet:  # renew the lease (actors.warm): no reply awaited
-                actor.quiet.remote(QUIET_S)
+            if quiet:  # renew the lease (actors.warm): no reply awaited
+                shards.on_live("quiet", QUIET_S)
             reading = rules.submit(graph_of, [commands[i] for i in chunk]) if rules else None
             vectors = embedder.encode([commands[i].index_text() for i in chunk])
             graph, readings = reading.result() if reading else (None, None)
@@ -48,8 +48,8 @@ def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessag
     finally:
         if rules:
             rules.shutdown(cancel_futures=True)
-        for actor in quiet:
-            actor.quiet.remote(0.0)
+        if quiet:
+            shards.on_live("quiet", 0.0)
     for ref, idx in in_flight:
         results.update(zip(idx, _get(ref)[0]))
     bar.close()
@@ -69,7 +69,7 @@ def _send(shards: Shards, embedder: Embedder, commands: list[RecordMessage], chu
             model_id=embedder.model_id, graph=tuple(graph[p] for p in positions) if graph else None,
             readings=tuple(readings[p] for p in positions) if readings else None,
         )
-        in_flight.append((shards.actor(shard).handle.remote([command]), [chunk[p] for p in positions]))
+        in_flight.append((shards.submit(shard, [command]), [chunk[p] for p in positions]))
     # Keep the encoder busy while shards append: wait only for work older than one chunk.
     while len(in_flight) > 2 * max(1, len(by_shard)):
         ref, idx = in_flight.pop(0)

@@ -343,7 +343,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
                                   "`palimpsest notes list --tenant T --user U`")], what="note history")
 
     def review_notes(self, now: datetime | None = None, *, tenant: str | None = None, user_id: str | None = None) -> list[dict]:
-        """Run the note reviewer (seed 002): promotion at importance ≥ 2.5, retraction below 0.5; decisions are events."""
+        """Run the note reviewer: promotion at importance ≥ 2.5, retraction below 0.5; decisions are events."""
         command = c.ReviewNotes(now=_aware(now, "review"), tenant=tenant, user_id=user_id)
         return [r for part in self.shards.send_each(command, tenant, user_id) for r in part]
 
@@ -399,10 +399,11 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         if tenant is not None and any(t != tenant for t, *_ in queries):
             raise InvalidInputError([("queries", f"a query names another tenant than {tenant!r}")], what="counterfactual")
         routes = self.cluster.lookup([(t, u) for t, u, _, _ in queries]) if queries else []
+        self.shards.all()  # a shard down raises its own error first
         parts = _get([
-            s.query.remote([c.Counterfactual(policy=policy, now=now, k=k, tenant=tenant,
-                                             queries=tuple(q for q, r in zip(queries, routes) if r == i))])
-            for i, s in enumerate(self.shards.all())
+            self.shards.submit_queries(i, [c.Counterfactual(policy=policy, now=now, k=k, tenant=tenant,
+                                                            queries=tuple(q for q, r in zip(queries, routes) if r == i))])
+            for i in range(self.config.num_shards)
         ])
         parts = [part for [part] in parts]
         return sorted((u for part in parts for u in part), key=lambda u: (u["tenant"], u["user_id"]))

@@ -1,4 +1,4 @@
-"""The seed-001 memory-graph part of the public API (a mixin of :class:`palimpsest.Memory`): tool calls, the
+"""The memory-graph part of the public API (a mixin of :class:`palimpsest.Memory`): tool calls, the
 graph memories staged at ingest, parallel consolidation on Ray, and the export."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class GraphApiMixin:
             by_shard.setdefault(self.shards.index_of(t, u), []).append(c.RecordLabelVectors(
                 tenant=t, user_id=u, labels=tuple(labels), vectors=np.stack([vectors[x] for x in labels]),
                 model_id=self.embedder.model_id))
-        recorded = sum(n for out in _get([self.shards.actor(i).handle.remote(cmds) for i, cmds in by_shard.items()])
+        recorded = sum(n for out in _get([self.shards.submit(i, cmds) for i, cmds in by_shard.items()])
                        for n in out)
         if tenant is not None and user_id is not None:
             self._labels_clean.add((tenant, user_id))
@@ -67,7 +67,7 @@ class GraphApiMixin:
 
     def tool_call(self, tenant: str, user_id: str, name: str, arguments: Mapping[str, Any] | str,
                   *, reference: datetime | None = None) -> dict:
-        """Run one seed-001 tool call (``create_memory``, ``link_memories``, ``search_memories``) as an LLM would.
+        """Run one memory-graph tool call (``create_memory``, ``link_memories``, ``search_memories``) as an LLM would.
 
         ``arguments`` is the JSON object (or text) of the call; relative times
         ("yesterday 8pm", "上周五") are resolved against ``reference`` (default now).
@@ -121,7 +121,7 @@ class GraphApiMixin:
         A task first marks ``superseded`` the active memories resting on notes that were since superseded or
         deleted, then consolidates the staged batch, then (only with ``decay``: a deliberate sweep, like
         ``archive sweep`` for turns) archives the memories whose decayed importance fell below the floor. Without
-        it the decay stays what seed 001 §5.3 makes it, a factor graph search computes at query time (the δ
+        it the decay stays what the graph's design makes it, a factor graph search computes at query time (the δ
         term); archiving by default would take half the LoCoMo dev graph out of the retrieval's expansion. Decay is measured at ``at`` when given (time travel), else at each
         user's latest message time (``actors.consolidation_jobs.user_clock``): the user's own timeline, so importing
         old conversations does not archive them against the wall clock. Users with nothing staged are left alone
@@ -138,7 +138,8 @@ class GraphApiMixin:
         self._since_consolidation = 0
         results = run_consolidation(jobs, max_in_flight=max_in_flight, parallel=parallel, llm=self.llm_config)
         appended = _get([
-            self.shards.of(t, u).handle.remote([c.ApplyConsolidation(tenant=t, user_id=u, events=tuple(events))])
+            self.shards.submit(self.shards.index_of(t, u), [c.ApplyConsolidation(tenant=t, user_id=u,
+                                                                                 events=tuple(events))])
             for (t, u), events in results.items() if events
         ])
         appended = [n for [n] in appended]

@@ -47,7 +47,7 @@ class InspectApiMixin:
         except ValueError as exc:
             raise InvalidInputError([("languages", str(exc))], what="warm_up") from None
         started = time.perf_counter()
-        shards = [a.load_dictionaries.remote(languages) for a in self.shards.live()]  # they load while we do
+        shards = self.shards.on_live("load_dictionaries", languages)  # they load while we do
         self.embedder.encode(["warm-up"])
         encoder = time.perf_counter() - started
         driver = dictionaries.load(languages, tagger=True)
@@ -64,7 +64,7 @@ class InspectApiMixin:
             raise InvalidInputError([("timeout", f"{timeout!r}; give a positive number of seconds")], what="wait_idle")
         started = time.monotonic()
         while True:
-            pending = sum(_get([a.idle_work.remote() for a in self.shards.live()]))
+            pending = sum(_get(self.shards.on_live("idle_work")))
             waited = time.monotonic() - started
             if not pending:
                 return waited

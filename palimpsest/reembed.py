@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING
-
 import numpy as np
 import structlog
 from tqdm import tqdm
@@ -32,22 +30,19 @@ from events.errors import EncoderError
 from projections.adapters import encoder_kinds
 from projections.adapters.embedding import encode_labels
 
-if TYPE_CHECKING:
-    from palimpsest.memory import Memory
-
 log = structlog.get_logger("palimpsest.reembed")
 BATCH = 128  # texts per encoder call and per recorded command
 SWITCH_ROUNDS = 5  # switch attempts, each after encoding what arrived during the previous one
 ESTIMATE_SAMPLE = 32  # texts encoded by a dry run to estimate the time
 
 
-def plan(mem: Memory, model: str, tenant: str | None = None, user_id: str | None = None) -> list[dict]:
-    """Per user: what is left to encode for ``model`` (messages as ``(id, text)``, labels)."""
+def plan(mem, model: str, tenant: str | None = None, user_id: str | None = None) -> list[dict]:
+    """(``mem``: a :class:`palimpsest.Memory`.) Per user: what is left to encode for ``model`` (messages as ``(id, text)``, labels)."""
     return [row for part in mem.shards.ask_each(c.MissingEmbeddings(model_id=model, tenant=tenant, user_id=user_id),
                                                 tenant, user_id) for row in part]
 
 
-def reembed(mem: Memory, embedder: str, *, dry_run: bool = False, progress: bool = False,
+def reembed(mem, embedder: str, *, dry_run: bool = False, progress: bool = False,
             batch_size: int = BATCH) -> dict:
     """Move ``mem`` to ``embedder`` (see the module docstring); returns what was done (or, dry, what would be)."""
     encoder_kinds.parse(embedder)
@@ -90,7 +85,7 @@ def _estimate(embedder: str, todo: list[dict], total: int) -> float:
     return round((time.perf_counter() - t0) / len(sample) * total, 1)
 
 
-def _backfill(mem: Memory, target, model: str, todo: list[dict], batch_size: int, bar) -> None:
+def _backfill(mem, target, model: str, todo: list[dict], batch_size: int, bar) -> None:
     for row in todo:
         tenant, user_id = row["tenant"], row["user_id"]
         pending = row["messages"]
@@ -117,7 +112,7 @@ def _checked(target, vectors: np.ndarray, n: int) -> np.ndarray:
     return vectors
 
 
-def _switch(mem: Memory, embedder: str, target, model: str, batch_size: int, bar) -> int:
+def _switch(mem, embedder: str, target, model: str, batch_size: int, bar) -> int:
     """Switch every shard; a shard that still lacks vectors names its users, which are filled in and asked again."""
     switched = 0
     for _ in range(SWITCH_ROUNDS):

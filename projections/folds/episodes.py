@@ -203,7 +203,7 @@ class EpisodeState:
     window: list[EpisodeMember] = field(default_factory=list)
     last: EpisodeMember | None = None
     # The model of the members' vectors, and other models' vectors of the members (a re-embedding's, recorded
-    # ahead of its switch): model → message id → vector (projections.folds.episode_models).
+    # ahead of its switch): model → message id → vector (see switched, below).
     model: str = ""
     held: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
@@ -340,8 +340,6 @@ def evolve(state: EpisodeState, env: Envelope, config: SegmentationConfig = DEFA
         elif state.model and event.model_id != state.model:  # a re-embedding's: held until the user's switch
             state.held.setdefault(event.model_id, {})[event.message_event_id] = event.array()
     elif isinstance(event, EmbedderSwitched) and state.model and event.model_id != state.model:
-        from projections.folds.episode_models import switched
-
         return switched(state, event.model_id, config)
     return state
 
@@ -352,3 +350,42 @@ def fold(
     for env in envelopes:
         state = evolve(state, env, config)
     return state
+
+
+# -- a user's switch to another encoder (embedder_switched) -----------------------------------------------------
+# Episode boundaries are decided by the vectors of the messages (topic shifts). When a user switches encoder (after
+# a re-embedding recorded the new model's vectors, which this fold holds), the episodes become what they would be
+# had the messages been recorded with the new model: the messages are placed again in stream order, each with the
+# hard boundary it had (start, role reset, marker, conversation change, time gap: none depends on a vector) and its
+# new vector, by the fold's own steps. The old vectors are held in turn, so switching back restores the old episodes.
+
+def _sequence(state: EpisodeState) -> list[tuple[EpisodeMember, str | None]]:
+    """Every message in stream order with its hard boundary reason (or None)."""
+    out = []
+    for episode in state.closed:
+        for i, member in enumerate(episode.members):
+            out.append((member, episode.reason if i == 0 and episode.reason in HARD_REASONS else None))
+    for i, member in enumerate(state.open_members):
+        out.append((member, state.open_reason if i == 0 and state.open_reason in HARD_REASONS else None))
+    out.extend(state.pending)
+    return out
+
+
+def switched(state: EpisodeState, model: str, config: SegmentationConfig) -> EpisodeState:
+    """The state the fold leaves for these messages recorded with ``model``'s held vectors."""
+    sequence = _sequence(state)
+    held = {m: dict(vs) for m, vs in state.held.items()}
+    incoming = held.pop(model, {})
+    held[state.model] = {m.event_id: m.vector for m, _ in sequence if m.vector is not None}
+    fresh = EpisodeState(config=state.config, model=model, held=held)
+    for member, hard in sequence:
+        bare = EpisodeMember(member.event_id, member.seq, member.conversation_id, member.turn_id, member.role,
+                             member.occurred_at)
+        fresh.last = bare
+        fresh.pending.append((bare, hard))
+        _drain(fresh, config)
+        vector = incoming.get(member.event_id)
+        if vector is not None:
+            _attach(fresh, bare, vector)
+            _drain(fresh, config)
+    return fresh

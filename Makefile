@@ -5,17 +5,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+export NO_MKDOCS_2_WARNING := 1
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback serve install browser clean
+.PHONY: demo test test-unit bench bench-all bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback serve install browser docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first and pinned: the local CPU build (an unpinned torch pulls a multi-GB CUDA build)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	$(BIN)/pip install --quiet -e '.[test,bench,docs]'
 	$(MAKE) --no-print-directory browser
 	touch $(STAMP)
 
@@ -43,6 +44,15 @@ PORT ?= 8765
 # Serve a store over HTTP (create a key first: $(BIN)/palimpsest --store $(STORE) keys create --tenant T).
 serve: $(STAMP)
 	$(BIN)/palimpsest --store $(STORE) serve --port $(PORT)
+
+# The documentation site (MkDocs + Material) from docs/, built offline into site/ in strict mode; the CLI and
+# event-kind reference pages are generated first from the parsers and the event registry.
+docs: $(STAMP)
+	$(BIN)/python docs/gen_reference.py
+	$(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: docs
+	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \

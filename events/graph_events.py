@@ -225,7 +225,7 @@ class GraphMemoryStatusChanged(Event):
 
 
 class GraphConclusionRecorded(Event):
-    """A long-term conclusion abstracted from a dense cluster of episodic memories (seed 003 §2 LTM, §3).
+    """A long-term conclusion abstracted from a dense cluster of episodic memories.
 
     ``cluster_key`` names the cluster (subject and topic nodes); a new version
     for the same key supersedes the previous conclusion (``supersedes``).

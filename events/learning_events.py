@@ -71,6 +71,8 @@ class MemoryAdjusted(Event):
 
 
 class AdjustmentReverted(Event):
+    """An adjustment was undone with a reason: from this event on it no longer applies."""
+
     kind: ClassVar[str] = "adjustment_reverted"
     schema_version: ClassVar[int] = 1
 
@@ -105,6 +107,8 @@ class PolicyChanged(Event):
 
 
 class PolicyProposalRejected(Event):
+    """A proposed retrieval policy that did not improve the replayed queries enough, with its figures; nothing changed."""
+
     kind: ClassVar[str] = "policy_proposal_rejected"
     schema_version: ClassVar[int] = 1
 

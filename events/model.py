@@ -208,7 +208,7 @@ class NoteContent(BaseModel):
 
 
 class NoteOperation(Event):
-    """One memory operation on the user's notes (seed 002 KnowledgeMonitor), with its reason.
+    """One operation on the user's notes (add, update, boost, delete or skip), with its reason.
 
     ``add`` creates a note whose id is this event's id; ``update`` creates a
     new version (id = this event's id) and closes ``target_note_id`` (valid-to
@@ -243,7 +243,7 @@ class NoteOperation(Event):
 
 
 class NoteReviewed(Event):
-    """A reviewer's decision on a note whose importance crossed a threshold (seed 002 MemoryReviewer)."""
+    """The note reviewer's decision on a note whose importance crossed a threshold (promote, keep or retract)."""
 
     kind: ClassVar[str] = "note_reviewed"
     schema_version: ClassVar[int] = 1

@@ -1,4 +1,4 @@
-"""``palimpsest tool|tools|consolidate|merges|unmerge|graph``: the seed-001 memory graph from the command line."""
+"""``palimpsest tool|tools|consolidate|merges|unmerge|graph``: the memory graph from the command line."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def cmd_unmerge(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    sp = sub.add_parser("tool", help="run a seed-001 tool call: create_memory, link_memories or search_memories")
+    sp = sub.add_parser("tool", help="run a memory-graph tool call: create_memory, link_memories or search_memories")
     stream_args(sp)
     sp.add_argument("name", choices=TOOL_NAMES)
     sp.add_argument("arguments", help='the call\'s JSON object, e.g. \'{"query": "why was I tired?"}\', or @FILE')

@@ -1,5 +1,5 @@
 """``palimpsest explain``: a memory's whole chain as of a time; ``palimpsest molt``: the Molt controller
-(seed 003 §10) — measure, propose, replay, apply or reject — with its policy history and reverts."""
+— measure, propose, replay, apply or reject — with its policy history and reverts."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def register(sub) -> None:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_explain)
 
-    sp = sub.add_parser("molt", help="the Molt controller (seed 003): measure effectiveness, replay proposals, "
+    sp = sub.add_parser("molt", help="the molt controller, which tunes retrieval per user: measure effectiveness, replay proposals, "
                                      "apply or reject; `molt history`, `molt revert CHANGE_ID`")
     sp.add_argument("action", nargs="?", choices=("run", "history", "revert"), default="run")
     sp.add_argument("change_id", nargs="?", help="for revert: the policy change to undo")

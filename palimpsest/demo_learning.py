@@ -1,4 +1,4 @@
-"""The demo's learning-loop scene (seed 003 §4–§6, §11), in English and in Chinese.
+"""The demo's learning-loop scene, in English and in Chinese.
 
 The user corrects the agent twice about a stale preference: the Feedback
 Judge reads each correction, the Evolution Dispatcher penalises the note at

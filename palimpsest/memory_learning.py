@@ -1,5 +1,5 @@
-"""The learning loop's operator side (a mixin of :class:`palimpsest.Memory`): ``explain`` (seed 003 §11
-explainability), and the Molt controller (§10) with its policy history and reverts."""
+"""The learning loop's operator side (a mixin of :class:`palimpsest.Memory`): ``explain``
+(why a memory is what it is), and the Molt controller with its policy history and reverts."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class LearningApiMixin:
     def molt(self, tenant: str | None = None, user_id: str | None = None, *, dry_run: bool = False,
              force: bool = False, now: datetime | None = None, asked_at: datetime | None = None,
              fusion: FusionConfig | None = None, progress: bool = False) -> list[dict]:
-        """Run the Molt controller on one user, a tenant's users or every user (seed 003 §10).
+        """Run the Molt controller on one user, a tenant's users or every user.
 
         Per user: the effectiveness figures from the log (usage, restores,
         conflicts, negative feedback, episode density); when a recall-side

@@ -1,5 +1,5 @@
 """What the agent did with the memory and how the user took it (a mixin of :class:`palimpsest.Memory`):
-the agent's reply (the usage judge reinforces what it drew on), the Feedback Judge (seed 003 §4) and the
+the agent's reply (the usage judge reinforces what it drew on), the feedback judge and the
 Evolution Dispatcher's adjustments (§5–§6), listed and reverted here.
 """
 
@@ -41,7 +41,7 @@ class SignalsApiMixin:
         context_window: Iterable[str] = (), retrieved: Context | Iterable[str] = (), now: datetime | None = None,
         query: str | None = None,
     ) -> dict:
-        """The Feedback Judge on the user's turn answering ``agent_response`` (seed 003 §4); records the signal.
+        """The Feedback Judge on the user's turn answering ``agent_response``; records the signal.
 
         ``retrieved`` is the :class:`Context` the judged reply was given (or the
         memory and note ids it held): the signal names them. Returns the verdict

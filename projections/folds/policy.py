@@ -137,7 +137,7 @@ class RetentionPolicy(BaseModel):
     description: str = ""
     stability_days: Mapping[MemoryType, float] = Field(
         default_factory=lambda: dict(SEED_000_STABILITY_DAYS),
-        description="Initial stability S in days per memory type; types not given keep the seed-000 value.",
+        description="Initial stability S in days per memory type; types not given keep the default value.",
     )
     reinforcement_factor: float = Field(1.3, ge=1.0, description="S is multiplied by this on every counted touch.")
     reinforcing_reasons: tuple[TouchReason, ...] = Field(
@@ -151,7 +151,7 @@ class RetentionPolicy(BaseModel):
     exempt_types: tuple[MemoryType, ...] = Field((), description="Memory types that never decay.")
     categories: Mapping[str, CategoryRule] = Field(
         default_factory=lambda: {"system": NEVER_DECAYS, "core": NEVER_DECAYS},
-        description="Seed-002 category rules by category name; items without a listed category follow the curve only.",
+        description="Category rules by category name; items without a listed category follow the curve only.",
     )
     role_categories: Mapping[Role, str] = Field(
         default_factory=dict,
@@ -287,13 +287,13 @@ def _validate(data: dict, *, what: str) -> RetentionPolicy:
 
 DEFAULT_POLICY = RetentionPolicy(
     name="default",
-    description="Seed 000 stabilities and ×1.3 reinforcement, seed 001 access bonus; system and core never decay.",
+    description="A stability per memory type, ×1.3 per counted access, an access bonus; system and core never decay.",
 )
 
 SEED_002_POLICY = DEFAULT_POLICY.replace(
     name="seed-002",
     description=(
-        "Seed 002's decay table on top of the default curve: system and core never decay; "
+        "A decay table per category on top of the default curve: system and core never decay; "
         "episode ×0.8 after 7 d and archived 14 d after creation; fact ×0.95 after 7 d and archived below 0.3. "
         "System-role messages are category system."
     ),

@@ -58,6 +58,7 @@ from projections.folds.state import UserMemory
 
 logger = structlog.get_logger("palimpsest.snapshots")
 FORMAT = 1
+ALL_SEALED = ".all-sealed"  # in an encrypted store's snapshot directory: no plaintext snapshot is left in it
 Stream = tuple[str, str]
 
 
@@ -165,9 +166,11 @@ class SnapshotStore:
     def seal_plaintext(self) -> dict[str, int]:
         """Seal every plaintext snapshot of an encrypted store (written before snapshots were sealed) under its
         user's key, as it is (its body is not decoded); remove it when the user has no live key, or when it cannot
-        be read. Temporary files a crash left are removed. Run before the shard loads any snapshot."""
+        be read. Temporary files a crash left are removed. Run before the shard loads any snapshot; once done, a
+        mark file says so and later starts skip it (this code writes no plaintext snapshot)."""
         report = {"snapshots_sealed": 0, "snapshots_removed": 0}
-        if self.keys is None:
+        mark = self.directory / ALL_SEALED
+        if self.keys is None or mark.exists():
             return report
         for tmp in self.directory.glob("*.tmp"):
             tmp.unlink(missing_ok=True)
@@ -191,6 +194,7 @@ class SnapshotStore:
             report["snapshots_sealed"] += 1
         if any(report.values()):
             logger.info("plaintext_snapshots_sealed", directory=str(self.directory), **report)
+        mark.write_bytes(b"")
         return report
 
     def load(self, stream: Stream, max_head: int) -> tuple[UserMemory, int] | None:

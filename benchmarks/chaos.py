@@ -2,6 +2,7 @@
 
     python -m benchmarks.chaos --out bench/chaos.json            # 52 cycles, 4 fault kinds, one node
     python -m benchmarks.chaos --nodes 3 --kinds node,shard,driver --cycles 12 --out bench/chaos_nodes.json
+    python -m benchmarks.chaos --probe --out bench/chaos_probe.json  # audit SQL, ids, kill -9 of serve (~1 min)
 
 The harness starts its own Ray cluster (``ray.cluster_utils.Cluster``: a head, and with ``--nodes N``
 N-1 more nodes of one CPU each) and runs the drivers (:mod:`benchmarks.chaos_driver`) as subprocesses
@@ -287,7 +288,9 @@ class Chaos:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="kill -9 cycles during ingest; every acknowledged message must survive")
-    p.add_argument("--out", default="bench/chaos.json")
+    p.add_argument("--out", help="the JSON report (default bench/chaos.json; with --probe bench/chaos_probe.json)")
+    p.add_argument("--probe", action="store_true",
+                   help="instead: the short adversarial probe of a served store (benchmarks.chaos_probe)")
     p.add_argument("--cycles", type=int, default=52)
     p.add_argument("--kinds", default=",".join(KINDS), help=f"fault kinds, round robin ({', '.join(KINDS)}, node)")
     p.add_argument("--nodes", type=int, default=1, help="Ray nodes on this machine (the node fault needs 2+)")
@@ -299,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", help="keep the store and histories here (default: a temporary directory)")
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.probe:
+        from benchmarks.chaos_probe import main as probe
+
+        return probe(Path(args.out or "bench/chaos_probe.json"), Path(args.work) if args.work else None)
+    args.out = args.out or "bench/chaos.json"
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="palimpsest-chaos-"))
     cluster = start_cluster(args.nodes, connect=False, head_cpus=2 if args.nodes == 1 else 1)
     chaos = Chaos(work, cluster.address, cluster=cluster, seed=args.seed, num_shards=args.shards,

@@ -36,12 +36,12 @@ def seal_blob(keys: KeyStore, stream: Stream, plain: bytes, context: bytes) -> t
     aead = keys.key(stream, gen)
     view = memoryview(plain)
     starts = range(0, max(len(plain), 1), CHUNK)
-    out = bytearray()
+    parts = []
     for i, start in enumerate(starts):
         nonce = os.urandom(NONCE_BYTES)
-        out += nonce
-        out += aead.encrypt(nonce, view[start:start + CHUNK], _aad(stream, gen, context, i, i == len(starts) - 1))
-    return gen, bytes(out)
+        parts += [nonce, aead.encrypt(nonce, view[start:start + CHUNK], _aad(stream, gen, context, i,
+                                                                           i == len(starts) - 1))]
+    return gen, b"".join(parts)
 
 
 def open_blob(keys: KeyStore, stream: Stream, gen: int, sealed: bytes, context: bytes) -> bytes | None:
@@ -53,13 +53,10 @@ def open_blob(keys: KeyStore, stream: Stream, gen: int, sealed: bytes, context: 
     step = NONCE_BYTES + CHUNK + TAG_BYTES
     view = memoryview(sealed)
     starts = range(0, max(len(sealed), 1), step)
-    out = bytearray()
     try:
-        for i, start in enumerate(starts):
-            part = view[start:start + step]
-            out += aead.decrypt(part[:NONCE_BYTES], part[NONCE_BYTES:],
-                                _aad(stream, gen, context, i, i == len(starts) - 1))
+        parts = [aead.decrypt(view[start:start + NONCE_BYTES], view[start + NONCE_BYTES:start + step],
+                              _aad(stream, gen, context, i, i == len(starts) - 1)) for i, start in enumerate(starts)]
     except (InvalidTag, ValueError):
         raise StoreError(f"a sealed blob of {stream} does not open under its key: it was altered, cut short or "
                          "moved") from None
-    return bytes(out)
+    return parts[0] if len(parts) == 1 else b"".join(parts)

@@ -1,4 +1,5 @@
-"""The tunable configs of a store (retention policy, segmentation, tiers, working memory, fusion, residency),
+"""The tunable configs of a store (retention policy, segmentation, tiers, working memory, fusion, residency,
+the cost limits of an audit query),
 as recorded in ``store.json`` and given to :meth:`palimpsest.Memory.open`.
 
 Each config is stored whole as JSON, so a later change of a default does not
@@ -17,6 +18,7 @@ from typing import Any
 import structlog
 
 from actors.spec import SNAPSHOT_EVERY
+from events.audit_limits import DEFAULT_AUDIT_LIMITS, AuditLimits
 from events.errors import InvalidInputError, StoreError
 from projections.folds.episodes import DEFAULT_SEGMENTATION, SegmentationConfig
 from projections.folds.policy import DEFAULT_POLICY, PolicyError, RetentionPolicy
@@ -36,6 +38,7 @@ class StoreSettings:
     fusion: FusionConfig = DEFAULT_FUSION
     max_resident_users: int | None = None  # per shard; None keeps every user in memory
     snapshot_every: int = SNAPSHOT_EVERY  # events past a user's snapshot before a new one is written
+    audit_limits: AuditLimits = DEFAULT_AUDIT_LIMITS  # what one audit SQL query may cost (time, rows, memory)
 
     def to_json(self) -> dict:
         return {
@@ -46,6 +49,7 @@ class StoreSettings:
             "fusion": dataclasses.asdict(self.fusion),
             "max_resident_users": self.max_resident_users,
             "snapshot_every": self.snapshot_every,
+            "audit_limits": dataclasses.asdict(self.audit_limits),
         }
 
     @classmethod
@@ -61,6 +65,7 @@ class StoreSettings:
                 fusion=_dataclass(FusionConfig, data.get("fusion")),
                 max_resident_users=data.get("max_resident_users"),
                 snapshot_every=data.get("snapshot_every", SNAPSHOT_EVERY),
+                audit_limits=_dataclass(AuditLimits, data.get("audit_limits")),
             ).checked()
         except (TypeError, ValueError, PolicyError) as exc:
             raise StoreError(f"{where}: a recorded config cannot be read ({exc}); fix or remove that entry") from None
@@ -74,7 +79,8 @@ class StoreSettings:
         if not isinstance(every, int) or isinstance(every, bool) or every < 1:
             problems.append(f"snapshot_every={every!r}: give a whole number of events of at least 1")
         for name, kind in (("retention_policy", RetentionPolicy), ("segmentation", SegmentationConfig),
-                           ("tiers", TierConfig), ("working", WorkingConfig), ("fusion", FusionConfig)):
+                           ("tiers", TierConfig), ("working", WorkingConfig), ("fusion", FusionConfig),
+                           ("audit_limits", AuditLimits)):
             if not isinstance(getattr(self, name), kind):
                 problems.append(f"{name}: give a {kind.__name__}, got {type(getattr(self, name)).__name__}")
         if problems:

@@ -15,6 +15,7 @@ from pathlib import Path
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
+from events.commands import canonical_id
 from palimpsest import config as store_config
 from palimpsest.server.errors import ApiError
 from palimpsest.server.keys import ApiKey, KeyRing
@@ -69,11 +70,18 @@ class Caller:
         return self.served.memory
 
     def user(self, user_id: str) -> str:
-        """``user_id`` if the caller's tenant has that user; 404 otherwise (another tenant's users do not exist)."""
+        """``user_id`` (in its canonical form, NFC) if the caller's tenant has that user; 404 otherwise (another
+        tenant's users do not exist)."""
+        user_id = canonical_id(user_id)
         if (self.tenant, user_id) not in self.served.streams:
             raise ApiError(404, "not_found", f"no user {user_id!r} in your tenant",
                            [("user_id", "add messages for this user first; user ids are per tenant")])
         return user_id
+
+    def knows(self, tenant: str, user_id: str) -> bool:
+        """Whether the store holds the user, in its canonical form or exactly as given (an older store's form)."""
+        streams = self.served.streams
+        return (canonical_id(tenant), canonical_id(user_id)) in streams or (tenant, user_id) in streams
 
     def require_admin(self, what: str) -> None:
         if not self.admin:

@@ -1,7 +1,9 @@
 """Every error the HTTP API answers, as JSON that names the field and the fix; never a traceback.
 
 Body: ``{"error": code, "message": text, "problems": [{"field", "fix"}]}``.
-400 invalid input, 401 no valid key, 403 not allowed for this key, 404 no
+400 invalid input (``query_limit``: an audit query past its time, row or
+memory limit), 401 no valid key, 403 not allowed for this key (or an audit
+query reaching for a file or setting), 404 no
 such user/memory/note for the key's tenant (whether or not another tenant
 has one), 409 a concurrent write, 413 body too large, 429 rate limited
 (with ``Retry-After``), 503 the store is unreachable. Anything else is a
@@ -19,7 +21,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from events.errors import ConcurrencyError, InvalidInputError, PalimpsestError, ShardUnavailableError, StoreError
+from events.errors import (
+    ConcurrencyError,
+    EncoderError,
+    InvalidInputError,
+    PalimpsestError,
+    QueryForbiddenError,
+    QueryLimitError,
+    ShardUnavailableError,
+    StoreError,
+)
 
 log = structlog.get_logger("palimpsest.server")
 
@@ -56,6 +67,10 @@ def _invalid_input(_: Request, exc: InvalidInputError) -> JSONResponse:
         fixes = [(f, "no such id for this user of your tenant; ids come from search, list and add results")
                  for f, _ in exc.problems]
         return _respond(404, "not_found", f"{exc.what}: not found", fixes)
+    if isinstance(exc, QueryForbiddenError):
+        return _respond(403, "forbidden", f"{exc.what}: not allowed", exc.problems)
+    if isinstance(exc, QueryLimitError):
+        return _respond(400, "query_limit", f"{exc.what}: stopped at its limit", exc.problems)
     return _respond(400, "invalid_input", f"rejected {exc.what}; nothing was written", exc.problems)
 
 
@@ -90,6 +105,10 @@ def _palimpsest(_: Request, exc: PalimpsestError) -> JSONResponse:
         return _respond(409, "conflict", str(exc), [("request", "a concurrent write took the same place; retry")])
     if isinstance(exc, (StoreError, ShardUnavailableError)):
         return _unavailable(_, exc)
+    if isinstance(exc, EncoderError):  # the store's encoder (a remote endpoint) failed: nothing was written
+        return _respond(502, "encoder_unavailable", str(exc).splitlines()[0],
+                        [("encoder", "the store's text encoder could not embed; retry, or check its endpoint")],
+                        {"Retry-After": "5"})
     return _respond(400, "rejected", str(exc).splitlines()[0], [("request", str(exc))])
 
 

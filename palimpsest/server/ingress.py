@@ -14,12 +14,18 @@ own (it forwards to the same replicas).
 ``auto`` chooses direct for one replica on a local Ray and the proxy
 otherwise: several replicas behind one URL, or replicas on other nodes of a
 cluster (a direct replica listens on the node it was placed on), need the proxy's balancing.
+
+A direct replica binds its port with ``SO_REUSEADDR`` (:func:`reuse_address`;
+Ray Serve binds it without): the connections a killed server leaves behind
+(``TIME_WAIT``, ``FIN_WAIT2`` for as long as a client keeps its end) then do
+not keep a restarted server off its port for a minute.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass
 
@@ -29,6 +35,9 @@ from events.errors import InvalidInputError
 from palimpsest.server.settings import INGRESS, ServeSettings
 
 READY_SECONDS = 60.0
+# A port still held when the server starts is waited for this long: a server killed a moment ago lets go of
+# it within a second or two (its guard ends its processes, palimpsest.server.guard).
+PORT_WAIT_SECONDS = 15.0
 
 
 @dataclass(frozen=True)
@@ -81,21 +90,65 @@ def _any_free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-def plan(settings: ServeSettings) -> Plan:
-    """The ingress of ``settings``, its ports checked free (a clear error naming the port otherwise)."""
+def wait_for_ports(host: str, ports, seconds: float) -> list[int]:
+    """Those of ``ports`` still taken after waiting up to ``seconds`` for them (said once on stderr)."""
+    deadline = time.monotonic() + seconds
+    taken = [p for p in ports if not _free(host, p)]
+    if taken and seconds > 0:
+        print(f"port {', '.join(map(str, taken))} on {host} is still in use (a server stopped or killed a moment "
+              f"ago lets go of it within seconds); waiting up to {seconds:g}s for it", file=sys.stderr, flush=True)
+    while taken and time.monotonic() < deadline:
+        time.sleep(0.2)
+        taken = [p for p in taken if not _free(host, p)]
+    return taken
+
+
+def plan(settings: ServeSettings, port_wait_s: float = 0.0) -> Plan:
+    """The ingress of ``settings``, its ports checked free, waiting up to ``port_wait_s`` for them (a clear
+    error naming the port otherwise)."""
     chosen = mode(settings)
     if settings.replicas < 1:
         raise InvalidInputError([("replicas", f"{settings.replicas}; give at least 1")], what="serve settings")
     ports = range(settings.port, settings.port + (settings.replicas if chosen == "direct" else 1))
-    taken = [p for p in ports if not _free(settings.host, p)]
+    taken = wait_for_ports(settings.host, ports, port_wait_s)
     if taken:
-        raise InvalidInputError([("port", f"{', '.join(map(str, taken))} on {settings.host} already in use; "
+        waited = f" (waited {port_wait_s:g}s)" if port_wait_s > 0 else ""
+        raise InvalidInputError([("port", f"{', '.join(map(str, taken))} on {settings.host} already in use{waited}; "
                                           "stop what listens there or choose another --port")],
                                 what="serve settings")
     if chosen == "proxy":
         return Plan("proxy", settings.port, (), {})
     base = settings.url.rsplit(":", 1)[0]
     return Plan("direct", _any_free_port(settings.host), tuple(f"{base}:{p}" for p in ports), direct_env(settings))
+
+
+class _ReusingSockets:
+    """The ``socket`` module as Ray Serve's HTTP server code sees it: every socket it makes has SO_REUSEADDR
+    (a listener still running keeps the port: that takes SO_REUSEPORT, which is not set)."""
+
+    def __init__(self, module) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str):
+        return getattr(self._module, name)
+
+    def socket(self, *args, **kwargs):
+        sock = self._module.socket(*args, **kwargs)
+        sock.setsockopt(self._module.SOL_SOCKET, self._module.SO_REUSEADDR, 1)
+        return sock
+
+
+def reuse_address() -> bool:
+    """Make the HTTP servers Ray Serve starts in this process (a direct replica's) bind with SO_REUSEADDR; whether
+    it could (False: this Ray Serve makes its sockets elsewhere, and a restart may wait for the port)."""
+    from ray.serve._private import http_util
+
+    current = getattr(http_util, "socket", None)
+    if current is None or not hasattr(current, "socket"):
+        return False
+    if not isinstance(current, _ReusingSockets):
+        http_util.socket = _ReusingSockets(current)
+    return True
 
 
 def wait_until_answering(plan: Plan, timeout: float = READY_SECONDS) -> None:

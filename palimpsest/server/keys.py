@@ -27,6 +27,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
+from events.commands import ID_RULE, canonical_id, id_problem
 from events.errors import InvalidInputError
 
 KEY_LOG = "keys.jsonl"
@@ -171,10 +172,12 @@ class KeyRing:
         return key if hmac.compare_digest(_digest(key.salt, parts[2]), key.digest) else None
 
     def create(self, tenant: str, *, admin: bool = False, label: str = "") -> tuple[str, ApiKey]:
-        """A new key for ``tenant``: its token (shown once, stored nowhere) and its record."""
-        if not isinstance(tenant, str) or not tenant.strip() or len(tenant) > 200:
-            raise InvalidInputError([("tenant", f"{tenant!r}; give a tenant name of 1 to 200 characters")],
-                                    what="key creation")
+        """A new key for ``tenant`` (in its canonical form, NFC): its token (shown once, stored nowhere) and its
+        record."""
+        tenant = canonical_id(tenant)
+        if id_problem(tenant):
+            raise InvalidInputError([("tenant", f"{id_problem(tenant)} (got {tenant!r:.60}); give a tenant name of "
+                                                f"{ID_RULE}")], what="key creation")
         key_id, secret, salt = secrets.token_hex(8), secrets.token_urlsafe(32), secrets.token_hex(16)
         event = ApiKeyCreated(key_id=key_id, tenant=tenant, admin=admin, salt=salt, digest=_digest(salt, secret),
                               label=label, occurred_at=datetime.now(UTC))

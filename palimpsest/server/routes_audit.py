@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from actors import commands as c
 from events.audit import AuditReader
+from events.commands import canonical_id
 from events.log import ScanFilter
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
@@ -40,16 +41,18 @@ class SqlBody(BaseModel):
 
 def scope_of(who: Caller, tenant: str | None) -> str | None:
     """The tenant an audit covers: the key's own (a tenant key), or ``tenant``/everything (an admin key)."""
+    tenant = canonical_id(tenant)
     if tenant is not None and tenant != who.tenant and not who.admin:
         raise ApiError(403, "forbidden", "a tenant key audits only its own tenant",
                        [("tenant", "leave it out (your key's tenant is used) or use an admin key")])
     return tenant if tenant is not None else (None if who.admin else who.tenant)
 
 
-def reader(who: Caller, tenant: str | None) -> AuditReader:
+def reader(who: Caller, tenant: str | None, *, bounded: bool = False) -> AuditReader:
+    """The caller's audit reader; ``bounded``: each query within the store's ``audit_limits`` (the caller's SQL)."""
     scope = scope_of(who, tenant)
     tables = who.memory.shards.ask_each(c.AuditRows(tenant=scope))
-    return AuditReader.of_tables(tables, tenant=scope)
+    return AuditReader.of_tables(tables, tenant=scope, limits=who.memory.settings.audit_limits if bounded else None)
 
 
 def _table_json(table) -> Response:
@@ -60,7 +63,7 @@ def _table_json(table) -> Response:
 
 @router.post("/audit/sql", summary="Read-only SQL over the log (view `events`; a tenant key: its own rows only)")
 def sql(body: SqlBody, who: Caller = Authorized) -> Response:
-    audit = reader(who, body.tenant)
+    audit = reader(who, body.tenant, bounded=True)
     try:
         return _table_json(audit.sql(body.query))
     finally:

@@ -9,6 +9,11 @@ Two ingresses (:mod:`palimpsest.server.ingress`): *direct*, where the
 replica itself answers HTTP on the port (Ray Serve's direct ingress; no hop
 through the Serve proxy), and *proxy*, where Serve's HTTP proxy owns the
 port and forwards each request to a replica. Clients use the same URL either way.
+
+``palimpsest serve`` runs under a guard (:mod:`palimpsest.server.guard`): if
+it is killed, the guard ends what it started, so a restart finds its port
+free and no Ray process of the old one left; a port still held when it starts
+is waited for (:func:`palimpsest.server.ingress.plan`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from actors.ray_init import ensure_ray
 from palimpsest.config import store_id
 from palimpsest.server import ingress
 from palimpsest.server.app import deployment
+from palimpsest.server.guard import start_guard
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.settings import ServeSettings
 
@@ -56,7 +62,9 @@ def start(settings: ServeSettings, *, embedder: str | None = None, num_shards: i
     """Open (or create) the store, deploy the API in front of it and return once it answers."""
     from palimpsest.memory import Memory
 
-    plan = ingress.plan(settings)  # a bad --ingress or a taken port is refused before anything starts
+    # a bad --ingress is refused before anything starts; a port still held is waited for (a server killed a
+    # moment ago lets go of it within a second or two), then refused, naming it
+    plan = ingress.plan(settings, port_wait_s=ingress.PORT_WAIT_SECONDS)
     ensure_ray()
     # Serve's controller and proxy start while the shards open: each is seconds of process start-up
     # (imports), and neither needs the other until the application is deployed.
@@ -86,6 +94,7 @@ def serve_forever(settings: ServeSettings, *, embedder: str | None = None, num_s
     """``palimpsest serve``: start, print where, wait for Ctrl-C or SIGTERM, drain and close."""
     started = time.perf_counter()
     stop = threading.Event()
+    start_guard()  # before Ray starts: whatever this process starts is ended if it is killed
     running = start(settings, embedder=embedder, num_shards=num_shards)
     for sig in (signal.SIGINT, signal.SIGTERM):  # after start: ray.init installs a SIGTERM handler of its own
         signal.signal(sig, lambda *_: stop.set())

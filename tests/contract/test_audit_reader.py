@@ -3,14 +3,16 @@ served store hand over (``AuditReader.of_tables``): every test runs against both
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
 
 from events.audit import AuditReader
+from events.audit_limits import AuditLimits
 from events.duckdb_log import DuckDBEventLog
 from events.envelope import ENVELOPE_SCHEMA
-from events.errors import InvalidInputError, StoreError
+from events.errors import InvalidInputError, QueryForbiddenError, QueryLimitError, StoreError
 from events.log import ScanFilter
 from tests.builders import T0, embedding, message, pending
 
@@ -96,9 +98,57 @@ def test_sql_over_the_events_view(audit):
     assert chinese == ["g1"]
 
 
-def test_sql_errors_are_store_errors(audit):
-    with pytest.raises(StoreError, match="audit query failed"):
-        audit.sql("select nope from events")
+@pytest.mark.parametrize(("query", "named"), [
+    ("select nope from events", '"nope" not found'),
+    ("select * from nope", "nope does not exist"),
+    ("select * from 事件", "事件 does not exist"),
+    ("select getenv('HOME')", "getenv does not exist"),
+    ("select 'x'::INT from events", "Could not convert"),
+])
+def test_a_bad_query_is_invalid_input_that_names_the_problem_not_a_store_fault(audit, query, named):
+    with pytest.raises(InvalidInputError) as err:  # 400 over HTTP, never "store not reachable"
+        audit.sql(query)
+    assert type(err.value) is InvalidInputError and not isinstance(err.value, StoreError)
+    [(field, fix)] = err.value.problems
+    assert field == "query" and named in fix and "one view, `events`" in fix and "payload" in fix
+
+
+COSTLY = [  # each with only its own limit low, so a loaded machine cannot trip another first
+    ("SELECT * FROM range(5000)", AuditLimits(max_rows=1_000, timeout_s=60),
+     "more than 1,000 rows (audit_limits.max_rows)"),
+    ("SELECT max(len(x)) FROM (SELECT list(range) AS x FROM range(100000000))", AuditLimits(memory_mb=64, timeout_s=60),
+     "more than 64 MB of memory (audit_limits.memory_mb)"),
+    ("SELECT sum(a.range * b.range) FROM range(100000) a, range(100000) b", AuditLimits(timeout_s=0.5),
+     "longer than 0.5 s (audit_limits.timeout_s)"),
+    ("SELECT * FROM range(100000000) t1, range(100000000) t2", AuditLimits(memory_mb=64, timeout_s=60),
+     "audit_limits.memory_mb"),  # the probe's cross join
+]
+
+
+@pytest.mark.parametrize("kind", ["files", "tables"])
+@pytest.mark.parametrize(("query", "limits", "named"), COSTLY, ids=["rows", "memory", "timeout", "cross-join"])
+def test_each_cost_limit_stops_a_query_and_names_its_setting(shard_files, kind, query, limits, named):
+    reader = (AuditReader(shard_files, limits=limits) if kind == "files"
+              else AuditReader.of_tables(shard_rows(shard_files), limits=limits))
+    try:
+        assert reader.sql("SELECT current_setting('threads') AS t").to_pylist() == [{"t": 1}]
+        started = time.perf_counter()
+        with pytest.raises(QueryLimitError) as err:
+            reader.sql(query)
+        took = time.perf_counter() - started
+        [(field, fix)] = err.value.problems
+        assert field == "query" and named in fix and "narrow it" in fix, fix
+        assert took < min(limits.timeout_s + 1.5, 20), took  # stopped, not run to its end
+        assert reader.sql("SELECT * FROM range(1000)").num_rows == 1000  # within the caps: answered
+        assert reader.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 5}]  # and still usable
+    finally:
+        reader.close()
+
+
+def test_audit_limits_refuse_values_that_would_not_bound_anything():
+    for bad in ({"timeout_s": 0}, {"timeout_s": float("inf")}, {"max_rows": 0}, {"memory_mb": 1}, {"threads": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            AuditLimits(**bad)
 
 
 def test_sql_is_read_only(audit, shard_files):
@@ -152,8 +202,10 @@ def test_sql_refuses_every_statement_that_is_not_a_query(audit, shard_files, tmp
     "SELECT * FROM glob('/etc/*')",
 ])
 def test_a_query_cannot_read_files_outside_the_logs(audit, query):
-    with pytest.raises(StoreError, match="audit query failed"):
+    with pytest.raises(QueryForbiddenError) as err:  # 403 over HTTP
         audit.sql(query)
+    [(field, fix)] = err.value.problems
+    assert field == "query" and "disabled by configuration" in fix and "remove that function" in fix
 
 
 def test_a_tenant_scoped_reader_sees_only_its_tenant_whatever_the_sql_names(shard_files):
@@ -161,7 +213,7 @@ def test_a_tenant_scoped_reader_sees_only_its_tenant_whatever_the_sql_names(shar
     try:
         assert reader.sql("SELECT DISTINCT tenant FROM events").to_pylist() == [{"tenant": "globex"}]
         assert reader.events(ScanFilter()).num_rows == 2
-        with pytest.raises(StoreError):  # the shard files are not attached to it
+        with pytest.raises(InvalidInputError, match="shard_0"):  # the shard files are not attached to it
             reader.sql("SELECT * FROM shard_0.events")
     finally:
         reader.close()
@@ -185,7 +237,7 @@ def test_a_served_reader_scoped_to_a_tenant_drops_other_rows_it_was_handed(shard
     try:
         assert reader.sql("SELECT DISTINCT tenant FROM events").to_pylist() == [{"tenant": "acme"}]
         assert reader.sql("SELECT count(*) AS n FROM events WHERE payload LIKE '%爬山%'").to_pylist() == [{"n": 0}]
-        with pytest.raises(StoreError):
+        with pytest.raises(InvalidInputError, match="shard_1"):
             reader.sql("SELECT * FROM shard_1")  # the handed-over tables are gone once the copy is made
     finally:
         reader.close()

@@ -31,7 +31,7 @@ from tests.serve_helpers import free_port
 
 pytestmark = pytest.mark.integration
 TOOLS = {"add_memory", "retrieve_memory", "get_user_profile", "create_memory", "link_memories", "search_memories",
-         "build_context"}
+         "build_context", "user_stats"}  # user_stats: a declared operation (palimpsest.operations)
 REF = "2024-05-03T20:00:00+00:00"
 
 
@@ -141,6 +141,23 @@ def test_tenant_b_reads_nothing_of_tenant_a(served):
         text = result.content[0].text
         assert "ACMESECRET" not in text and "4711" not in text
         assert result.is_error and "404" in text and "user_id" in text, text
+
+
+def test_a_user_id_in_either_unicode_form_is_one_user_over_mcp(served):
+    import unicodedata
+
+    nfd, nfc = unicodedata.normalize("NFD", "josé"), unicodedata.normalize("NFC", "josé")
+
+    async def run():
+        async with _http_session(served["url"], served["keys"]["acme"]) as session:
+            added = _data(await session.call_tool("add_memory", {
+                "user_id": nfd, "user_input": "我在屋顶上养蜜蜂, I keep bees on the roof",
+                "timestamp": "2024-05-01T09:00:00+00:00", "client_message_id": "bees-1"}))
+            found = _data(await session.call_tool("retrieve_memory", {"user_id": nfc, "query": "蜜蜂 bees"}))
+            return added, found
+
+    added, found = anyio.run(run)
+    assert added["created"] == 1 and "蜜蜂" in found["hits"][0]["text"]  # written as NFD, read as NFC
 
 
 def test_mcp_without_a_valid_key_is_refused(served):

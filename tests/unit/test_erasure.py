@@ -100,7 +100,7 @@ def test_forget_erases_one_user_and_leaves_every_other_user_as_it_was(core):
     assert [type(e.event) for e in erased] == [PayloadErased] * head + [type(erased[-1].event)]
     assert erased[-1].kind == "user_forgotten" and erased[-1].event.through_seq == head
 
-    report = core.query(c.Replay())
+    report = core.admin(c.Replay())
     assert report.equal and report.erased == head
     assert {s: user_digest(core, s) for s in others} == before
     assert search(core, "vintage postcards", tenant="globex")[0].text == OTHER_TENANT[0]["text"]  # same id, kept

@@ -8,7 +8,14 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
-from events.errors import ConcurrencyError, InvalidInputError, ShardUnavailableError, StoreError
+from events.errors import (
+    ConcurrencyError,
+    InvalidInputError,
+    QueryForbiddenError,
+    QueryLimitError,
+    ShardUnavailableError,
+    StoreError,
+)
 from palimpsest.server import errors
 
 
@@ -24,6 +31,11 @@ def _app() -> FastAPI:
         "unknown_note": InvalidInputError([("note_id", "'n1' is no note in this store")], what="note history"),
         "conflict": ConcurrencyError("stream ('acme', 'alice') is at seq 4, expected 3"),
         "store": StoreError("cannot open event log"),
+        "bad_query": InvalidInputError([("query", "Catalog Error: Table with name nope does not exist!")],
+                                       what="audit query"),
+        "forbidden_query": QueryForbiddenError([("query", "Permission Error: Cannot access file")], what="audit query"),
+        "costly_query": QueryLimitError([("query", "ran longer than 10 s (audit_limits.timeout_s)")],
+                                        what="audit query"),
         "shard": ShardUnavailableError("shard 1 is restarting"),
         "actor": ray.exceptions.RayActorError(),
         "timeout": ray.exceptions.GetTimeoutError("took too long"),
@@ -48,6 +60,9 @@ CASES = [
     ("unknown_note", 404, "not_found", "note_id"),
     ("conflict", 409, "conflict", "request"),
     ("store", 503, "unavailable", "store"),
+    ("bad_query", 400, "invalid_input", "query"),  # never 503 with Retry-After: a retry fails the same way
+    ("forbidden_query", 403, "forbidden", "query"),
+    ("costly_query", 400, "query_limit", "query"),
     ("shard", 503, "unavailable", "store"),
     ("actor", 503, "unavailable", "store"),
     ("timeout", 503, "unavailable", "store"),
@@ -71,6 +86,8 @@ def test_each_failure_has_its_status_and_names_a_field_and_a_fix(client, name, s
     assert "Traceback" not in r.text and "line 42" not in r.text
     if status in (429, 503):
         assert int(r.headers["retry-after"]) >= 1
+    else:
+        assert "retry-after" not in r.headers
 
 
 def test_a_malformed_body_and_an_unknown_path_are_json_too(client):

@@ -13,7 +13,7 @@ import ray
 from actors.commands import Command, Query
 from actors.read_channel import ChannelBroken, ChannelClient, ChannelFailed
 from actors.runtime import ShardCluster
-from events.commands import check_stream
+from events.commands import canonical_id, check_stream
 from events.errors import InvalidInputError, PalimpsestError, ShardUnavailableError
 from events.log import ScanFilter
 
@@ -57,7 +57,8 @@ def scan_filter(tenant, user_id, from_seq, to_seq, since, until, kinds, limit) -
         problems.append(("kinds", f"{kinds!r}; give a list of event kinds, e.g. ['message_recorded']"))
     if problems:
         raise InvalidInputError(problems, what="events")
-    return ScanFilter(tenant, user_id, from_seq, to_seq, since, until, tuple(kinds) if kinds else None)
+    return ScanFilter(canonical_id(tenant), canonical_id(user_id), from_seq, to_seq, since, until,
+                      tuple(kinds) if kinds else None)
 
 
 class Shards:
@@ -100,8 +101,7 @@ class Shards:
         return self.actor(self.index_of(tenant, user_id, assign=assign))
 
     def index_of(self, tenant: str, user_id: str, *, assign: bool = False) -> int:
-        check_stream(tenant, user_id, what=f"call for ({str(tenant)[:40]!r}, {str(user_id)[:40]!r})")
-        stream = (tenant, user_id)
+        stream = check_stream(tenant, user_id, what=f"call for ({str(tenant)[:40]!r}, {str(user_id)[:40]!r})")
         if assign:
             return self.route([stream])[0]
         if stream not in self._routes:
@@ -118,6 +118,20 @@ class Shards:
             raise InvalidInputError([("tenant", f"missing for user {str(user_id)[:60]!r}; user ids are per tenant: "
                                                 "give the tenant too")], what="call")
         return [self.of(tenant, user_id)] if tenant and user_id else self.all()
+
+    # -- calls that do not wait, and maintenance calls: every actor call of the driver goes through here ----
+    def submit(self, index: int, commands: list[Command]):
+        """Commands to shard ``index`` without waiting for them: :func:`get` gives their outcomes."""
+        return self.actor(index).handle.remote(list(commands))
+
+    def submit_queries(self, index: int, queries: list[Query]):
+        """Queries to shard ``index`` without waiting (over Ray, not the read channel): :func:`get` answers."""
+        return self.actor(index).query.remote(list(queries))
+
+    def on_live(self, method: str, *args) -> list:
+        """Start a maintenance call (``quiet``, ``idle_work``, ``load_dictionaries``, or ``query`` with a list of
+        queries) on every live shard; its pending results, for :func:`get` (or none awaited)."""
+        return [getattr(actor, method).remote(*args) for actor in self.live()]
 
     def send(self, tenant: str, user_id: str, command: Command):
         """One command to the user's shard; its outcome (a retry of the same command returns the same)."""

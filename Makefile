@@ -9,7 +9,7 @@ export NO_MKDOCS_2_WARNING := 1
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback serve install browser docs docs-serve clean
+.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback serve install browser docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -70,6 +70,11 @@ bench-all: $(STAMP)
 		$(BIN)/python -m benchmarks.locomo --data $$f --speed-runs 3 --out bench/$$(basename $$f .json).json || exit 1; \
 	done
 	$(BIN)/python -m benchmarks.summary $(foreach f,$(ALL_DATA),bench/$(basename $(notdir $(f))).json) --out bench/summary.md
+
+# The docs' benchmark page (docs/benchmarks/results.md and its charts) from whichever of bench/locomo_dev.json,
+# bench/serve.json, bench/multinode.json, ... exist.
+bench-report: $(STAMP)
+	$(BIN)/python -m benchmarks.report
 
 bench-graph: $(STAMP)
 	$(BIN)/python -m benchmarks.graph --out bench/graph.json

@@ -3,6 +3,12 @@
 The embedded default is a local Ray with ``num_cpus`` = the machine's cores
 and no dashboard. Set ``RAY_ADDRESS`` (or pass ``address``) to use a running
 cluster, e.g. one started from ``ray_cluster.yaml``.
+
+The local Ray keeps Ray's own security defaults: token authentication is on
+(Ray creates ``~/.ray/auth_token`` once per user) unless ``RAY_AUTH_MODE``
+says otherwise. Only Ray's notice that it turned that default on is left
+out of the output; every other Ray warning, and the one that authentication
+is *off*, still shows.
 """
 
 from __future__ import annotations
@@ -17,6 +23,17 @@ NAMESPACE = "palimpsest"
 # driver's own threads (the encoder's pool, Ray's I/O) for the core its query needs. The shards are this store's
 # servers, so they run at the driver's priority. A cluster sets the same on its head (ray_cluster.yaml).
 SYSTEM_CONFIG = {"worker_niceness": 0}
+# Ray (2.5x on) logs this at every new local cluster whose RAY_AUTH_MODE is unset, then enables token authentication.
+# A store's user did not start a Ray cluster and has nothing to do about it: the notice is dropped, the setting kept.
+AUTH_DEFAULT_NOTICE = "Token authentication is enabled for this Ray cluster"
+AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+class _AuthDefaultNotice(logging.Filter):
+    """Drops the one record saying Ray turned token authentication on by default; passes every other record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(AUTH_DEFAULT_NOTICE)
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
@@ -35,8 +52,13 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
         ray.init(address=address, **kwargs)
     else:
         # "local": always a Ray of our own, never a cluster some other process started with `ray start`
-        ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, _system_config=dict(SYSTEM_CONFIG),
-                 **kwargs)
+        notices, quiet = logging.getLogger(AUTH_LOGGER), _AuthDefaultNotice()
+        notices.addFilter(quiet)
+        try:
+            ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, _system_config=dict(SYSTEM_CONFIG),
+                     **kwargs)
+        finally:
+            notices.removeFilter(quiet)
 
 
 def shutdown_ray() -> None:

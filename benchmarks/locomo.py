@@ -36,15 +36,16 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmarks import dataset as ds
-from benchmarks import report
+from benchmarks import result_file
 from benchmarks.baselines import baseline_systems, build_corpora, index_text
 from benchmarks.leaveout import leave_out, per_sample
 from benchmarks.metrics import aggregate, metric_keys, percentile, score
+from benchmarks.provenance import stamp
 from benchmarks.resources import cpu_between, cpu_snapshot, peak_rss
 from benchmarks.speed_runs import BATCH_SIZE, encode_batched, figures, sandwich
 from benchmarks.speed_runs import summary as speed_summary
 from benchmarks.systems import PalimpsestSystem, select
-from benchmarks.variants import VARIANTS
+from benchmarks.variants import for_encoder
 from palimpsest.locomo import TENANT
 
 K_VALUES = (5, 10)
@@ -171,7 +172,9 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         query_vectors = {(q.sample_id, q.index): v for q, v in zip(questions, qvecs)}
         corpora = build_corpora(messages, vectors, lambda m: m["user_id"], default_counter())
 
-        palimpsest = PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS)
+        # The default and its ablations around the store's encoder's own fusion defaults (encoder_fusion)
+        variants = for_encoder(mem.embedder.model_id)
+        palimpsest = PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, fusion=variants["palimpsest"])
         # Ablations (benchmarks.variants): the same store with one stage switched off, and the configuration
         # before the generalisation work. Questions are asked "right after the conversation" (Question.asked_at),
         # before any touch the benchmark records, so systems and questions do not influence each other through
@@ -184,7 +187,7 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         ablations = [
             PalimpsestSystem(mem, k=max(K_VALUES), budgets=BUDGETS, name=name, fusion=fusion,
                              query_vectors=None if name in TIMED else by_text)
-            for name, fusion in VARIANTS.items() if name != "palimpsest"
+            for name, fusion in variants.items() if name != "palimpsest"
         ]
         systems = select(
             [palimpsest.as_system(), *(a.as_system() for a in ablations),
@@ -324,13 +327,14 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
             "loadavg_1m_end": load_end[0],
         },
     }
-    return report.build(data.name, len(questions), results, speed, extra), keys
+    return result_file.build(data.name, len(questions), results, speed, extra), keys
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     result, keys = run(args)
-    md = report.write(result, args.out, keys)
+    result["provenance"] = stamp("benchmarks.locomo", argv)
+    md = result_file.write(result, args.out, keys)
     print(md)
     print(f"wrote {args.out} and {args.out.with_suffix('.md')}", file=sys.stderr)
     return 0

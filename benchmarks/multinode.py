@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from benchmarks.provenance import stamp
 from benchmarks.ray_local import start_cluster
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     report = {"cores": os.cpu_count(), "load_average_at_end": [round(x, 1) for x in load],
               "shards": args.shards, "writers": args.writers, "messages": args.messages, "batch": args.batch,
-              "pinned": args.pin, "runs": rows}
+              "pinned": args.pin, "runs": rows, "provenance": stamp("benchmarks.multinode", argv)}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from benchmarks import dataset as ds
+from benchmarks.provenance import stamp
 from benchmarks.serve_load import Tenancy, Workload, exactly_once, load_dialogues, open_loop, same_hits
 
 LEVELS = "1:2,8:8,32:16,64:32"
@@ -147,6 +148,7 @@ def print_report(r: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     report = run(args)
+    report["provenance"] = stamp("benchmarks.serve", argv)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")

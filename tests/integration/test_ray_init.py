@@ -1,4 +1,5 @@
-"""The local Ray a store starts runs its workers (the shard actors) at the driver's priority, not Ray's nice 15."""
+"""The local Ray a store starts: its workers (the shard actors) at the driver's priority, not Ray's nice 15; Ray's
+token authentication on as Ray sets it, without Ray's notice that it did so in the store's output."""
 
 from __future__ import annotations
 
@@ -31,3 +32,23 @@ def test_a_store_s_own_local_ray_runs_its_shards_at_the_driver_s_niceness():
     assert done.returncode == 0, done.stderr[-2000:]
     driver, shard = map(int, done.stdout.split()[-2:])
     assert shard == driver, f"shard actor at nice {shard}, driver at {driver} (Ray's default for workers is 15)"
+
+
+AUTH_PROBE = """
+import tempfile
+from palimpsest import Memory
+from ray._raylet import AuthenticationMode, get_authentication_mode
+with Memory.open(tempfile.mkdtemp() + "/store", num_shards=1, embedder="hash") as mem:
+    print("token" if get_authentication_mode() == AuthenticationMode.TOKEN else "off")
+"""
+
+
+def test_a_store_s_own_local_ray_keeps_token_authentication_and_does_not_announce_it():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    for name in ("RAY_ADDRESS", "RAY_AUTH_MODE"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", AUTH_PROBE], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "token"
+    assert "Token authentication is enabled" not in done.stderr + done.stdout

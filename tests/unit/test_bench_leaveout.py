@@ -6,7 +6,7 @@ from benchmarks.baselines import bm25_tokens
 from benchmarks.dataset import category_names
 from benchmarks.leaveout import choose, leave_out, make_folds, per_sample
 from benchmarks.metrics import Scored, metric_keys
-from benchmarks.report import markdown
+from benchmarks.result_file import markdown
 
 KEYS = metric_keys((5, 10), (500, 1000, 2000))
 

@@ -1,8 +1,15 @@
-"""What a shard is asked to do: commands (they append events) and queries (they only read).
+"""What a shard is asked to do: commands (they append events), queries (they read) and admin commands.
 
-Every command and query is a frozen pydantic model; the shard has one entry
-point for each kind (:meth:`actors.core.ShardCore.handle`,
-:meth:`actors.core.ShardCore.query`). A command carries a ``command_id``
+- A query reads the projections and appends nothing. What it returns may
+  carry touches (the hits a search found), which the shard appends later in
+  a group commit; a ``flushes_first`` query (it reads the log or digests)
+  has the shard write the touches pending from earlier queries before it reads.
+- An admin command (:class:`Backup`, :class:`Replay`) writes, but no event:
+  files, rebuilt projections, a backfilled column of stored rows.
+
+Every command, query and admin command is a frozen pydantic model; the shard
+has one entry point for each kind (:meth:`actors.core.ShardCore.handle`,
+:meth:`actors.core.ShardCore.query`, :meth:`actors.core.ShardCore.admin`). A command carries a ``command_id``
 (drawn once, by the caller): the shard records each applied command's
 outcome in the same transaction as its events, so a command sent again
 (a retry after a crash, a client that resends) returns the recorded outcome
@@ -59,7 +66,7 @@ class Command(ShardMessage):
 
 
 class Query(ShardMessage):
-    """Reads projections; its touches (if any) are group-committed shortly after it returns."""
+    """Reads projections and appends nothing; its touches (if any) are group-committed shortly after it returns."""
 
     flushes_first: ClassVar[bool] = False  # read the log or every digest: pending touches are written first
 
@@ -422,18 +429,24 @@ class Stats(Query):
     flushes_first: ClassVar[bool] = True
 
 
-class Backup(Query):
+# -- admin commands ------------------------------------------------------------
+class AdminCommand(ShardMessage):
+    """Maintenance that writes, but no event: files, the rebuilt projections, stored rows. Neither a query (it
+    writes) nor a command (no id, no recorded outcome: sent again, it runs again). The shard runs it alone, holding
+    the log and the projections (:meth:`actors.core.ShardCore.admin`), after writing the pending touches."""
+
+
+class Backup(AdminCommand):
     """Copy this shard's log, checkpointed, into ``target`` (a directory), and in an encrypted store its key
     store into ``keys_target``, after the log: consistent, since the shard is the only writer of both and
-    answers one call at a time (every key the copied log needs is in the copied key store; a user forgotten
+    runs it alone (every key the copied log needs is in the copied key store; a user forgotten
     before the call has no key in it). Writes no event."""
 
-    flushes_first: ClassVar[bool] = True
     target: str
     keys_target: str | None = None
 
 
-class Replay(Query):
-    """Rebuild every projection from event 0 and compare digests with the live ones (writes no event)."""
-
-    flushes_first: ClassVar[bool] = True
+class Replay(AdminCommand):
+    """Rebuild every projection from event 0 and compare digests with the live ones. Writes no event; the
+    rebuilt projections replace the live ones, and touch rows stored before the log's ``touch`` column get it
+    (:meth:`events.duckdb_log.DuckDBEventLog.backfill_touches`)."""

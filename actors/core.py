@@ -1,4 +1,4 @@
-"""ShardCore: everything one shard owns, Ray-free, behind two entry points: ``handle`` and ``query``.
+"""ShardCore: everything one shard owns, Ray-free, behind three entry points: ``handle``, ``query`` and ``admin``.
 
 Owns the shard's DuckDB event log (its only writer), the folded projections of its users, and its LanceDB table.
 
@@ -9,24 +9,42 @@ Owns the shard's DuckDB event log (its only writer), the folded projections of i
   the folded ones), folds them, adds the new vectors to LanceDB, then applies
   the follow-up rule (:mod:`actors.followups`) for the streams written.
   A committed ``user_forgotten`` is followed by the erasure of the user's
-  vectors, snapshot, caches and keys (:mod:`actors.erasure`).
-- ``query(q)``: its reader (``READERS``) answers from the projections; the
-  touch events it returns wait in a buffer and are group-committed by
-  ``flush_touches``: before the next command, before any query that reads
-  the log or digests, on close, and by the actor's timer once older than
-  ``spec.touch_flush_s``. Heavy reactions (distillation, model calls) run
-  at that flush, never on the query path.
+  vectors, snapshot, caches and keys (:mod:`actors.erasure`). With a language
+  model configured, the deciders of ``RecordMessages``, ``RecordReply``,
+  ``ReviewNotes`` and ``JudgeFeedback`` call it inside the decision (each call
+  recorded as an event beside the decisions it informed).
+- ``query(q)``: its reader (``READERS``) answers from the projections and
+  appends nothing. The touch events it returns wait in a buffer and are
+  group-committed by ``flush_touches`` (or the actor's flush in three steps):
+  before the next command or admin command, before a query that reads the
+  log or digests (``flushes_first``: it writes the touches earlier queries
+  left, then reads), on close, and by the actor's timer once older than
+  ``spec.touch_flush_s``.
+- ``admin(command)``: a replay or a backup (``ADMIN``), after the pending
+  touches are written. Neither appends an event: a replay rebuilds the
+  projections (and gives touch rows stored before the log's ``touch`` column
+  that column), a backup copies files.
+
+Follow-ups: a commit's reaction writes the offline ones at once (evictions,
+and without a model the rule-based distillation). The ones that need the
+model (distillation, episode titles) are only queued there, as asks holding
+their prompts (``take_ask``); :class:`actors.reactor.Reactor` asks the model
+with no lock held and ``record_answer`` appends the call and, if still due,
+the decision.
 
 Recovery: folding the log rebuilds the projections; ``reconcile`` brings the
-LanceDB table in line; the follow-ups a crash left unwritten are written, and
-an erasure a crash interrupted (its key still live) is finished. Idempotent: every command (by id), every query,
-``flush_touches``.
+LanceDB table in line; the evictions a crash left unwritten are written (the
+other follow-ups are decided again at the stream's next commit), and an erasure
+a crash interrupted (its key still live) is finished. Idempotent: every command
+(by id), every query, ``flush_touches``; an admin command is safe to run again (a replay rebuilds the same
+projections, a backup replaces its copy).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -38,7 +56,7 @@ import numpy as np
 import structlog
 
 from actors import commands as c
-from actors import decide_reembed
+from actors import declared, decide_reembed
 from actors import feedback, heap, reads, reads_graph, reads_inspect, reads_learning, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
@@ -47,10 +65,10 @@ from actors.decide_graph import decide_consolidation, decide_label_vectors, deci
 from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
 from actors.decide_notes import decide_reply, decide_review
 from actors.deciders import decide_record_messages
-from actors.decision import Answer, Deps
+from actors.decision import Answer, Deps, new_event_id
 from actors.dense import DenseIndex
 from actors.erasure import cipher_of, counting_erased, erase_user, unfinished
-from actors.followups import decide_user_followups, latest_time
+from actors.followups import ModelAsk, answered, decide_user_followups, latest_time, model_asks
 from actors.llm import LlmClient
 from actors.residency import ResidentUsers
 from actors.spec import ReplayReport, ShardSpec
@@ -113,8 +131,11 @@ READERS: dict[type, Callable] = {
     c.Streams: lambda core, q: Answer(sorted(core.log.streams())),
     c.Digest: lambda core, q: Answer(core.digest()),
     c.Stats: lambda core, q: Answer(core.stats()),
-    c.Replay: lambda core, q: Answer(core.replay()),
-    c.Backup: lambda core, q: Answer(core.backup(Path(q.target), q.keys_target and Path(q.keys_target))),
+    declared.DeclaredQuery: declared.read,  # the declared operations' reads (palimpsest.operations)
+}
+ADMIN: dict[type, Callable] = {
+    c.Replay: lambda core, a: core.replay(),
+    c.Backup: lambda core, a: core.backup(Path(a.target), a.keys_target and Path(a.keys_target)),
 }
 
 
@@ -141,7 +162,10 @@ class ShardCore:
         self.llm = LlmClient(spec.llm) if spec.llm is not None else None
         keys = self.log.cipher.keys if self.log.cipher is not None else None
         self.deps = Deps(spec.model_id, spec.dim, self.llm, keys.current if keys is not None else None)
-        self._titled: set = set()  # episodes whose model title was asked for in this process
+        # Model follow-ups (actors.followups): decided at a commit's reaction, asked by actors.reactor.
+        self._asks: deque[ModelAsk] = deque()
+        self._asked: set = set()  # their keys: waiting or asked, or (titles) asked once by this process
+        self.followups = {"recorded": 0, "dropped": 0}  # answers: call recorded / dropped (the user was forgotten)
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         self._touches: list[PendingEvent] = []
         self._touches_since = 0.0
@@ -196,7 +220,8 @@ class ShardCore:
     def query(self, q: c.Query) -> Any:
         read = READERS.get(type(q))
         if read is None:
-            raise InvalidInputError([("query", f"{type(q).__name__} is no shard query")], what="query")
+            fix = " but an admin command: send it to admin()" if type(q) in ADMIN else ""
+            raise InvalidInputError([("query", f"{type(q).__name__} is no shard query{fix}")], what="query")
         if q.flushes_first:
             self.flush_touches()
         answer = read(self, q)
@@ -205,6 +230,14 @@ class ShardCore:
                 self._touches_since = time.monotonic()
             self._touches += answer.touches
         return answer.value
+
+    def admin(self, command: c.AdminCommand) -> Any:
+        """Run maintenance that writes no event (``ADMIN``: a replay, a backup) after writing the pending touches."""
+        run = ADMIN.get(type(command))
+        if run is None:
+            raise InvalidInputError([("command", f"{type(command).__name__} is no admin command")], what="admin")
+        self.flush_touches()
+        return run(self, command)
 
     def _apply(self, command: c.Command) -> Any:
         decide = DECIDERS.get(type(command))
@@ -265,10 +298,40 @@ class ShardCore:
         pending = []
         for (tenant, user_id), now in sorted(streams.items()):
             memory = self.state.users[(tenant, user_id)]
-            pending += decide_user_followups(tenant, user_id, memory, now, self.state, self.llm, self._titled,
+            pending += decide_user_followups(tenant, user_id, memory, now, self.state, distil=self.llm is None,
                                              evictions_only=evictions_only)
+            if self.llm is not None and not evictions_only:
+                for ask in model_asks(tenant, user_id, memory, now, self.state, self._asked):
+                    self._asked.add(ask.key)
+                    self._asks.append(ask)
         if pending:
             self.commit(pending, react=False)
+
+    # -- model follow-ups: taken and recorded here, asked by actors.reactor with no lock held ----------------------
+    def take_ask(self) -> ModelAsk | None:
+        """The oldest model follow-up waiting to be asked (None: none)."""
+        return self._asks.popleft() if self._asks else None
+
+    def waiting_asks(self) -> tuple[ModelAsk, ...]:
+        """The model follow-ups queued and not yet taken, oldest first."""
+        return tuple(self._asks)
+
+    def record_answer(self, ask: ModelAsk, result) -> list[Envelope]:
+        """Append the call record of the model's answer to ``ask`` and, if it is still due, its decision
+        (:func:`actors.followups.answered`); their own follow-ups are not chased."""
+        if not ask.once:
+            self._asked.discard(ask.key)
+        stream = ask.stream
+        pending = answered(ask, result, self.state.users[stream], new_event_id()) if stream in self.state.users else []
+        self.followups["recorded" if pending else "dropped"] += 1
+        if not pending:
+            logger.info("model_followup_dropped", shard=self.spec.index, tenant=stream[0], user_id=stream[1],
+                        purpose=ask.purpose, reason="the user's messages are gone (forgotten)")
+        return self.commit(pending, react=False) if pending else []
+
+    def forget_asks(self, stream: tuple[str, str]) -> None:
+        """Drop the waiting model follow-ups of a forgotten user (their prompts hold its messages)."""
+        self._asks = deque(a for a in self._asks if a.stream != stream)
 
     def _fold_appended(self, envelopes: list[Envelope], streams: list[tuple[str, str]]) -> None:
         """Fold events the log holds; should that fail, the users load again from the log on next use, not behind it."""

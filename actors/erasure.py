@@ -6,7 +6,8 @@ projections). Then, in this order:
 1. the user's LanceDB rows are deleted and the table rewritten without them, every older version and
    unreferenced file cleaned up (a delete alone only marks rows: their vectors would stay in the fragments);
 2. the user's snapshot file is removed (it holds the projections, texts and vectors included);
-3. the shard's derived caches of the user (dense matrices, token counts of context lines) are dropped;
+3. the shard's derived caches of the user (dense matrices, token counts of context lines, the prompts of model
+   follow-ups not yet asked) are dropped;
 4. the user's data keys up to the event's generation are destroyed (the key store rewritten without them).
 
 The key goes last, so it doubles as the mark of a finished erasure: a shard that died in between finds,
@@ -43,6 +44,7 @@ def erase_user(core, stream: Stream, generation: int) -> dict:
     vectors = core.vectors.erase_stream(*stream)
     snapshot = core.users.forget(stream)
     core.dense.forget(stream)
+    core.forget_asks(stream)
     core.forget_caches()
     forget_text_caches()  # the rules' memos of message texts (any user's: they are rebuilt as texts come again)
     keys = core.log.cipher.keys.destroy(stream, generation) if core.log.cipher is not None else 0

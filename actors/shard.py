@@ -1,13 +1,32 @@
 """ShardActor: the Ray actor around :class:`actors.core.ShardCore`.
 
 Owns one shard's DuckDB log file (its only writer), the projections of the
-users routed to it, and its LanceDB table. Two entry points: ``handle``
-(commands, each idempotent by its ``command_id``) and ``query`` (reads).
-A daemon thread group-commits the queries' touch events once they are older
-than ``spec.touch_flush_s``. Two locks: one writer of the log at a time
-(commands, flushes, queries that read the log), and one user of the
-projections at a time; the flush appends holding only the first, so queries
-are answered during its durable write and wait only for its fold.
+users routed to it, and its LanceDB table. Three entry points: ``handle``
+(commands, each idempotent by its ``command_id``), ``query`` (reads; also
+served by the read channel, :mod:`actors.read_channel`) and ``admin`` (a
+replay or a backup).
+
+Two locks: ``_writing``, the log's (one writer at a time), always taken
+before ``_lock``, the projections' (one user at a time). Who holds what:
+
+- a command, an admin command, and a query that reads the log
+  (``flushes_first``): both, for the whole call;
+- any other query: ``_lock`` only, and it appends nothing; its touches wait
+  in a buffer;
+- the touch flusher (thread ``touch-flusher``): group-commits the buffered
+  touches once older than ``spec.touch_flush_s``: ``_lock`` to take them,
+  ``_writing`` alone for the durable append (queries are answered
+  meanwhile), both to fold them and write the follow-ups their commit calls
+  for (offline ones; model ones are only queued);
+- the reactor (thread ``model-followups``, only with a language model
+  configured, :mod:`actors.reactor`): ``_lock`` for a moment to take a queued
+  follow-up, no lock while the model answers, both to record the answer;
+- idle work (snapshots, warm-ups: :mod:`actors.warm`): one user at a time,
+  between calls.
+
+So no query waits for a model's follow-up call. A command whose decider calls
+the model (with one configured) holds both locks during the call, and queries
+wait for it.
 
 Recovery: Ray restarts a dead actor (``max_restarts=-1``); ``__init__``
 folds the log again and reconciles LanceDB, so nothing acknowledged is lost.
@@ -15,7 +34,10 @@ Calls in flight when it died are retried with the same arguments
 (``max_task_retries=-1``): a command already applied before the crash finds
 its record and returns the recorded outcome, appending nothing; queries have
 no effects beyond touches (buffered touches not yet flushed are lost with
-the process: they are access signals, not facts).
+the process: they are access signals, not facts); an admin command runs
+again (a replay rebuilds again, a backup copies again). Model follow-ups
+queued or in flight are lost too; what is still due is decided again at the
+stream's next commit.
 """
 
 from __future__ import annotations
@@ -29,14 +51,16 @@ import ray
 import structlog
 
 from actors import heap
-from actors.commands import Command, Query, Replay
+from actors.commands import AdminCommand, Command, Query, Replay
 from actors.core import ShardCore
+from actors.reactor import Reactor
 from actors.read_channel import ChannelServer
 from actors.spec import ShardSpec
 from actors.warm import Warmer
 from projections.rules import dictionaries
 
 logger = structlog.get_logger("palimpsest.shard")
+REACT_POLL_S = 0.05  # how soon a queued model follow-up is asked
 
 
 @ray.remote(max_restarts=-1, max_task_retries=-1, num_cpus=0)
@@ -53,6 +77,9 @@ class ShardActor:
         self._closed = threading.Event()
         self._warmer = Warmer(spec.dim)  # read indexes built while idle (actors.warm)
         threading.Thread(target=self._flusher, name="touch-flusher", daemon=True).start()
+        self._reactor = Reactor(self._core, writing=self._writing, projections=self._lock, stop=self._closed)
+        if self._core.llm is not None:  # without a model no follow-up waits for one
+            threading.Thread(target=self._react, name="model-followups", daemon=True).start()
         self._channel = ChannelServer(self.query, f"shard-{spec.index}")
 
     def pid(self) -> int:
@@ -102,12 +129,25 @@ class ShardActor:
         self._warmer.saw(queries)
         if any(q.flushes_first for q in queries):  # these write pending touches, then read the log
             with self._writing, self._lock:
-                answers = [self._core.query(q) for q in queries]
-                if any(isinstance(q, Replay) for q in queries):
-                    heap.settle()  # the rebuilt projections out of the collector's reach, as at start-up
-                return answers
+                return [self._core.query(q) for q in queries]
         with self._lock:
             return [self._core.query(q) for q in queries]
+
+    def admin(self, commands: list[AdminCommand]) -> list:
+        """Admin commands (a replay, a backup), each run alone: no command, query, flush or recorded model answer
+        meanwhile."""
+        self._warmer.saw()
+        with self._writing, self._lock:
+            answers = [self._core.admin(command) for command in commands]
+            if any(isinstance(command, Replay) for command in commands):
+                heap.settle()  # the rebuilt projections out of the collector's reach, as at start-up
+            return answers
+
+    def followups(self) -> dict:
+        """The model follow-ups (:mod:`actors.reactor`): waiting, in flight, and answers recorded or dropped."""
+        with self._lock:
+            return {"waiting": len(self._core.waiting_asks()), "in_flight": int(self._reactor.asking is not None),
+                    **self._core.followups}
 
     def close(self) -> None:
         self._closed.set()
@@ -128,6 +168,15 @@ class ShardActor:
                                  writes=True)
                 self._while_idle(lambda: self._warmer.due(core), lambda stream: self._warmer.warm(core, stream),
                                  "warm_failed")
+
+    def _react(self) -> None:
+        """The reactor's thread: the queued model follow-ups, asked with no lock held (:mod:`actors.reactor`)."""
+        while not self._closed.wait(REACT_POLL_S):
+            try:
+                self._reactor.run()
+            except Exception as exc:  # noqa: BLE001 - a follow-up is decided again at the stream's next commit
+                logger.warning("model_followup_failed", shard=self._core.spec.index,
+                               error=f"{type(exc).__name__}: {exc}")
 
     def _flush_due(self) -> None:
         with self._writing:

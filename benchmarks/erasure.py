@@ -106,7 +106,7 @@ def one_run(root: Path, args, master: bytes | None, records, queries) -> dict:
         core.query(c.Search(tenant=tenant, user_id=user, query=text, query_vector=vec, k=10))
     search, search_cpu = time.perf_counter() - started, time.process_time() - cpu
     cpu = time.process_time()
-    report = core.query(c.Replay())
+    report = core.admin(c.Replay())
     replay_cpu = time.process_time() - cpu
     events = core.log.count()
     core.close()
@@ -184,7 +184,7 @@ def erasure_scan(args, work: Path, store: Path, plain: Path, master: bytes, text
     served.export_parquet(store / "exports" / "after")
     served.close()
     while_open = scan(store, wanted)
-    report = core.query(c.Replay())
+    report = core.admin(c.Replay())
     core.close()
     after = scan(store, wanted)
     return {"victims": [list(v) for v in victims], "needles": len(wanted),

@@ -32,14 +32,16 @@ from benchmarks.leaveout import leave_out
 from benchmarks.metrics import aggregate, metric_keys, score
 from benchmarks.systems import BudgetContext, Retrieval, provenance_turns
 from benchmarks.variants import ALL as VARIANTS
+from benchmarks.variants import EXPERIMENTS, for_encoder
 from actors.reads import note_entries
 from events.crypto import PayloadCipher
 from events.duckdb_log import DuckDBEventLog
 from events.keystore import KeyStore
 from palimpsest import config as store_config
 from palimpsest.locomo import TENANT
-from projections.adapters.embedding import QUERY_TOKENS
-from projections.adapters.encoder_kinds import make_embedder
+from projections.adapters.embedding import QUERY_TOKENS, encode_whole_queries
+from projections.adapters.encoder_kinds import DEFAULT as DEFAULT_ENCODER
+from projections.adapters.encoder_kinds import make_embedder, spec_of
 from projections.adapters.tokens import default_counter
 from projections.folds.policy import DEFAULT_POLICY
 from projections.folds.state import ShardState, fold
@@ -82,21 +84,33 @@ def fold_logs(logs: list[Path], store: Path) -> ShardState:
     return state
 
 
-def query_vectors(texts: list[str], model_id: str, *, query_graph: bool = False) -> dict[str, np.ndarray]:
+def store_encoder(store: Path) -> tuple[str, str]:
+    """``(spec, model id)`` of the encoder a store's vectors were made by (its store.json)."""
+    cfg = json.loads((store / "store.json").read_text())
+    model = cfg["model_id"]
+    return cfg.get("embedder") or spec_of(model) or DEFAULT_ENCODER, model
+
+
+def query_vectors(texts: list[str], model_id: str, *, query_graph: bool = False,
+                  spec: str | None = None) -> dict[str, np.ndarray]:
     """Vectors of ``texts`` (as given, not cut), encoded once per (model, text) and kept in :data:`CACHE`.
 
-    ``query_graph``: through the encoder's query path, as ``Memory.search`` encodes (its graphs and which queries
-    run on int8 weights, ``PALIMPSEST_QUERY_INT8``, join the cache key: the encoder's ``query_tag``), else
-    through the float32 graph that embeds turns.
+    The encoder is ``spec`` (default: the one whose model id is ``model_id``). ``query_graph``: through the
+    encoder's query path, as ``Memory.search`` encodes (its graphs and which queries run on int8 weights,
+    ``PALIMPSEST_QUERY_INT8``, join the cache key: the encoder's ``query_tag``), else through the float32 graph
+    that embeds turns (an encoder with a query side of its own, e5's ``query:`` prefix, still uses that side).
     """
-    embedder = make_embedder("minilm")
+    embedder = make_embedder(spec or spec_of(model_id) or DEFAULT_ENCODER)
+    if embedder.model_id != model_id:
+        raise ValueError(f"query_vectors: encoder {spec!r} makes {embedder.model_id!r} vectors, not {model_id!r}; "
+                         "pass the store's own encoder (store_encoder)")
     graph = getattr(getattr(embedder, "_onnx", None), "query_tag", None) if query_graph else None
     tag = f"{model_id}\0{graph}" if graph else model_id
     key = {t: hashlib.sha1(f"{tag}\0{t}".encode()).hexdigest() for t in texts}
     cached: dict[str, np.ndarray] = dict(np.load(CACHE)) if CACHE.exists() else {}
     missing = sorted({t for t in texts if key[t] not in cached})
     if missing:
-        vecs = embedder.encode_queries(missing) if graph is not None else embedder.encode(missing)
+        vecs = embedder.encode_queries(missing) if graph is not None else encode_whole_queries(embedder, missing)
         cached.update({key[t]: v for t, v in zip(missing, vecs)})
         CACHE.parent.mkdir(parents=True, exist_ok=True)
         np.savez(CACHE, **cached)
@@ -167,11 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     data = ds.load(args.data)
     started = time.perf_counter()
     lab = Lab(load_state(args.store))
-    model_id = json.loads((args.store / "store.json").read_text())["model_id"]
-    cutter = make_embedder("minilm") if args.query_tokens else None
-    texts = {q.question: cutter.query_prefix(q.question, args.query_tokens) if cutter else q.question
-             for q in data.questions}
-    cut = query_vectors(sorted(set(texts.values())), model_id, query_graph=args.query_encoder == "query")
+    spec, model_id = store_encoder(args.store)
+    configs = {**for_encoder(model_id), **EXPERIMENTS}  # the ablations around the store's encoder's default
+    cutter = getattr(make_embedder(spec), "query_prefix", None) if args.query_tokens else None
+    texts = {q.question: cutter(q.question, args.query_tokens) if cutter else q.question for q in data.questions}
+    cut = query_vectors(sorted(set(texts.values())), model_id, query_graph=args.query_encoder == "query", spec=spec)
     vecs = {t: cut[texts[t]] for t in texts}
     print(f"folded {args.store} and vectors in {time.perf_counter() - started:.1f}s", file=sys.stderr)
     keys = metric_keys(K_VALUES, BUDGETS)
@@ -181,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         t0 = time.perf_counter()
         lab.fuse_ms = []
-        rows[name] = [score(q, lab.retrieve(q, vecs[q.question], VARIANTS[name]), K_VALUES, BUDGETS, max(BUDGETS))
+        rows[name] = [score(q, lab.retrieve(q, vecs[q.question], configs[name]), K_VALUES, BUDGETS, max(BUDGETS))
                       for q in data.questions]
         ms[name] = 1000 * (time.perf_counter() - t0) / max(1, len(data.questions))
         fuse_ms[name] = (float(np.percentile(lab.fuse_ms, 50)), float(np.percentile(lab.fuse_ms, 95)))

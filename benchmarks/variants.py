@@ -16,6 +16,8 @@ from projections.queries.list_expand import ListExpandConfig
 from projections.queries.ranker_model_before_keys import MODEL as BEFORE_KEYS_RANKER
 from projections.queries.ranker_model_before_lists import MODEL as BEFORE_LISTS_RANKER
 from projections.queries.ranker_model_cjk_before_lists import MODEL as BEFORE_LISTS_CJK_RANKER
+from projections.queries.encoder_fusion import fusion_for
+from projections.queries.graph_search import DEFAULT_GRAPH_SEARCH
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 LISTS_OFF = ListExpandConfig(weight=0.0)
@@ -34,42 +36,55 @@ KEYS = replace(PREVIOUS, fact_key=True, cjk_subwords=True, context_weight=0.5)
 BEFORE = replace(PREVIOUS, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
                  cjk_dense_weight=None, ranker=None, conversation_weight=0.0, coverage_weight=0.0)
 
-VARIANTS: dict[str, FusionConfig] = {
-    "palimpsest": DEFAULT_FUSION,
-    "palimpsest_before": BEFORE,
-    "palimpsest_no_ranker": replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None),
-    # the second pass for list questions off (projections.queries.list_expand); the notes' share as before it
-    "palimpsest_no_list_expand": replace(DEFAULT_FUSION, list_expansion=LISTS_OFF),
-    "palimpsest_notes_quarter": replace(DEFAULT_FUSION, note_share=0.25),
-    "palimpsest_before_lists": BEFORE_LISTS,
-    "palimpsest_no_cjk_ranker": replace(DEFAULT_FUSION, cjk_ranker=None),  # Chinese queries not re-ranked
-    "palimpsest_no_focus": replace(DEFAULT_FUSION, query_focus=False),  # rambling queries read whole
-    "palimpsest_no_neighbours": replace(DEFAULT_FUSION, neighbour_weight=0.0),
-    "palimpsest_no_speaker": replace(DEFAULT_FUSION, speaker_weight=0.0),
-    "palimpsest_no_time": replace(DEFAULT_FUSION, time_weight=0.0),
-    "palimpsest_no_clauses": replace(DEFAULT_FUSION, clause_weight=0.0),
-    "palimpsest_no_cjk_dense": replace(DEFAULT_FUSION, cjk_dense_weight=None),
-    "palimpsest_no_conversation": replace(DEFAULT_FUSION, conversation_weight=0.0),
-    "palimpsest_no_episodes": replace(DEFAULT_FUSION, episode_weight=0.0),
-    "palimpsest_no_notes": replace(DEFAULT_FUSION, note_weight=0.0, note_tokens=0),
-    "palimpsest_no_graph": replace(DEFAULT_FUSION, graph_weight=0.0),
-    # the learning loop off: the dispatcher's adjustments and the Molt policy ignored (benchmarks/feedback.py)
-    "palimpsest_no_feedback": replace(DEFAULT_FUSION, feedback=False),
-    # one mechanism of the loop alone: the dispatcher's penalties and invalidations, or the Molt policy
-    "palimpsest_penalties_only": replace(DEFAULT_FUSION, feedback_policy=False),
-    "palimpsest_policy_only": replace(DEFAULT_FUSION, feedback_adjustments=False),
-    # a stage that is off by default, switched on: pseudo-relevance feedback for list questions
-    # (projections.queries.prf; parameters chosen leave-conversations-out in the lab on the LoCoMo dev file)
-    "palimpsest_prf": replace(DEFAULT_FUSION, prf_weight=1.0, prf_seeds=3, prf_candidates=20, prf_beta=1.0,
-                              prf_lists_only=True),
-    # the default before the derived lexical keys (projections.queries.key_index), and each key off again
-    "palimpsest_before_keys": PREVIOUS,
-    "palimpsest_no_fact_key": replace(DEFAULT_FUSION, fact_key=False),
-    "palimpsest_no_context": replace(DEFAULT_FUSION, context_weight=0.0),
-    "palimpsest_no_subwords": replace(DEFAULT_FUSION, cjk_subwords=False),
-    # the fifth round's keys configuration: the ranker before the keys, 100 context candidates
-    "palimpsest_keys": KEYS,
-}
+
+def variants(default: FusionConfig = DEFAULT_FUSION) -> dict[str, FusionConfig]:
+    """The named configurations around ``default``, the store's default fusion (an encoder's own:
+    :func:`projections.queries.encoder_fusion.fusion_for`): each ablation switches one stage of it off; the
+    earlier defaults (``palimpsest_before*``, ``palimpsest_keys``) stay as they were."""
+    return {
+        "palimpsest": default,
+        "palimpsest_before": BEFORE,
+        "palimpsest_no_ranker": replace(default, ranker=None, cjk_ranker=None),
+        # the second pass for list questions off (projections.queries.list_expand); the notes' share as before it
+        "palimpsest_no_list_expand": replace(default, list_expansion=LISTS_OFF),
+        "palimpsest_notes_quarter": replace(default, note_share=0.25),
+        "palimpsest_before_lists": BEFORE_LISTS,
+        "palimpsest_no_cjk_ranker": replace(default, cjk_ranker=None),  # Chinese queries not re-ranked
+        "palimpsest_no_focus": replace(default, query_focus=False),  # rambling queries read whole
+        "palimpsest_no_neighbours": replace(default, neighbour_weight=0.0),
+        "palimpsest_no_speaker": replace(default, speaker_weight=0.0),
+        "palimpsest_no_time": replace(default, time_weight=0.0),
+        "palimpsest_no_clauses": replace(default, clause_weight=0.0),
+        "palimpsest_no_cjk_dense": replace(default, cjk_dense_weight=None),
+        "palimpsest_no_conversation": replace(default, conversation_weight=0.0),
+        "palimpsest_no_episodes": replace(default, episode_weight=0.0),
+        "palimpsest_no_notes": replace(default, note_weight=0.0, note_tokens=0),
+        "palimpsest_no_graph": replace(default, graph_weight=0.0),
+        # the learning loop off: the dispatcher's adjustments and the Molt policy ignored (benchmarks/feedback.py)
+        "palimpsest_no_feedback": replace(default, feedback=False),
+        # one mechanism of the loop alone: the dispatcher's penalties and invalidations, or the Molt policy
+        "palimpsest_penalties_only": replace(default, feedback_policy=False),
+        "palimpsest_policy_only": replace(default, feedback_adjustments=False),
+        # a stage that is off by default, switched on: pseudo-relevance feedback for list questions
+        # (projections.queries.prf; parameters chosen leave-conversations-out in the lab on the LoCoMo dev file)
+        "palimpsest_prf": replace(default, prf_weight=1.0, prf_seeds=3, prf_candidates=20, prf_beta=1.0,
+                                  prf_lists_only=True),
+        # the default before the derived lexical keys (projections.queries.key_index), and each key off again
+        "palimpsest_before_keys": PREVIOUS,
+        "palimpsest_no_fact_key": replace(default, fact_key=False),
+        "palimpsest_no_context": replace(default, context_weight=0.0),
+        "palimpsest_no_subwords": replace(default, cjk_subwords=False),
+        # the fifth round's keys configuration: the ranker before the keys, 100 context candidates
+        "palimpsest_keys": KEYS,
+    }
+
+
+def for_encoder(model_id: str) -> dict[str, FusionConfig]:
+    """:func:`variants` around the default fusion of the encoder that made ``model_id``'s vectors."""
+    return variants(fusion_for(model_id))
+
+
+VARIANTS: dict[str, FusionConfig] = variants()
 
 NB, SPK, TIME, CL = dict(neighbour_weight=0.3), dict(speaker_weight=0.3), dict(time_weight=0.3), dict(clause_weight=0.5)
 EXPERIMENTS: dict[str, FusionConfig] = {
@@ -178,4 +193,31 @@ EXPERIMENTS.update({f"lists_notes{int(100 * f)}": replace(BEFORE_LISTS, list_exp
 EXPERIMENTS.update({"lists_no_ranker_cjk": replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None, ranker_cjk=True),
                     "lists_cjk_off_no_ranker_cjk": replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None, ranker_cjk=True,
                                                            list_expansion=replace(LISTS_ON, cjk=False))})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# Issue 35: fusion for multilingual-e5-small, whose cosines sit in 0.78-0.90 (MiniLM's: 0.25-0.75). The base is the
+# MiniLM default without its rankers (fitted on MiniLM's features): the list weights, and the cosine below which the
+# graph expands (auto mode; MiniLM's 0.7 expands for 82 % of the LoCoMo dev questions, e5's 0.885 about as many).
+E5_BASE = replace(DEFAULT_FUSION, ranker=None, cjk_ranker=None)
+EXPERIMENTS.update({f"e5_dw{d}_lw{lw}": replace(E5_BASE, dense_weight=d, lexical_weight=lw)
+                    for d in (1.0, 1.3, 1.6, 2.0) for lw in (1.0, 1.3)})
+EXPERIMENTS.update({f"e5_low{t}": replace(E5_BASE, graph_config=replace(DEFAULT_GRAPH_SEARCH, low_similarity=t))
+                    for t in (0.85, 0.87, 0.885, 0.9)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# the base the e5 rankers are fitted on (benchmarks/train_ranker.py): the graph threshold at e5's 0.885, no rankers
+E5_LOW = replace(E5_BASE, graph_config=replace(DEFAULT_GRAPH_SEARCH, low_similarity=0.885))
+EXPERIMENTS.update({"e5_low_no_ranker": E5_LOW, "e5_low_no_ranker_cjk": replace(E5_LOW, ranker_cjk=True)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# one weight at a time around that base
+EXPERIMENTS.update({f"e5_{name}{v}": replace(E5_LOW, **{field: v}) for name, field, values in (
+    ("ep", "episode_weight", (0.25, 1.0)), ("ctx", "context_weight", (0.3, 0.8)), ("nb", "neighbour_weight", (0.1, 0.3)),
+    ("conv", "conversation_weight", (0.5, 1.5)), ("rrfk", "rrf_k", (3, 10)), ("note", "note_weight", (0.25, 1.0)))
+    for v in values})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# Chinese queries: e5 reads Chinese, so the dense list need not be weighed down (MiniLM's 0.25)
+EXPERIMENTS.update({f"e5_cjkd{w}": replace(E5_LOW, cjk_dense_weight=w) for w in (0.5, 1.0, 1.3, 1.6)})
+EXPERIMENTS.update({f"e5_cjkd{w}_no_ranker_cjk": replace(E5_LOW, cjk_dense_weight=w, ranker_cjk=True) for w in (1.0, 1.3)})
+ALL = {**VARIANTS, **EXPERIMENTS}
+# the base the e5 rankers are fitted on: the graph threshold at 0.885, one dense weight for every language
+E5_CALIBRATED = replace(E5_LOW, cjk_dense_weight=None)
+EXPERIMENTS.update({"e5_calibrated_no_ranker": E5_CALIBRATED})
 ALL = {**VARIANTS, **EXPERIMENTS}

@@ -67,7 +67,7 @@ def backup(mem, target: str | Path) -> dict:
         keys = target / "keys"
         keys.mkdir(mode=0o700)
         keys = str(keys.resolve())
-    shards = get([mem.shards.submit_queries(i, [Backup(target=str((target / "log").resolve()), keys_target=keys)])
+    shards = get([mem.shards.submit_admin(i, [Backup(target=str((target / "log").resolve()), keys_target=keys)])
                   for i in range(mem.config.num_shards)])
     copied = [name for name in SIDE_FILES if (mem.path / name).exists()]
     for name in copied:

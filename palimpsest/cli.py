@@ -14,7 +14,8 @@ from pathlib import Path
 
 from events.errors import InvalidInputError, PalimpsestError
 from palimpsest import (
-    cli_archive, cli_backup, cli_erasure, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes, cli_serve,
+    __version__, cli_archive, cli_backup, cli_erasure, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes,
+    cli_operations, cli_serve,
 )
 from palimpsest.cli_common import DEFAULT_STORE, EMBEDDER_HELP, SCOPES, open_store, print_json, parse_when, remote, stream_args
 
@@ -79,32 +80,11 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_episodes(args: argparse.Namespace) -> int:
+def cmd_operation(op, args: argparse.Namespace) -> int:
+    """A declared operation's subcommand (:mod:`palimpsest.cli_operations`): its method on the store or the server."""
     with open_store(args) as mem:
-        episodes = mem.episodes(args.tenant, args.user, args.query, k=args.k)
-    if args.json:
-        print_json(episodes)
-        return 0
-    for ep in episodes:
-        turns = f"{ep['turn_ids'][0]}..{ep['turn_ids'][-1]}" if ep["turn_ids"] else "-"
-        state = " (open)" if ep["open"] else ""
-        print(f"{ep['start'][:16]}  {len(ep['member_ids']):>3} turns {turns:<24} {ep['reason']:<20} {ep['title']}{state}")
-    print(f"-- {len(episodes)} episodes")
-    return 0
-
-
-def cmd_retention(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        rows = mem.retention(args.tenant, args.user, args.at)
-    if args.json:
-        print_json(rows)
-        return 0
-    print(f"{'R':>6} {'S(d)':>7} {'Δt(d)':>7} {'uses':>4}  {'type':<10} {'turn':<10} text")
-    for r in rows:
-        flag = " ARCHIVE" if r["archive"] else ""
-        print(f"{r['retention']:6.3f} {r['stability']:7.1f} {r['delta_days']:7.1f} {r['access_count']:4d}  "
-              f"{r['memory_type']:<10} {str(r['turn_id'] or '-'):<10} {r['text'][:60]}{flag}")
-    print(f"-- {len(rows)} memories, {sum(r['archive'] for r in rows)} below the archival floor")
+        result = cli_operations.call(op, mem, args)
+    cli_operations.show(op, result, args)
     return 0
 
 
@@ -310,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server", help="talk to a running `palimpsest serve` at this URL instead of opening the store "
                                     "(default: $PALIMPSEST_URL; key: $PALIMPSEST_API_KEY)")
     p.add_argument("--log-level", default="warning", help="structlog level (default: warning)")
+    p.add_argument("--version", action="version", version=f"palimpsest {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     sp = sub.add_parser("ingest", help="add messages from a LoCoMo JSON or a JSONL file")
@@ -337,19 +318,6 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--budget", type=int, default=1000)
         sp.set_defaults(func=func)
 
-    sp = sub.add_parser("episodes", help="one user's episodes with their turns and summaries (or those matching a query)")
-    stream_args(sp)
-    sp.add_argument("query", nargs="?", help="rank the episodes for this query instead of listing them all")
-    sp.add_argument("-k", type=int, default=5, help="with a query: how many episodes (default 5)")
-    sp.add_argument("--json", action="store_true")
-    sp.set_defaults(func=cmd_episodes)
-
-    sp = sub.add_parser("retention", help="forgetting curve of one user's memories at a time")
-    stream_args(sp)
-    sp.add_argument("--at", type=parse_when, help="ISO time with offset (default: now)")
-    sp.add_argument("--json", action="store_true")
-    sp.set_defaults(func=cmd_retention)
-
     sp = sub.add_parser("replay", help="rebuild every projection from the log and compare digests")
     sp.add_argument("--policy", help="a retention policy file (.json/.toml): report what would change under it instead")
     sp.add_argument("--at", type=parse_when, help="with --policy: the time to compare at (ISO with offset; default now)")
@@ -369,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_mcp.register(sub)
     cli_erasure.register(sub)
     cli_backup.register(sub)
+    cli_operations.register(sub, cmd_operation)  # the declared operations' subcommands (palimpsest.operations)
 
     sp = sub.add_parser("events", help="audit the log (read-only, no actors)")
     stream_args(sp, required=False)

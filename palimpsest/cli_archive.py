@@ -28,17 +28,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        rows = mem.archived(args.tenant, args.user)
-    if args.json:
-        print_json(rows)
-        return 0
+def print_archived(rows: list[dict], args: argparse.Namespace) -> None:
+    """``archive list`` (a declared operation, :mod:`palimpsest.operations`) as text."""
     for row in rows:
         r = f"R={row['retention']:.3f}" if row["retention"] is not None else row["detail"][:20]
         print(f"{row['at'][:16]}  {row['reason']:<15} {r:<10} {row['memory_id']}  {row['text'][:60]}")
     print(f"-- {len(rows)} archived memories")
-    return 0
 
 
 def cmd_move(args: argparse.Namespace) -> int:
@@ -59,11 +54,6 @@ def register(sub) -> None:
     sp.add_argument("--dry-run", action="store_true", help="report only; write nothing")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_sweep)
-
-    sp = asub.add_parser("list", help="one user's archived memories")
-    stream_args(sp)
-    sp.add_argument("--json", action="store_true")
-    sp.set_defaults(func=cmd_list)
 
     for name, help_ in (("restore", "bring archived memories back into default retrieval"),
                         ("archive", "archive memories by hand")):

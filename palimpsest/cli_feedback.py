@@ -43,16 +43,11 @@ def print_adjustment(a: dict) -> None:
     print(f"   why: {a['reason']}")
 
 
-def cmd_adjustments(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        rows = mem.adjustments(args.tenant, args.user, active_only=args.active, target_id=args.memory_id)
-    if args.json:
-        print_json(rows)
-        return 0
+def print_adjustments(rows: list[dict], args: argparse.Namespace) -> None:
+    """``adjustments list`` (a declared operation, :mod:`palimpsest.operations`) as text."""
     for a in rows:
         print_adjustment(a)
     print(f"-- {len(rows)} adjustments")
-    return 0
 
 
 def cmd_revert(args: argparse.Namespace) -> int:
@@ -67,20 +62,15 @@ def cmd_revert(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        signals = mem.feedback(args.tenant, args.user, memory_id=args.memory_id)
-    if args.json:
-        print_json(signals)
-        return 0
+def print_signals(signals: list[dict], args: argparse.Namespace) -> None:
+    """``feedback list`` (a declared operation, :mod:`palimpsest.operations`) as text."""
     for s in signals:
         _print(s)
     print(f"-- {len(signals)} signals")
-    return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("feedback", help="the Feedback Judge (seed 003): judge a user's reaction, list signals")
+    p = sub.add_parser("feedback", help="the feedback judge: judge a user's reaction, list signals")
     fsub = p.add_subparsers(dest="feedback_command", required=True)
     sp = fsub.add_parser("judge", help="judge the user's turn that answers an agent reply; records the signal")
     stream_args(sp)
@@ -92,20 +82,9 @@ def register(sub) -> None:
     sp.add_argument("--query", help="the question the reply answered: a penalty then applies to that topic only")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_judge)
-    sp = fsub.add_parser("list", help="the user's feedback signals, oldest first")
-    stream_args(sp)
-    sp.add_argument("--memory-id", help="only the signals naming this memory or note")
-    sp.add_argument("--json", action="store_true")
-    sp.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("adjustments", help="the Evolution Dispatcher's adjustments (seed 003): list, revert")
+    p = sub.add_parser("adjustments", help="the learning loop's adjustments (penalties, invalidations, skills): list, revert")
     asub = p.add_subparsers(dest="adjustments_command", required=True)
-    sp = asub.add_parser("list", help="the user's adjustments, oldest first, with the signals each aggregates")
-    stream_args(sp)
-    sp.add_argument("--memory-id", help="only the adjustments of this memory or note")
-    sp.add_argument("--active", action="store_true", help="leave out reverted adjustments")
-    sp.add_argument("--json", action="store_true")
-    sp.set_defaults(func=cmd_adjustments)
     sp = asub.add_parser("revert", help="undo an adjustment (an adjustment_reverted event; nothing is deleted)")
     stream_args(sp)
     sp.add_argument("adjustment_id")

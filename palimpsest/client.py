@@ -21,6 +21,8 @@ from types import SimpleNamespace
 from urllib.parse import quote
 
 from events.errors import InvalidInputError, PalimpsestError
+from palimpsest.operation import Operation, answer_of, as_method, http_request, signature
+from palimpsest.operations import OPERATIONS
 from palimpsest.reports import IngestReport
 from palimpsest.transport import Http
 from projections.queries.results import Context, ContextItem, Hit
@@ -31,10 +33,6 @@ HIT_FIELDS = tuple(f for f in Hit.__dataclass_fields__ if f != "occurred_at")
 
 def _when(name: str, value: datetime | None) -> dict:
     return {name: value.isoformat()} if value is not None else {}
-
-
-def _flag(value: bool) -> str:
-    return str(bool(value)).lower()
 
 
 class ReplayReport(SimpleNamespace):
@@ -134,36 +132,8 @@ class RemoteMemory:
     def _get(self, tenant: str, user_id: str, path: str, **params):
         return self.http.call("GET", self._user(tenant, user_id) + path, params=params)
 
-    def notes(self, tenant: str, user_id: str, *, at: datetime | None = None, include_inactive: bool = False,
-              now: datetime | None = None) -> list[dict]:
-        return self._get(tenant, user_id, "/notes", include_inactive=_flag(include_inactive), **_when("at", at))["notes"]
-
-    def note_history(self, note_id: str, *, tenant: str | None = None, user_id: str | None = None) -> dict:
-        if user_id:
-            return self._get(tenant, user_id, f"/notes/{quote(note_id, safe='')}")
-        self._own(tenant)
-        return self.http.call("GET", f"/v1/notes/{quote(note_id, safe='')}")
-
-    def episodes(self, tenant: str, user_id: str, query: str | None = None, *, k: int = 5) -> list[dict]:
-        return self._get(tenant, user_id, "/episodes", k=k, query=query)["episodes"]
-
-    def retention(self, tenant: str, user_id: str, now: datetime | None = None) -> list[dict]:
-        return self._get(tenant, user_id, "/retention", **_when("now", now))["memories"]
-
-    def get_user_profile(self, tenant: str, user_id: str, *, include_knowledge: bool = True,
-                         include_assistant_knowledge: bool = False) -> dict:
-        return self._get(tenant, user_id, "/profile", include_knowledge=_flag(include_knowledge),
-                         include_assistant_knowledge=_flag(include_assistant_knowledge))
-
-    def tiers(self, tenant: str, user_id: str, *, conversation_id: str | None = None,
-              now: datetime | None = None) -> dict:
-        return self._get(tenant, user_id, "/tiers", conversation_id=conversation_id, **_when("now", now))
-
-    def archived(self, tenant: str, user_id: str) -> list[dict]:
-        return self._get(tenant, user_id, "/archive")["archived"]
-
-    def feedback(self, tenant: str, user_id: str, *, memory_id: str | None = None) -> list[dict]:
-        return self._get(tenant, user_id, "/feedback", memory_id=memory_id)["signals"]
+    # notes, note_history, episodes, retention, get_user_profile, tiers, archived, adjustments, feedback,
+    # user_stats: generated from their declarations (palimpsest.operations), below the class
 
     def graph_merges(self, tenant: str, user_id: str) -> list[dict]:
         return self._get(tenant, user_id, "/graph/merges")["merges"]
@@ -176,9 +146,6 @@ class RemoteMemory:
                 query: str | None = None) -> dict:
         params = {**_when("at", at), **({"query": query} if query else {})}
         return self._get(tenant, user_id, f"/explain/{quote(memory_id, safe='')}", **params)
-
-    def adjustments(self, tenant: str, user_id: str, *, active_only: bool = False) -> list[dict]:
-        return self._get(tenant, user_id, "/adjustments", active_only=_flag(active_only))["adjustments"]
 
     def _post(self, tenant: str, user_id: str, path: str, body: dict):
         return self.http.call("POST", self._user(tenant, user_id) + path, body=body)
@@ -291,3 +258,22 @@ class RemoteMemory:
     def __getattr__(self, name: str):
         raise PalimpsestError(f"this command ({name}) does not work through --server; run it with --store on "
                               "the machine that holds the store, or use the HTTP API (see /docs)")
+
+
+def _remote(op: Operation):
+    """The declared operation's method: its HTTP request under the user's path (tenant-wide without a user)."""
+
+    def run(self: RemoteMemory, values: dict):
+        tenant, user_id = values.pop("tenant"), values.pop("user_id")
+        user_path = self._user(tenant, user_id) if user_id else None
+        if user_path is None:
+            self._own(tenant)
+        method, path, body, params = http_request(op, values, user_path)
+        return answer_of(op, self.http.call(method, path, body=body, params=params))
+
+    return as_method(op, signature(op), run)
+
+
+for _op in OPERATIONS.values():
+    if _op.http is not None:
+        setattr(RemoteMemory, _op.name, _remote(_op))

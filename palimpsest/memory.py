@@ -33,6 +33,7 @@ from palimpsest.memory_erasure import ErasureApiMixin
 from palimpsest.memory_graph import GraphApiMixin
 from palimpsest.memory_inspect import InspectApiMixin
 from palimpsest.memory_learning import LearningApiMixin
+from palimpsest.memory_operations import DeclaredReadsMixin
 from palimpsest.memory_signals import SignalsApiMixin
 from palimpsest.remote import aware as _aware
 from palimpsest.ingest import send_batches
@@ -49,19 +50,29 @@ from projections.adapters.encoder_kinds import make_embedder, model_id
 from projections.folds.archive import SCOPES
 from projections.folds.policy import RetentionPolicy
 from projections.queries.context import Context
-from projections.queries.retrieval import FusionConfig, Hit
+from projections.queries.encoder_fusion import fusion_for
+from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig, Hit
 
 log = structlog.get_logger("palimpsest")
 CONSOLIDATE_EVERY = 150  # staged graph memories between automatic consolidations (LoCoMo: ~1 per 3 turns)
 
 
-class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, ErasureApiMixin):
+def _encoder_defaults(settings: StoreSettings, model_id: str) -> StoreSettings:
+    """``settings`` with the fusion default of the store's encoder (:mod:`projections.queries.encoder_fusion`) when
+    the recorded fusion is the general default (none was chosen for this store)."""
+    if settings.fusion == DEFAULT_FUSION:
+        return replace(settings, fusion=fusion_for(model_id))
+    return settings
+
+
+class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, ErasureApiMixin, DeclaredReadsMixin):
     """A Palimpsest store: shard actors on Ray over a directory of DuckDB logs and a LanceDB directory."""
 
     def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:
         self.path = path
         self.config = cfg
-        self.settings = settings = StoreSettings.from_json(cfg.settings, str(path / "store.json"))
+        self.settings = settings = _encoder_defaults(StoreSettings.from_json(cfg.settings, str(path / "store.json")),
+                                                     cfg.model_id)
         store_config.check_layout(path, cfg)
         master_key = store_config.master_key(path, cfg)  # None for a plaintext store; read before Ray starts
         ensure_ray(address)
@@ -208,6 +219,8 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
 
     def adopt_encoder(self, cfg: store_config.StoreConfig, embedder: Embedder) -> None:
         """Encode with ``embedder`` from now on (the store switched to it); cached query and label vectors go."""
+        if self.settings.fusion == fusion_for(self.config.model_id):  # the encoder's default, not one chosen
+            self.settings = replace(self.settings, fusion=fusion_for(cfg.model_id))
         self.config = cfg
         self._embedder = embedder
         try:
@@ -449,7 +462,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
 
     def replay(self) -> list[ReplayReport]:
         """Rebuild every projection of every shard from the log (in parallel) and compare digests."""
-        return self.shards.ask_each(c.Replay())
+        return self.shards.admin_each(c.Replay())
 
     def backup(self, target: str | Path) -> dict:
         """Copy what cannot be derived (store.json, every shard log at a consistent point, routes, keys) into

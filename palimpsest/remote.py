@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import ray
 
-from actors.commands import Command, Query
+from actors.commands import AdminCommand, Command, Query
 from actors.read_channel import ChannelBroken, ChannelClient, ChannelFailed
 from actors.runtime import ShardCluster
 from events.commands import canonical_id, check_stream
@@ -127,6 +127,14 @@ class Shards:
     def submit_queries(self, index: int, queries: list[Query]):
         """Queries to shard ``index`` without waiting (over Ray, not the read channel): :func:`get` answers."""
         return self.actor(index).query.remote(list(queries))
+
+    def submit_admin(self, index: int, commands: list[AdminCommand]):
+        """Admin commands (a backup, a replay) to shard ``index`` without waiting: :func:`get` gives their results."""
+        return self.actor(index).admin.remote(list(commands))
+
+    def admin_each(self, command: AdminCommand) -> list:
+        """The admin command on every shard, in parallel; one result per shard."""
+        return [out for [out] in get([self.submit_admin(i, [command]) for i in range(len(self.cluster.shards))])]
 
     def on_live(self, method: str, *args) -> list:
         """Start a maintenance call (``quiet``, ``idle_work``, ``load_dictionaries``, or ``query`` with a list of

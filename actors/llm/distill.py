@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from actors.decision import new_event_id
-from actors.llm.client import StructuredLlm
+from actors.llm.client import LlmResult, StructuredLlm
 from actors.llm.steps import OFFLINE_ID, dialogue, llm_decider
 from events.errors import InvalidInputError
 from events.model import LlmCallRecorded, MessageRecorded, ProfileDistilled
@@ -70,14 +70,30 @@ def llm_distill_profile(
 
     Raises ``InvalidInputError`` when ``pages`` is empty (nothing to distil).
     """
+    messages = distill_prompt(pages)
+    call_id = new_id()
+    result = client.complete_json(PURPOSE, messages, SCHEMA)
+    return (call_id, result.event), distillation_from_answer(session_id, pages, heat, at, result, call_id)
+
+
+def distill_prompt(pages: Sequence[tuple[str, MessageRecorded]]) -> list[dict[str, str]]:
+    """The messages asking to distil the session's ``pages`` (page id, message), in page order.
+
+    Raises ``InvalidInputError`` when ``pages`` is empty (nothing to distil).
+    """
     if not pages:
         raise InvalidInputError([("pages", "empty; pass the session's (page id, message) pairs")],
                                 what="session to distil")
-    call_id = new_id()
     prompt = f"Session pages, oldest first:\n{dialogue(pages, numbered=False)}"
-    result = client.complete_json(
-        PURPOSE, [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}], SCHEMA
-    )
+    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}]
+
+
+def distillation_from_answer(
+    session_id: str, pages: Sequence[tuple[str, MessageRecorded]], heat: float, at: datetime, result: LlmResult,
+    call_id: str,
+) -> ProfileDistilled:
+    """The distillation the answer ``result`` (recorded as ``call_id``) makes; the offline rules' when it failed.
+    Pure: a replayed answer gives the same event."""
     if result.parsed is None:
         traits, user_knowledge, assistant_knowledge = distill_offline(pages)
         distiller = OFFLINE_ID
@@ -86,12 +102,11 @@ def llm_distill_profile(
         user_knowledge = _statements(result.parsed["user_knowledge"])
         assistant_knowledge = _statements(result.parsed["assistant_knowledge"])
         distiller = llm_decider(result.event)
-    event = ProfileDistilled(
+    return ProfileDistilled(
         session_id=session_id, page_ids=tuple(page_id for page_id, _ in pages), traits=traits,
         user_knowledge=user_knowledge, assistant_knowledge=assistant_knowledge, heat=heat, at=at,
         distiller=distiller, llm_call_id=call_id,
     )
-    return (call_id, result.event), event
 
 
 def _traits(raw: dict[str, Any]) -> dict[str, str]:

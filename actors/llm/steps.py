@@ -5,6 +5,9 @@ Each step (``memory_ops``, ``titles``, ``distill``, ``review``, ``usage``,
 returns the call's ``llm_call_recorded`` event beside the domain events it
 led to; the shard appends both in one batch, so replay folds the recorded
 decisions and never asks again. Pure apart from the call itself and the ids ``new_id`` mints.
+``titles`` and ``distill`` also come as a prompt and a pure decision from the
+answer (``title_prompt`` / ``title_from_answer``, ``distill_prompt`` /
+``distillation_from_answer``): the shard asks those with no lock held (:mod:`actors.reactor`).
 """
 
 from __future__ import annotations

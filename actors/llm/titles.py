@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from actors.decision import new_event_id
-from actors.llm.client import StructuredLlm
+from actors.llm.client import LlmResult, StructuredLlm
 from actors.llm.steps import dialogue, llm_decider
 from events.errors import InvalidInputError
 from events.model import EpisodeTitled, LlmCallRecorded, MessageRecorded
@@ -57,22 +57,36 @@ def llm_episode_title(
 
     Raises ``InvalidInputError`` when ``members`` is empty (an episode has messages).
     """
+    messages = title_prompt(members)
+    call_id = new_id()
+    result = client.complete_json(PURPOSE, messages, SCHEMA)
+    return (call_id, result.event), title_from_answer(episode_id, members, result, call_id)
+
+
+def title_prompt(members: Sequence[tuple[str, MessageRecorded]]) -> list[dict[str, str]]:
+    """The messages asking for the title of the episode whose messages are ``members`` (event id, message).
+
+    Raises ``InvalidInputError`` when ``members`` is empty (an episode has messages).
+    """
     if not members:
         raise InvalidInputError([("members", "empty; pass the episode's (event id, message) pairs")],
                                 what="episode to title")
-    call_id = new_id()
     prompt = f"Episode messages, oldest first:\n{dialogue(members, numbered=False)}"
-    result = client.complete_json(
-        PURPOSE, [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}], SCHEMA
-    )
-    record = (call_id, result.event)
+    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}]
+
+
+def title_from_answer(
+    episode_id: str, members: Sequence[tuple[str, MessageRecorded]], result: LlmResult, call_id: str
+) -> EpisodeTitled | None:
+    """The title event the answer ``result`` (recorded as ``call_id``) makes, or None; pure: a replayed answer
+    gives the same event."""
     if result.parsed is None:
-        return record, None
+        return None
     language = language_of([message.text for _, message in members])
     title = _title(result.parsed["title"])
     if not title or not _in_language(title, language):
-        return record, None
-    return record, EpisodeTitled(
+        return None
+    return EpisodeTitled(
         episode_id=episode_id, member_ids=tuple(member_id for member_id, _ in members), title=title,
         summary=_summary(result.parsed["summary"], language), titler=llm_decider(result.event), llm_call_id=call_id,
     )

@@ -12,9 +12,9 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from ray import serve
 
-from palimpsest.server import access, errors, mcp_app, ui
+from palimpsest.server import access, errors, ingress, mcp_app, ui
 from palimpsest.server import routes_audit, routes_graph, routes_inspect, routes_keys, routes_signals, routes_tenant
-from palimpsest.server import routes_reembed
+from palimpsest.server import routes_generated, routes_reembed
 from palimpsest.server.routes_store import router as store_router
 from palimpsest.server.routes_users import router as users_router
 from palimpsest.server.settings import ServeSettings
@@ -81,6 +81,7 @@ def build_app(max_body_bytes: int) -> FastAPI:
         return {"status": "ok", "ready": access._served is not None, "api": API_VERSION}
 
     app.include_router(users_router)
+    app.include_router(routes_generated.router)  # the declared operations' routes (palimpsest.operations)
     app.include_router(store_router)
     for module in (routes_tenant, routes_signals, routes_graph, routes_audit, routes_keys, routes_inspect, routes_reembed,
                    ui):
@@ -115,6 +116,7 @@ def deployment(settings: ServeSettings, env: dict[str, str] | None = None):
     @serve.ingress(app)
     class Api:
         def __init__(self, settings: ServeSettings) -> None:
+            ingress.reuse_address()  # before Serve starts this replica's own HTTP server (direct ingress)
             access.install(open_served(settings))
 
     return Api.bind(settings)

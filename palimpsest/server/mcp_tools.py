@@ -1,9 +1,10 @@
 """The MCP tools of a served store, each a thin translation of one tool call into one ``/v1`` HTTP request.
 
-Seven tools: MemoryOS's ``add_memory``, ``retrieve_memory`` and
-``get_user_profile`` (seed 004), MoFox's ``create_memory``, ``link_memories``
-and ``search_memories`` (seed 001, their JSON schemas exported by
-:mod:`projections.rules.tool_schema`), and ``build_context``. A tool call
+Written here: MemoryOS's ``add_memory`` and ``retrieve_memory``, MoFox's ``create_memory``, ``link_memories``
+and ``search_memories`` (the memory-graph tools, their JSON schemas exported by
+:mod:`projections.rules.tool_schema`), and ``build_context``; generated from their declarations: the declared
+operations exposed to MCP (:mod:`palimpsest.operations`: ``get_user_profile``, after MemoryOS, and
+``user_stats``). A tool call
 becomes the HTTP request of the same operation, sent with the caller's own
 ``Authorization`` header, so both MCP transports share the HTTP routes'
 checks, validation and error mapping and no business logic lives here:
@@ -31,6 +32,9 @@ import httpx
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
+from events.errors import InvalidInputError
+from palimpsest.operation import Operation, http_request
+from palimpsest.operations import OPERATIONS
 from projections.rules.tool_calls import TOOLS as GRAPH_TOOLS
 from projections.rules.tool_schema import function_schema
 
@@ -107,16 +111,6 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          ("query",),
          lambda user, a: ("POST", f"{user}/search", {"query": a.get("query"), "k": a.get("max_results", 10),
                                                      **{k: a[k] for k in ("scope", "now") if k in a}}, None)),
-    Tool("get_user_profile",
-         "The user's long-term profile: personality traits, preferences and knowledge distilled from past "
-         "conversations. Use it to personalise an answer, not to look up a specific past event.",
-         {"include_knowledge": {"type": "boolean", "default": True, "description": "Include facts about the user."},
-          "include_assistant_knowledge": {"type": "boolean", "default": False,
-                                          "description": "Include what the assistant learned about itself."}},
-         (),
-         lambda user, a: ("GET", f"{user}/profile", None,
-                          {k: str(bool(a[k])).lower() for k in ("include_knowledge", "include_assistant_knowledge")
-                           if k in a})),
     _graph_tool("create_memory"),
     _graph_tool("link_memories"),
     _graph_tool("search_memories"),
@@ -131,6 +125,24 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          lambda user, a: ("POST", f"{user}/context", {"query": a.get("query"),
                                                       **{k: a[k] for k in ("token_budget", "now") if k in a}}, None)),
 )}
+
+
+def _declared_tool(op: Operation) -> Tool:
+    """The tool of a declared operation exposed to MCP: its parameters as the input schema, its HTTP request."""
+    known = {p.name for p in op.params}
+
+    def request(user: str, a: dict) -> Request:
+        unknown = sorted(set(a) - known)
+        if unknown:
+            raise InvalidInputError([(n, f"no such argument of {op.name}; its arguments: user_id"
+                                         + "".join(f", {k}" for k in sorted(known))) for n in unknown], what=op.name)
+        return http_request(op, a, user)
+
+    return Tool(op.name, op.mcp, {p.name: p.json_schema() for p in op.params},
+                tuple(p.name for p in op.params if p.required), request)
+
+
+TOOLS.update((op.name, _declared_tool(op)) for op in OPERATIONS.values() if op.mcp)
 
 
 def tool_error(message: str, problems: list[tuple[str, str]]) -> types.CallToolResult:
@@ -165,7 +177,10 @@ async def call(client: httpx.AsyncClient, name: str, arguments: Mapping[str, Any
     if not isinstance(user_id, str) or not user_id.strip():
         return tool_error(f"rejected {name}: no user_id; nothing was written",
                           [("user_id", "give the end user's id as a non-empty string, e.g. 'alice'")])
-    method, path, body, params = tool.request(f"/v1/users/{quote(user_id, safe='')}", args)
+    try:
+        method, path, body, params = tool.request(f"/v1/users/{quote(user_id, safe='')}", args)
+    except InvalidInputError as exc:
+        return tool_error(f"rejected {name}; nothing was written", list(exc.problems))
     if body is not None:  # an argument left out is missing, not null: the route then says "Field required"
         body = {k: v for k, v in body.items() if v is not None}
         if "messages" in body:

@@ -63,7 +63,7 @@ class ConsolidateBody(Body):
 
 
 class ToolCall(Body):
-    """The JSON arguments of a seed-001 tool call, as an LLM would send them."""
+    """The JSON arguments of a memory-graph tool call, as an LLM would send them."""
 
     arguments: dict[str, Any] = Field(default_factory=dict)
     reference: AwareDatetime | None = None

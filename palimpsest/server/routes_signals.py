@@ -1,4 +1,5 @@
-"""``/v1/users/{user_id}/feedback``: the Feedback Judge on a user's reaction, and the recorded signals."""
+"""``/v1/users/{user_id}/feedback/judge``: the Feedback Judge on a user's reaction (the recorded signals are a
+declared operation, ``feedback``: :mod:`palimpsest.operations`)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,3 @@ def judge(user_id: str, body: JudgeBody, who: Caller = Authorized) -> dict:
     return who.memory.judge_feedback(who.tenant, who.user(user_id), body.user_input, body.agent_response,
                                      context_window=body.context_window, retrieved=body.memory_ids,
                                      query=body.query)
-
-
-@router.get("", summary="The user's feedback signals, oldest first (only those naming memory_id, if given)")
-def signals(user_id: str, who: Caller = Authorized, memory_id: str | None = None) -> dict:
-    return {"signals": who.memory.feedback(who.tenant, who.user(user_id), memory_id=memory_id)}

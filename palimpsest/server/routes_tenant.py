@@ -1,4 +1,5 @@
-"""Tenant-wide reads and reviews: a note found by id alone, the note review of every user, the counterfactual."""
+"""Tenant-wide reviews and reads: the note review of every user, the counterfactual (a note found by id alone is the
+declared operation ``note_history``: :mod:`palimpsest.operations`)."""
 
 from __future__ import annotations
 
@@ -30,11 +31,6 @@ class CounterfactualBody(Body):
     now: AwareDatetime | None = None
     queries: list[ComparedQuery] = Field(default_factory=list, max_length=1000)
     k: int = Field(default=10, ge=1, le=1000)
-
-
-@router.get("/notes/{note_id}", summary="A note of your tenant by id: its version chain and whose it is")
-def note_history(note_id: str, who: Caller = Authorized) -> dict:
-    return who.memory.note_history(note_id, tenant=who.tenant)
 
 
 @router.post("/notes/review", summary="Run the note reviewer for your tenant (or one user of it)")

@@ -2,14 +2,16 @@
 
 Each route is the :class:`palimpsest.Memory` method of the same name with
 the tenant taken from the key; reads of a user the tenant does not have
-answer 404 before any shard is asked.
+answer 404 before any shard is asked. The user's plain reads (notes, episodes, retention, profile, tiers,
+archive, adjustments, feedback, stats) are declared operations: their routes are generated
+(:mod:`palimpsest.server.routes_generated`).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
@@ -45,43 +47,9 @@ def context(user_id: str, body: ContextBody, who: Caller = Authorized) -> dict:
     return ctx.to_dict()
 
 
-@router.get("/notes", summary="The user's notes (active, at a time, or every version)")
-def notes(user_id: str, who: Caller = Authorized, at: datetime | None = None, include_inactive: bool = False) -> dict:
-    return {"notes": who.memory.notes(who.tenant, who.user(user_id), at=at, include_inactive=include_inactive)}
-
-
-@router.get("/notes/{note_id}", summary="A note's version chain with each version's sources")
-def note_history(user_id: str, note_id: str, who: Caller = Authorized) -> dict:
-    return who.memory.note_history(note_id, tenant=who.tenant, user_id=who.user(user_id))
-
-
 @router.post("/notes/review", summary="Run the note reviewer (promotion and retraction, as events)")
 def review_notes(user_id: str, body: ReviewBody, who: Caller = Authorized) -> dict:
     return {"decisions": who.memory.review_notes(body.now, tenant=who.tenant, user_id=who.user(user_id))}
-
-
-@router.get("/episodes", summary="The user's episodes, or the k that match a query best")
-def episodes(user_id: str, who: Caller = Authorized, query: str | None = None,
-             k: int = Query(default=5, ge=1, le=1000)) -> dict:
-    return {"episodes": who.memory.episodes(who.tenant, who.user(user_id), query, k=k)}
-
-
-@router.get("/retention", summary="Each memory's retention at a time, with why")
-def retention(user_id: str, who: Caller = Authorized, now: datetime | None = None) -> dict:
-    return {"memories": who.memory.retention(who.tenant, who.user(user_id), now)}
-
-
-@router.get("/profile", summary="The long-term profile: traits and knowledge (MemoryOS get_user_profile)")
-def profile(user_id: str, who: Caller = Authorized, include_knowledge: bool = True,
-            include_assistant_knowledge: bool = False) -> dict:
-    return who.memory.get_user_profile(who.tenant, who.user(user_id), include_knowledge=include_knowledge,
-                                       include_assistant_knowledge=include_assistant_knowledge)
-
-
-@router.get("/tiers", summary="Short-term pages, mid-term sessions, working memory and the sensory buffer")
-def tiers(user_id: str, who: Caller = Authorized, conversation_id: str | None = None,
-          now: datetime | None = None) -> dict:
-    return who.memory.tiers(who.tenant, who.user(user_id), conversation_id=conversation_id, now=now)
 
 
 @router.post("/reply", summary="Tell the memory what the agent replied; the memories it used are reinforced")
@@ -95,16 +63,6 @@ def reply(user_id: str, body: ReplyBody, who: Caller = Authorized) -> dict:
 def explain(user_id: str, memory_id: str, who: Caller = Authorized, at: datetime | None = None,
             query: str | None = None) -> dict:
     return who.memory.explain(who.tenant, who.user(user_id), memory_id, at=at, query=query)
-
-
-@router.get("/adjustments", summary="The Evolution Dispatcher's adjustments (penalties, invalidations, skills)")
-def adjustments(user_id: str, who: Caller = Authorized, active_only: bool = False) -> dict:
-    return {"adjustments": who.memory.adjustments(who.tenant, who.user(user_id), active_only=active_only)}
-
-
-@router.get("/archive", summary="The user's archived memories with when, why and their retention")
-def archived(user_id: str, who: Caller = Authorized) -> dict:
-    return {"archived": who.memory.archived(who.tenant, who.user(user_id))}
 
 
 @router.post("/archive", summary="Archive memories by hand (an event; nothing is deleted)")
@@ -135,7 +93,7 @@ def forget(user_id: str, who: Caller = Authorized, tenant: str | None = None) ->
     return who.memory.forget(who.tenant, user_id)  # every stored Unicode form of the id (Memory.forget)
 
 
-@router.post("/tools/{name}", summary="A seed-001 tool call: create_memory, link_memories or search_memories")
+@router.post("/tools/{name}", summary="A memory-graph tool call: create_memory, link_memories or search_memories")
 def tool_call(user_id: str, name: str, body: ToolCall, who: Caller = Authorized) -> dict:
     if name not in TOOLS:
         raise ApiError(404, "not_found", f"no tool {name!r}", [("name", f"use one of {', '.join(TOOLS)}")])

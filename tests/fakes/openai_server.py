@@ -10,7 +10,11 @@ reads what the server received::
         assert server.requests[0].body["model"] == "fake-model"
 
 When the script runs out, the server answers 500 with a message saying so,
-so a test that makes more calls than it scripted fails visibly.
+so a test that makes more calls than it scripted fails visibly; or, given a
+``responder``, the reply it makes of each request's body (any number of calls,
+e.g. a benchmark's)::
+
+    FakeOpenAI(responder=lambda body: Reply.json({"operations": []}, delay_s=2.0))
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 
@@ -69,8 +74,9 @@ class FakeOpenAI:
     without using up a scripted reply.
     """
 
-    def __init__(self, *, reject_json_schema: bool = False) -> None:
+    def __init__(self, *, reject_json_schema: bool = False, responder: Callable[[dict], Reply] | None = None) -> None:
         self.reject_json_schema = reject_json_schema
+        self.responder = responder  # answers a request once the script is empty (None: a 500)
         self.requests: list[ReceivedRequest] = []
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -129,8 +135,16 @@ class FakeOpenAI:
             if self.reject_json_schema and response_format.get("type") == "json_schema":
                 return Reply.error(400, "response_format type json_schema is not supported by this server")
             if not self._script:
+                if self.responder is not None:
+                    return self.responder(request.body)
                 return Reply.error(500, "fake server: no scripted reply left for this request")
             return self._script.popleft()
+
+
+def schema_name(body: dict[str, Any]) -> str | None:
+    """The name of the JSON schema a request asks its answer to match (``EpisodeTitle``, ...), if it names one."""
+    response_format = body.get("response_format") or {}
+    return (response_format.get("json_schema") or {}).get("name")
 
 
 class _Handler(BaseHTTPRequestHandler):

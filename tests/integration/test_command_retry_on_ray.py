@@ -76,5 +76,5 @@ def test_a_restore_committed_before_a_crash_is_acknowledged_not_refused(shard):
 
     assert restored == [memory_id]
     assert len(events(actor, "memory_restored")) == 1
-    [report] = ray.get(actor.query.remote([c.Replay()]))
+    [report] = ray.get(actor.admin.remote([c.Replay()]))
     assert report.equal

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from actors.llm import LlmConfig
+from dataclasses import replace
+
+from actors.followups import answered
+from actors.llm import LlmConfig, RecordedLlm, titles
+from actors.reactor import Reactor
+from projections.folds.episode_titles import TitleState
 from actors import commands as c
 from actors.core import ShardCore
 from actors.spec import ShardSpec
@@ -62,7 +67,7 @@ def test_llm_note_operations_are_recorded_and_replay_without_the_model(tmp_path)
         before = svc.query(c.Digest())
 
     # The server is gone: replay folds the recorded operations and never asks again.
-    report = svc.query(c.Replay())
+    report = svc.admin(c.Replay())
     assert report.equal and svc.query(c.Digest()) == before
     svc.close()
     reopened = ShardCore(spec_for(tmp_path, "http://127.0.0.1:9"))  # nothing listens there
@@ -106,6 +111,11 @@ def test_a_closed_episode_gets_a_model_title_recorded_and_shown(tmp_path):
                       Reply.json({"title": "Planning the Atlas launch", "summary": "Maya set the launch for May."}))
         second = validate_messages([command("Miso knocked my coffee over.", 90, speaker="Maya", conversation_id="c-2")])
         record_items(svc, second)
+        # The command's commit only queued the title: the model is asked by the reactor, with no lock held.
+        assert [r.body["messages"][0]["content"][:16] for r in server.requests].count(titles.INSTRUCTIONS[:16]) == 0
+        assert svc.query(c.Episodes(tenant="acme", user_id="alice"))[0]["titler"] == "extractive"
+        [ask] = svc.waiting_asks()
+        assert Reactor(svc).run() == 1 and not svc.waiting_asks()
 
         [titled, current] = svc.query(c.Episodes(tenant="acme", user_id="alice"))
         assert (titled["title"], titled["summary"], titled["titler"]) == (
@@ -113,7 +123,18 @@ def test_a_closed_episode_gets_a_model_title_recorded_and_shown(tmp_path):
         assert current["titler"] == "extractive" and current["open"]
         purposes = [e.event.purpose for e in svc.log.scan() if e.kind == "llm_call_recorded"]
         assert purposes == ["note_operations", "note_operations", "episode_title"]
+        assert Reactor(svc).run() == 0  # asked once: the next commits do not ask again
         before = svc.query(c.Digest())
-    assert svc.query(c.Replay()).equal and svc.query(c.Digest()) == before  # the server is gone; the title is in the log
+    # The decision from the answer is pure: the recorded call, replayed, decides the same title.
+    logged = list(svc.log.scan())
+    [call] = [e for e in logged if e.kind == "llm_call_recorded" and e.event.purpose == "episode_title"]
+    [recorded] = [e for e in logged if e.kind == "episode_titled"]
+    memory = svc.state.user("acme", "alice")
+    again = answered(ask, ask.ask(RecordedLlm(logged)), memory, call.event_id)
+    assert [p.event for p in again] == [call.event]  # titled already: only the call would be written again
+    untitled = replace(memory, titles=TitleState())
+    [_, decided] = answered(ask, ask.ask(RecordedLlm(logged)), untitled, call.event_id)
+    assert decided.event == recorded.event
+    assert svc.admin(c.Replay()).equal and svc.query(c.Digest()) == before  # the server is gone; the title is in the log
     assert svc.query(c.Episodes(tenant="acme", user_id="alice"))[0]["title"] == "Planning the Atlas launch"
     svc.close()

@@ -135,7 +135,7 @@ def test_a_retried_command_has_one_effect_and_the_same_outcome(tmp_path, kind, r
 
     assert again == first
     assert (core.log.count(), core.query(c.Digest())) == after_first
-    assert core.query(c.Replay()).equal
+    assert core.admin(c.Replay()).equal
     core.close()
 
 
@@ -201,5 +201,5 @@ def test_a_fold_that_fails_after_the_append_leaves_no_user_behind_the_log(tmp_pa
     assert [m.text for m in core.state.users[("acme", "mel")].messages.by_id.values()] == [t["text"] for t in TURNS]
     hits = core.query(c.Search(**USER, query="nurse sister", query_vector=EMBED.encode(["nurse sister"])[0], k=3))
     assert hits[0].memory_id == again[0]["memory_id"]  # its vector reached LanceDB
-    assert core.query(c.Replay()).equal
+    assert core.admin(c.Replay()).equal
     core.close()

@@ -89,7 +89,7 @@ def test_one_correction_penalises_at_once_the_second_invalidates_and_a_revert_br
     assert cilantro in {h.memory_id for h in search(core, "cilantro", user_id="u1", k=3, now=T0 + timedelta(days=1))}
     assert cilantro in {h.memory_id for h in search(core, "cilantro", user_id="u1", k=3, now=later,
                                                     fusion=NO_FEEDBACK)}
-    assert core.query(c.Replay()).equal
+    assert core.admin(c.Replay()).equal
 
     [revert] = core.handle([c.RevertAdjustment(tenant="acme", user_id="u1", adjustment_id=stable[0]["adjustment_id"],
                                                reason="the user eats it again", now=later)])
@@ -98,7 +98,7 @@ def test_one_correction_penalises_at_once_the_second_invalidates_and_a_revert_br
     [again] = core.handle([c.RevertAdjustment(tenant="acme", user_id="u1", adjustment_id=stable[0]["adjustment_id"],
                                               reason="twice", now=later)])
     assert again["reverted"] is False and "already_reverted_at" in again
-    assert core.query(c.Replay()).equal
+    assert core.admin(c.Replay()).equal
 
 
 def test_a_positive_signal_in_between_breaks_the_streak_and_weak_or_neutral_signals_change_nothing(core):
@@ -216,7 +216,7 @@ def test_a_penalty_holds_for_the_question_the_rejected_replies_answered_not_for_
     assert factor("where does my sister work as a nurse", far) == 0.5
     assert factor("what does my sister like to do in Boston?", far) is None  # the name alone: another question
     assert factor("where does my sister work as a nurse", T0 + timedelta(minutes=3)) == 0.5 ** 3
-    assert core.query(c.Replay()).equal
+    assert core.admin(c.Replay()).equal
 
 
 # dispatcher-v3: what the user's correction restates is not blamed; only replies that drew on a memory count in its
@@ -262,7 +262,7 @@ def test_an_invalidated_turn_takes_along_the_notes_read_from_it_alone(core):
     assert stable["action"] == "invalidate" and {cilantro, *notes} <= set(stable["target_ids"])
     later = T0 + timedelta(days=3)
     assert not {cilantro, *notes} & carried(cilantro_context(core, "v3", later))
-    assert core.query(c.Replay()).equal
+    assert core.admin(c.Replay()).equal
 
 
 def judge_ids(core, user_id: str) -> list[str]:

@@ -52,7 +52,7 @@ def test_a_correction_is_recorded_as_a_signal_naming_the_context_and_changes_no_
     assert core.query(c.Feedback(**USER, memory_id=used[0])) == [signal]
     assert core.query(c.Feedback(**USER, memory_id="nothing")) == []
     assert projections() == before  # a signal and an adjustment: no memory, note or touch changed
-    assert core.query(c.Replay()).equal
+    assert core.admin(c.Replay()).equal
 
 
 def test_neutral_turns_are_recorded_too_and_unknown_ids_are_refused_with_nothing_written(core):

@@ -74,7 +74,7 @@ def test_low_usage_triggers_proposals_and_the_replayed_improvement_is_applied_th
     assert all(getattr(tuned, k) == v for k, v in out["parameters"].items())
     off = DEFAULT_FUSION.__class__(feedback=False)
     assert learned_fusion(memory, off, NOW) is off  # the ablation ignores the learned policy
-    assert core.query(c.Replay()).equal  # replay folds the recorded decision: no model, no re-evaluation
+    assert core.admin(c.Replay()).equal  # replay folds the recorded decision: no model, no re-evaluation
 
     [again] = core.handle([molt_command(core, "kai")])  # already tuned: the next proposal must beat the new policy
     assert again["before"] == pytest.approx(out["after"])
@@ -87,7 +87,7 @@ def test_low_usage_triggers_proposals_and_the_replayed_improvement_is_applied_th
     [twice] = core.handle([c.RevertPolicy(tenant="acme", user_id="kai", change_id=change["change_id"],
                                           reason="again", now=NOW)])
     assert twice == {"change_id": change["change_id"], "reverted": False, "already_reverted": True}
-    assert core.query(c.Replay()).equal
+    assert core.admin(c.Replay()).equal
 
 
 def test_a_proposal_that_does_not_improve_is_recorded_as_rejected_with_its_figures(core):

@@ -130,6 +130,6 @@ def test_replay_reproduces_every_adjustment_and_policy_change_without_a_model(co
     learned = [e.kind for e in core.log.scan() if e.kind in ("memory_adjusted", "policy_changed")]
     assert "memory_adjusted" in learned and "policy_changed" in learned
     live = core.query(c.Digest())
-    report = core.query(c.Replay())  # every projection rebuilt from event 0, snapshots ignored, no model configured
+    report = core.admin(c.Replay())  # every projection rebuilt from event 0, snapshots ignored, no model configured
     assert core.deps.llm is None and report.equal
     assert report.rebuilt["adjustments"] == live["adjustments"] and report.rebuilt["molt"] == live["molt"]

@@ -163,13 +163,29 @@ def test_replay_rebuilds_equal_projections(service):
     context(service, "kitchen", token_budget=50)
     before = service.query(c.Digest())  # flushes the touches first
 
-    report = service.query(c.Replay())
+    report = service.admin(c.Replay())
 
     assert report.equal
     assert report.live == before == report.rebuilt
     assert set(report.live) == {"messages", "lexical", "vectors", "touches", "archive", "notes", "profile", "retention", "episodes", "tiers", "working", "graph", "titles", "feedback", "adjustments", "molt", "erasure", "combined", "lancedb"}
     assert report.events == service.log.count() == 18
     assert search(service, "puppy")[0].turn_id == "D1:1"  # still serves queries after the rebuild
+
+
+def test_replay_and_backup_are_admin_commands_never_queries(service, tmp_path):
+    record(service, CONVERSATION)
+    search(service, "puppy")  # a touch waiting to be written
+    for admin in (c.Replay(), c.Backup(target=str(tmp_path / "copy"))):
+        assert not isinstance(admin, c.Query)
+        with pytest.raises(InvalidInputError, match="is no shard query but an admin command"):
+            service.query(admin)
+    with pytest.raises(InvalidInputError, match="Digest is no admin command"):
+        service.admin(c.Digest())
+    events = service.log.count()
+
+    report = service.admin(c.Replay())
+
+    assert report.equal and report.events == events + 1  # the pending touch written first, then replayed
 
 
 def test_replay_detects_a_diverged_projection(service):

@@ -52,7 +52,7 @@ def test_a_clean_close_snapshots_every_user_and_the_next_start_folds_nothing(tmp
     assert reopened.query(c.Digest()) == before == fresh_digest(tmp_path)
     assert stats["users"] == len(USERS) and stats["cold_loads"] == 0
     assert search(reopened, "walked 201 steps", user_id="cy")[0].text.startswith("cy note 1")
-    assert reopened.query(c.Replay()).equal
+    assert reopened.admin(c.Replay()).equal
     reopened.close()
 
 
@@ -66,7 +66,7 @@ def test_a_start_after_a_crash_folds_only_the_tail_after_each_snapshot(tmp_path)
     restarted = ShardCore(spec_for(tmp_path, snapshot_every=4))
     assert written and all(head >= 4 for head in written.values())
     assert restarted.query(c.Digest()) == expected == fresh_digest(tmp_path)
-    assert restarted.query(c.Replay()).equal
+    assert restarted.admin(c.Replay()).equal
     restarted.close()
 
 
@@ -126,7 +126,7 @@ def test_with_a_residency_cap_at_most_that_many_users_stay_in_memory_with_the_sa
         assert hits[id(uncapped)] == hits[id(capped)]
         assert len(capped.state.users.resident) <= 2
     assert capped.state.users.evictions > 0 and capped.state.users.loads > 0
-    assert capped.query(c.Replay()).equal  # users loaded from snapshots + tails == a fold from event 0
+    assert capped.admin(c.Replay()).equal  # users loaded from snapshots + tails == a fold from event 0
     assert len(capped.state.users.resident) <= 2
     for core in (uncapped, capped):
         core.close()
@@ -155,7 +155,7 @@ def test_a_capped_sweep_of_every_user_archives_what_the_uncapped_one_does(tmp_pa
         fill(core)
         report = core.handle([c.SweepArchive(now=datetime(2031, 1, 1, tzinfo=UTC))])[0]
         results.append([(r["user_id"], r["reason"], len(r["memory_ids"])) for r in report])
-        assert core.query(c.Replay()).equal
+        assert core.admin(c.Replay()).equal
         core.close()
     assert results[0] and results[0] == results[1]
 

@@ -1,0 +1,75 @@
+"""The subcommands of the declared operations (:mod:`palimpsest.operations`), generated from their declarations.
+
+Each runs the operation's method on the store, or through ``--server`` on a :class:`palimpsest.client.RemoteMemory`
+(same method, same result; :func:`palimpsest.cli.cmd_operation` opens either), and prints the result as JSON (``--json``, or an operation without a text
+rendering) or with the declaration's renderer. A command of two words (``notes list``) joins the group of its
+first word, made here if no hand-written command made it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from datetime import datetime
+
+from palimpsest.cli_common import parse_when, print_json, stream_args
+from palimpsest.operation import Operation, Param, base_type
+from palimpsest.operations import OPERATIONS
+
+
+def _group(sub, word: str):
+    """The subcommands of the group ``word`` (a hand-written one, or a new one)."""
+    parser = sub.choices.get(word) or sub.add_parser(word, help=f"{word}: see its subcommands")
+    for action in parser._actions:  # argparse keeps no public handle on a parser's subcommands
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return parser.add_subparsers(dest=f"{word}_command", required=True)
+
+
+def _argument(sp: argparse.ArgumentParser, p: Param) -> None:
+    """``p`` as an option (``--name`` or its declared flag) or, declared with a flag without a dash, positional."""
+    kind, _ = base_type(p.type)
+    flag = p.flag or "--" + p.name.replace("_", "-")
+    options: dict = {"help": p.help or None}
+    if kind is bool:
+        options["action"] = argparse.BooleanOptionalAction if p.default is True else "store_true"
+    else:
+        options["type"] = {int: int, str: str, datetime: parse_when}[kind]
+        options["metavar"] = flag.lstrip("-").replace("-", "_").upper()
+    if not flag.startswith("-"):
+        sp.add_argument(p.name, **options, **({} if p.required else {"nargs": "?", "default": p.default}))
+    else:
+        sp.add_argument(flag, dest=p.name, **options,
+                        **({"required": True} if p.required else {"default": p.default}))
+
+
+def call(op: Operation, mem, args: argparse.Namespace):
+    """The operation's method on ``mem`` (a Memory, or a RemoteMemory with ``--server``) with the parsed arguments."""
+    return getattr(mem, op.name)(tenant=args.tenant, user_id=args.user, **{p.name: getattr(args, p.name)
+                                                                           for p in op.params})
+
+
+def show(op: Operation, result, args: argparse.Namespace) -> None:
+    """The result as JSON (``--json``, or no text rendering declared), else by the declared renderer."""
+    if args.json or op.cli.render is None:
+        print_json(result)
+        return
+    module, _, function = op.cli.render.partition(":")
+    getattr(importlib.import_module(module), function)(result, args)
+
+
+def register(sub, run: Callable[[Operation, argparse.Namespace], int]) -> None:
+    """A subcommand for each declared operation exposed to the CLI; ``run(op, args)`` runs it (``palimpsest.cli``
+    opens the store and calls :func:`call` and :func:`show`)."""
+    for op in OPERATIONS.values():
+        if op.cli is None:
+            continue
+        *group, word = op.cli.command.split()
+        target = _group(sub, group[0]) if group else sub
+        sp = target.add_parser(word, help=op.cli.help)
+        stream_args(sp, required=op.user == "required")
+        for p in op.params:
+            _argument(sp, p)
+        sp.add_argument("--json", action="store_true")
+        sp.set_defaults(func=lambda args, op=op: run(op, args))

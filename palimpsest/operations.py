@@ -1,0 +1,110 @@
+"""The operations declared once (:mod:`palimpsest.operation`): one user's reads.
+
+Each declaration below is the whole operation: its HTTP route, ``RemoteMemory`` method, MCP tool and CLI
+subcommand are generated from it (:mod:`palimpsest.server.routes_generated`, :mod:`palimpsest.client`,
+:mod:`palimpsest.server.mcp_tools`, :mod:`palimpsest.cli_operations`), and so is the ``Memory`` method of one
+answered by a shard reader (:mod:`palimpsest.memory_operations`). Adding an operation is one declaration here
+and its handler; ``tests/unit/test_operations.py`` walks every exposure of every operation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from palimpsest.operation import READ, Cli, Http, Operation, Param, ShardReader, registry
+
+OPERATIONS: dict[str, Operation] = registry(
+    Operation(
+        "notes", READ,
+        (Param("at", datetime | None, None, "the notes valid at this time (ISO with offset)"),
+         Param("include_inactive", bool, False, "every version, superseded and retracted included", flag="--all")),
+        http=Http("GET", "/notes", "The user's notes (active, at a time, or every version)", answer="notes"),
+        cli=Cli("notes list", "one user's notes, grouped by category, with their sources",
+                render="palimpsest.cli_notes:print_notes"),
+    ),
+    Operation(
+        "note_history", READ,
+        (Param("note_id", str, help="the id of any version of the note", positional=True, flag="note_id"),),
+        user="optional",
+        http=Http("GET", "/notes/{note_id}", "A note's version chain with each version's sources",
+                  tenant_summary="A note of your tenant by id: its version chain and whose it is"),
+        cli=Cli("note-history", "the supersession chain of a note, every version with its sources",
+                render="palimpsest.cli_notes:print_history"),
+    ),
+    Operation(
+        "episodes", READ,
+        (Param("query", str | None, None, "rank the episodes for this query instead of listing them all",
+               positional=True, flag="query"),
+         Param("k", int, 5, "with a query: how many episodes (default 5)", ge=1, le=1000, flag="-k")),
+        http=Http("GET", "/episodes", "The user's episodes, or the k that match a query best", answer="episodes"),
+        cli=Cli("episodes", "one user's episodes with their turns and summaries (or those matching a query)",
+                render="palimpsest.cli_memory:print_episodes"),
+    ),
+    Operation(
+        "retention", READ,
+        (Param("now", datetime | None, None, "ISO time with offset (default: now)", positional=True, flag="--at"),),
+        http=Http("GET", "/retention", "Each memory's retention at a time, with why", answer="memories"),
+        cli=Cli("retention", "forgetting curve of one user's memories at a time",
+                render="palimpsest.cli_memory:print_retention"),
+    ),
+    Operation(
+        "get_user_profile", READ,
+        (Param("include_knowledge", bool, True, "Include facts about the user."),
+         Param("include_assistant_knowledge", bool, False, "Include what the assistant learned about itself.",
+               flag="--assistant")),
+        http=Http("GET", "/profile", "The long-term profile: traits and knowledge (MemoryOS get_user_profile)",
+                  name="profile"),
+        mcp="The user's long-term profile: personality traits, preferences and knowledge distilled from past "
+            "conversations. Use it to personalise an answer, not to look up a specific past event.",
+        cli=Cli("profile", "get_user_profile: traits and knowledge distilled from hot sessions",
+                render="palimpsest.cli_notes:print_profile"),
+    ),
+    Operation(
+        "tiers", READ,
+        (Param("conversation_id", str | None, None, "conversation for working memory (default: the latest)",
+               flag="--conversation"),
+         Param("now", datetime | None, None, "time for heat and the sensory buffer (default now)", flag="--at")),
+        http=Http("GET", "/tiers", "Short-term pages, mid-term sessions, working memory and the sensory buffer"),
+        cli=Cli("tiers", "short-term, mid-term sessions with heat, working memory, sensory buffer",
+                render="palimpsest.cli_notes:print_tiers"),
+    ),
+    Operation(
+        "archived", READ,
+        http=Http("GET", "/archive", "The user's archived memories with when, why and their retention",
+                  answer="archived"),
+        cli=Cli("archive list", "one user's archived memories", render="palimpsest.cli_archive:print_archived"),
+    ),
+    Operation(
+        "adjustments", READ,
+        (Param("active_only", bool, False, "leave out reverted adjustments", flag="--active"),
+         Param("target_id", str | None, None, "only the adjustments of this memory or note", flag="--memory-id")),
+        http=Http("GET", "/adjustments", "The learning loop's adjustments (penalties, invalidations, skills)",
+                  answer="adjustments"),
+        cli=Cli("adjustments list", "the user's adjustments, oldest first, with the signals each aggregates",
+                render="palimpsest.cli_feedback:print_adjustments"),
+    ),
+    Operation(
+        "feedback", READ,
+        (Param("memory_id", str | None, None, "only the signals naming this memory or note"),),
+        http=Http("GET", "/feedback", "The user's feedback signals, oldest first (only those naming memory_id, if "
+                                      "given)", answer="signals", name="signals"),
+        cli=Cli("feedback list", "the user's feedback signals, oldest first",
+                render="palimpsest.cli_feedback:print_signals"),
+    ),
+    Operation(
+        "user_stats", READ,
+        (Param("conversation_id", str | None, None, "only what came from this conversation: its messages, the "
+                                                    "notes drawn from them, the episodes and archived memories "
+                                                    "holding them", flag="--conversation"),),
+        doc="How much the memory holds of one user: messages, conversations, active notes, episodes and archived "
+            "memories, with the first and last message times (of one conversation, given ``conversation_id``).",
+        handler=ShardReader("actors.reads_user_stats"),
+        http=Http("GET", "/stats", "How much is remembered of the user: messages, conversations, notes, episodes, "
+                                   "archived memories"),
+        mcp="How much is remembered of the user: counts of messages, conversations, active notes, episodes and "
+            "archived memories, and the first and last message times. Use it to tell whether there is any memory "
+            "of the user (or of one conversation) before searching it.",
+        cli=Cli("user-stats", "how much is remembered of one user: messages, conversations, notes, episodes, "
+                              "archived memories"),
+    ),
+)

@@ -1,0 +1,71 @@
+"""The HTTP routes of the declared operations (:mod:`palimpsest.operations`), generated from their declarations.
+
+Each route is the operation's method on the served :class:`palimpsest.Memory` with the tenant taken from the
+key and the user checked by :meth:`Caller.user` (404 before any shard is asked for a user the tenant does not
+have); an admin operation needs an admin key. A GET takes the parameters as query parameters, a POST as a
+JSON body (the operation's request model); the answer is the result, or ``{answer: result}`` when the
+declaration names a key.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from fastapi import APIRouter, Query
+
+from palimpsest.operation import ADMIN, Operation, request_model
+from palimpsest.operations import OPERATIONS
+from palimpsest.server.access import Authorized, Caller
+from palimpsest.server.responses import JsonRoute
+
+router = APIRouter(route_class=JsonRoute)
+P = inspect.Parameter
+
+
+def _signature(op: Operation, tenant_wide: bool) -> inspect.Signature:
+    """What FastAPI reads: the path parameters, the caller, then the query parameters (GET) or the body (POST)."""
+    path_names = op.http.path_params()
+    params = [] if tenant_wide else [P("user_id", P.KEYWORD_ONLY, annotation=str)]
+    params += [P(n, P.KEYWORD_ONLY, annotation=op.param(n).type) for n in path_names]
+    params.append(P("who", P.KEYWORD_ONLY, default=Authorized, annotation=Caller))
+    rest = [p for p in op.params if p.name not in path_names]
+    if op.http.method == "GET":
+        for p in rest:
+            bounds = {k: v for k, v in (("ge", p.ge), ("le", p.le)) if v is not None}
+            default = {} if p.required else {"default": p.default}
+            params.append(P(p.name, P.KEYWORD_ONLY, annotation=p.type,
+                            default=Query(**default, **bounds, description=p.help or None)))
+    elif rest:  # a body with nothing required may be left out
+        model = request_model(op, body=True)
+        if any(p.required for p in rest):
+            params.append(P("body", P.KEYWORD_ONLY, annotation=model))
+        else:
+            params.append(P("body", P.KEYWORD_ONLY, annotation=model | None, default=None))
+    return inspect.Signature(params, return_annotation=dict)
+
+
+def _endpoint(op: Operation, tenant_wide: bool):
+    def endpoint(**values):
+        who: Caller = values.pop("who")
+        if op.kind == ADMIN:
+            who.require_admin(op.name.replace("_", " "))
+        if "body" in values:
+            values.update((values.pop("body") or request_model(op, body=True)()).model_dump())
+        user = {} if tenant_wide else {"user_id": who.user(values.pop("user_id"))}
+        result = getattr(who.memory, op.name)(tenant=who.tenant, **user, **values)
+        return {op.http.answer: result} if op.http.answer else result
+
+    endpoint.__name__ = endpoint.__qualname__ = op.http.name or op.name
+    endpoint.__signature__ = _signature(op, tenant_wide)
+    return endpoint
+
+
+def add_routes(target: APIRouter, ops) -> None:
+    """The routes of ``ops`` (each of its user, and tenant-wide where declared) on ``target``."""
+    for op in ops:
+        for path, summary, tenant_wide in op.routes():
+            target.add_api_route(path, _endpoint(op, tenant_wide), methods=[op.http.method], summary=summary,
+                                 tags=["store" if tenant_wide else "users"])
+
+
+add_routes(router, OPERATIONS.values())

@@ -1,0 +1,72 @@
+"""A declared operation in every place it is exposed, on one served store: ``user_stats`` (declared once in
+palimpsest.operations, answered by one shard reader) answers the same through the Python API, HTTP, an MCP tool
+and the CLI with ``--server``."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from palimpsest.cli import main
+from palimpsest.server.keys import KeyRing
+from palimpsest.server.run import start
+from palimpsest.server.settings import ServeSettings
+from tests.serve_helpers import free_port
+
+pytestmark = pytest.mark.integration
+WHEN = "2024-05-0{}T09:00:00+00:00"
+
+
+@pytest.fixture(scope="module")
+def served(ray_cluster, tmp_path_factory):
+    store = tmp_path_factory.mktemp("ops") / "store"
+    running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=2)
+    key = KeyRing(store).create("acme")[0]
+    texts = [("c1", "I prefer green tea in the morning"), ("c1", "We decided to use PostgreSQL for Atlas"),
+             ("c2", "My sister Lena lives in Oslo")]
+    messages = [{"text": t, "conversation_id": c, "occurred_at": WHEN.format(i + 1), "client_message_id": f"m{i}"}
+                for i, (c, t) in enumerate(texts)]
+    r = httpx.post(f"{running.url}/v1/users/alice/messages", json={"messages": messages},
+                   headers={"Authorization": f"Bearer {key}"}, timeout=120)
+    assert r.status_code == 200, r.text
+    yield running, key
+    running.stop()
+
+
+def _mcp(url: str, key: str, arguments: dict) -> dict:
+    async def run():
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
+            async with streamable_http_client(f"{url}/mcp", http_client=client) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    assert "user_stats" in {t.name for t in (await session.list_tools()).tools}
+                    result = await session.call_tool("user_stats", arguments)
+                    assert not result.is_error, result.content[0].text
+                    return json.loads(result.content[0].text)
+
+    return anyio.run(run)
+
+
+def test_user_stats_answers_alike_in_python_http_mcp_and_the_cli(served, capsys, monkeypatch):
+    running, key = served
+    monkeypatch.setenv("PALIMPSEST_API_KEY", key)
+    for conversation in (None, "c1"):
+        python = running.memory.user_stats("acme", "alice", conversation_id=conversation)
+        params = {"conversation_id": conversation} if conversation else {}
+        http = httpx.get(f"{running.url}/v1/users/alice/stats", params=params,
+                         headers={"Authorization": f"Bearer {key}"}, timeout=120).json()
+        mcp = _mcp(running.url, key, {"user_id": "alice", **params})
+        rc = main(["--server", running.url, "user-stats", "--tenant", "acme", "--user", "alice", "--json",
+                   *(["--conversation", conversation] if conversation else [])])
+        cli = json.loads(capsys.readouterr().out)
+        assert rc == 0 and python == http == mcp == cli, (python, http, mcp, cli)
+        assert python["messages"] == (2 if conversation else 3)
+        assert python["conversations"] == 1 + (conversation is None)
+    r = httpx.get(f"{running.url}/v1/users/bob/stats", headers={"Authorization": f"Bearer {key}"}, timeout=120)
+    assert r.status_code == 404 and r.json()["problems"][0]["field"] == "user_id"

@@ -7,7 +7,8 @@ import pytest
 
 from projections.adapters import onnx_batches, onnx_encoder, onnx_query
 from projections.adapters.embedding import (LABEL_BATCH_SIZE, QUERY_TOKENS, HashEmbedder, MiniLMEmbedder,
-                                            encode_labels, encode_queries, make_embedder, packaged_model_path)
+                                            encode_labels, encode_queries, packaged_model_path)
+from projections.adapters.encoder_kinds import make_embedder
 
 pytestmark = pytest.mark.model
 

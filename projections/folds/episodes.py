@@ -333,7 +333,8 @@ def evolve(state: EpisodeState, env: Envelope, config: SegmentationConfig = DEFA
         state.pending.append((member, hard))
         _drain(state, config)
     elif isinstance(event, MessageEmbedded):
-        if state.last is not None and event.message_event_id == state.last.event_id and state.last.vector is None:
+        if (state.last is not None and event.message_event_id == state.last.event_id and state.last.vector is None
+                and (not state.model or event.model_id == state.model)):
             state.model = state.model or event.model_id
             _attach(state, state.last, event.array())
             _drain(state, config)

@@ -92,10 +92,11 @@ message_recorded = st.builds(
 
 @st.composite
 def message_embedded(draw, message_ids=IDS):
-    dim = draw(st.integers(min_value=1, max_value=8))
+    model_id = draw(IDS)
+    dim = 1 + sum(map(ord, model_id)) % 8  # one size per model, as a real log has (the deciders refuse others)
     return MessageEmbedded(
         message_event_id=draw(message_ids),
-        model_id=draw(IDS),
+        model_id=model_id,
         dim=dim,
         vector=draw(st.binary(min_size=4 * dim, max_size=4 * dim)),
         input_text=draw(TEXT),

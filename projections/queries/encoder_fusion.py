@@ -7,9 +7,8 @@ learned rankers (their ``cosine``, ``cosine_gap`` and ``neighbour_cosine``
 features), the cosine under which the graph expands in auto mode
 (``GraphSearchConfig.low_similarity``), and the lower weight of the dense list
 for Chinese queries (MiniLM cannot read Chinese). Each measured encoder has its
-overrides of those here, chosen leave-conversations-out on the dev files
-(``benchmarks.lab``, ``benchmarks.train_ranker``; the figures are in
-docs/benchmarks.md):
+overrides of those here, chosen leave-conversations-out on the three dev
+files (``benchmarks.lab``, ``benchmarks.train_ranker``):
 
 - MiniLM (and the hash test encoder): none, so its default is ``DEFAULT_FUSION`` itself;
 - multilingual-e5-small: rankers fitted on its own features

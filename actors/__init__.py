@@ -7,14 +7,17 @@ touch group-commit), the deciders (``actors.deciders``, ``decide_archive``,
 ``decide_notes``, ``decide_graph``), the readers (``actors.reads``,
 ``reads_notes``, ``reads_graph``), ``actors.followups`` (what a commit calls
 for), ``actors.reactor`` (the follow-ups that need a language model, asked with
-no lock held), ``actors.consolidation_jobs`` and ``actors.llm``.
+no lock held), ``actors.answers_first`` (a decider's model calls, asked first
+with no lock held), ``actors.consolidation_jobs`` and ``actors.llm``.
 Ray: ``actors.shard``, ``actors.directory``, ``actors.runtime``,
 ``actors.ray_init`` and ``actors.consolidation`` (the parallel consolidation tasks).
 
 Reads read: a query appends nothing of its own; its touches are appended
 later by a group commit. No query waits for a language model: the
 follow-ups' calls (titles, distillation) run on the reactor's thread with no
-lock held. A command whose decider calls the model (note operations, graph
-memories, usage, review, the feedback judge, with a model configured) still
-holds the shard while it does, and queries to that shard wait for it.
+lock held; a command whose decider asks the model (note operations, graph
+memories, usage, review, the feedback judge, with a model configured) is
+decided with the answers already given, its other asks made with no lock held
+and the command decided again (``actors.answers_first``), so deciders stay
+pure functions of the state, the command and the recorded answers.
 """

@@ -11,8 +11,10 @@ Owns the shard's DuckDB event log (its only writer), the folded projections of i
   A committed ``user_forgotten`` is followed by the erasure of the user's
   vectors, snapshot, caches and keys (:mod:`actors.erasure`). With a language
   model configured, the deciders of ``RecordMessages``, ``RecordReply``,
-  ``ReviewNotes`` and ``JudgeFeedback`` call it inside the decision (each call
-  recorded as an event beside the decisions it informed).
+  ``ReviewNotes`` and ``JudgeFeedback`` ask it; the shard answers those asks
+  before the decision, with no lock held (``handle_answered``,
+  :mod:`actors.answers_first`), and each call is recorded as an event beside
+  the decisions it informed.
 - ``query(q)``: its reader (``READERS``) answers from the projections and
   appends nothing. The touch events it returns wait in a buffer and are
   group-committed by ``flush_touches`` (or the actor's flush in three steps):
@@ -65,7 +67,7 @@ from actors.decide_graph import decide_consolidation, decide_label_vectors, deci
 from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
 from actors.decide_notes import decide_reply, decide_review
 from actors.deciders import decide_record_messages
-from actors.decision import Answer, Deps, new_event_id
+from actors.decision import Answer, Deps, drawing_ids, new_event_id
 from actors.dense import DenseIndex
 from actors.erasure import cipher_of, counting_erased, erase_user, unfinished
 from actors.followups import ModelAsk, answered, decide_user_followups, latest_time, model_asks
@@ -239,7 +241,25 @@ class ShardCore:
         self.flush_touches()
         return run(self, command)
 
-    def _apply(self, command: c.Command) -> Any:
+    def handle_answered(self, commands: list[c.Command], llm, ids: dict[str, list[str]]) -> tuple[list[Any], dict]:
+        """Apply ``commands`` in order, deciding each with ``llm`` (an :class:`actors.answers_first.AnswersFirst`),
+        until one asks what it has not answered: ``(outcomes of those applied, that command's unanswered asks)``,
+        the asks empty when all were applied. ``ids`` keeps each command's drawn event ids across rounds."""
+        outcomes: list[Any] = []
+        with shard_state.collector_paused():
+            self.flush_touches()
+            for command in commands:
+                llm.missed = {}
+                with drawing_ids(ids.setdefault(command.command_id, [])):
+                    outcome = self._apply(command, llm=llm, dropped_if=lambda: bool(llm.missed))
+                if llm.missed:
+                    return outcomes, dict(llm.missed)
+                outcomes.append(outcome)
+        return outcomes, {}
+
+    def _apply(self, command: c.Command, llm=None, dropped_if=None) -> Any:
+        """Decide and commit ``command`` (deciding with ``llm`` instead of the store's model, if given); nothing is
+        committed when ``dropped_if()`` is true after the decision."""
         decide = DECIDERS.get(type(command))
         if decide is None:
             raise InvalidInputError([("command", f"{type(command).__name__} is no shard command")], what="command")
@@ -251,7 +271,9 @@ class ShardCore:
                                     "draw a new id for each command")], what=command.kind)
             logger.info("command_retried", shard=self.spec.index, kind=command.kind, command_id=command.command_id)
             return json.loads(recorded.outcome)
-        decision = decide(self.state, command, self.deps)
+        decision = decide(self.state, command, self.deps if llm is None else replace(self.deps, llm=llm))
+        if dropped_if is not None and dropped_if():
+            return None
         outcome = json.dumps(decision.outcome, default=_jsonable)
         record = CommandRecord(command.command_id, command.kind, outcome, getattr(command, "tenant", None) or "",
                                getattr(command, "user_id", None) or "", tuple(p.event_id for p in decision.pending))

@@ -3,23 +3,48 @@
 A decider is ``decide(state, command, deps) -> Decision``: the events to
 append (in one transaction, with the command's record) and the outcome the
 caller gets, as JSON-native values (it is stored with the command and given
-again to a retry). Deciders are pure apart from minting event ids and, with a
-language model configured, its calls, each returned as an
-``llm_call_recorded`` event beside the decisions it informed.
+again to a retry). Deciders are pure apart from minting event ids (repeatable:
+:func:`drawing_ids`) and, with a language model configured, its calls, each
+returned as an ``llm_call_recorded`` event beside the decisions it informed;
+the shard answers those calls before the decision (:mod:`actors.answers_first`).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from events.envelope import PendingEvent
 
 
+_tape: ContextVar[tuple[list[str], list[int]] | None] = ContextVar("event_id_tape", default=None)
+
+
 def new_event_id() -> str:
-    return uuid.uuid4().hex
+    """A new event id; inside :func:`drawing_ids`, the tape's next one (drawn afresh past its end)."""
+    tape = _tape.get()
+    if tape is None:
+        return uuid.uuid4().hex
+    ids, cursor = tape
+    if cursor[0] == len(ids):
+        ids.append(uuid.uuid4().hex)
+    cursor[0] += 1
+    return ids[cursor[0] - 1]
+
+
+@contextmanager
+def drawing_ids(ids: list[str]) -> Iterator[None]:
+    """Event ids drawn inside are ``ids`` in order (extended as needed): a decision dropped and made again draws
+    the same ids in the same order, so a prompt naming one is the same prompt."""
+    token = _tape.set((ids, [0]))
+    try:
+        yield
+    finally:
+        _tape.reset(token)
 
 
 @dataclass(frozen=True, slots=True)

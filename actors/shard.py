@@ -24,9 +24,10 @@ before ``_lock``, the projections' (one user at a time). Who holds what:
 - idle work (snapshots, warm-ups: :mod:`actors.warm`): one user at a time,
   between calls.
 
-So no query waits for a model's follow-up call. A command whose decider calls
-the model (with one configured) holds both locks during the call, and queries
-wait for it.
+So no query waits for a model's call: a command whose decider asks the model
+(with one configured) is decided under both locks with the answers already
+given, its other asks made with no lock held and the command decided again
+(:mod:`actors.answers_first`).
 
 Recovery: Ray restarts a dead actor (``max_restarts=-1``); ``__init__``
 folds the log again and reconciles LanceDB, so nothing acknowledged is lost.
@@ -50,7 +51,7 @@ from contextlib import nullcontext
 import ray
 import structlog
 
-from actors import heap
+from actors import answers_first, heap
 from actors.commands import AdminCommand, Command, Query, Replay
 from actors.core import ShardCore
 from actors.reactor import Reactor
@@ -116,14 +117,16 @@ class ShardActor:
             return len(core.users.due(core.state.users, list(core.state.users.resident))) + len(self._warmer.due(core))
 
     def handle(self, commands: list[Command]) -> list:
+        """Commands in order (:mod:`actors.answers_first`: a decider's model calls are made with no lock held)."""
         self._warmer.saw()
-        with self._writing, self._lock:
-            outcomes = self._core.handle(commands)
-            marker = self._core.spec.crash_marker
-            if marker is not None and marker.exists():
-                marker.unlink()
-                os._exit(1)  # the injected crash: committed, never acknowledged
-            return outcomes
+        return answers_first.handle(self._core, commands, writing=self._writing, projections=self._lock,
+                                    after_commit=self._crash_if_asked)
+
+    def _crash_if_asked(self) -> None:
+        marker = self._core.spec.crash_marker
+        if marker is not None and marker.exists():
+            marker.unlink()
+            os._exit(1)  # the injected crash: committed, never acknowledged
 
     def query(self, queries: list[Query]) -> list:
         self._warmer.saw(queries)

@@ -37,6 +37,7 @@ from palimpsest.memory_operations import DeclaredReadsMixin
 from palimpsest.memory_signals import SignalsApiMixin
 from palimpsest.remote import aware as _aware
 from palimpsest.ingest import send_batches
+from palimpsest.label_reactor import LabelReactor
 from palimpsest.query_vectors import QueryVectors
 from palimpsest.reports import IngestReport
 from palimpsest.settings import StoreSettings, record_settings
@@ -107,7 +108,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         except OSError:
             self._config_mtime = 0
         self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
-        self._labels_clean: set[tuple[str, str]] = set()  # users with every graph label embedded (this process knows)
+        self._label_reactor = LabelReactor(self._embed_labels_now)  # staged labels embedded once an ingest pauses
         self._query_vectors = QueryVectors()  # search, then context, for one question: encoded once
         self.consolidate_every = CONSOLIDATE_EVERY  # staged graph memories between automatic rounds; 0: on demand
         self._since_consolidation = 0
@@ -161,6 +162,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
 
     def close(self) -> None:
         self.schedule_consolidation(None)
+        self._label_reactor.close()
         self.shards.close()
         self.cluster.close()
 
@@ -229,7 +231,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
             pass
         self._query_vectors.clear()
         self._labels.clear()
-        self._labels_clean.clear()
+        self._label_reactor.forget()
 
     # -- writing ----------------------------------------------------
     def add_messages(

@@ -43,14 +43,19 @@ class GraphApiMixin:
         staged = [tuple(staged_event(c, {}, occurred_at=cmd.occurred_at, extractor=c.extractor) for c in group)
                   for cmd, group in zip(commands, candidates)]
         # Every user of the chunk: with a language model configured, the shard may stage memories the rules did not.
-        self._labels_clean.difference_update((cmd.tenant, cmd.user_id) for cmd in commands)
+        self._label_reactor.staged((cmd.tenant, cmd.user_id) for cmd in commands)
         return staged, candidates
 
     def embed_labels(self, tenant: str | None = None, user_id: str | None = None) -> int:
         """Embed the graph labels staged without a vector (every user's, or one tenant's or user's) in one pass of
         the encoder, and record them (``graph_labels_embedded``, one event per user); returns how many labels
-        were recorded. Consolidation and graph reads (``search_memories``, ``link_memories``) call it first, so
-        an ingest leaves the encoder to the turns."""
+        were recorded. The labels' reactor (:mod:`palimpsest.label_reactor`) calls it once an ingest pauses, so an
+        ingest leaves the encoder to the turns; consolidation and graph reads (``search_memories``,
+        ``link_memories``) wait for the reactor to have caught up with their user instead of writing."""
+        return self._label_reactor.caught_up(tenant, user_id)
+
+    def _embed_labels_now(self, tenant: str | None, user_id: str | None) -> int:
+        """One pass of the encoder over the labels without a vector, recorded (the reactor's step)."""
         found = [x for part in self.shards.ask_each(c.UnembeddedLabels(tenant=tenant, user_id=user_id), tenant,
                                                     user_id) for x in part]
         vectors = self._label_vectors([label for _, _, labels in found for label in labels]) if found else {}
@@ -59,11 +64,7 @@ class GraphApiMixin:
             by_shard.setdefault(self.shards.index_of(t, u), []).append(c.RecordLabelVectors(
                 tenant=t, user_id=u, labels=tuple(labels), vectors=np.stack([vectors[x] for x in labels]),
                 model_id=self.embedder.model_id))
-        recorded = sum(n for out in _get([self.shards.submit(i, cmds) for i, cmds in by_shard.items()])
-                       for n in out)
-        if tenant is not None and user_id is not None:
-            self._labels_clean.add((tenant, user_id))
-        return recorded
+        return sum(n for out in _get([self.shards.submit(i, cmds) for i, cmds in by_shard.items()]) for n in out)
 
     def tool_call(self, tenant: str, user_id: str, name: str, arguments: Mapping[str, Any] | str,
                   *, reference: datetime | None = None) -> dict:
@@ -85,8 +86,7 @@ class GraphApiMixin:
             if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
                 self.consolidate()
             return {"memory_id": memory_id, "staged": True}
-        if (tenant, user_id) not in self._labels_clean:  # a graph read: every node findable by its vector
-            self.embed_labels(tenant, user_id)
+        self._label_reactor.caught_up(tenant, user_id)  # a graph read: every node findable by its vector
         if isinstance(call, LinkMemories):
             source, target = self.embedder.encode([call.source_memory_description, call.target_memory_description])
             return self.shards.send(tenant, user_id, c.LinkMemories(
@@ -132,7 +132,7 @@ class GraphApiMixin:
         """
         started = time.perf_counter()
         at = _aware(at, "consolidate") if at is not None else None
-        self.embed_labels(tenant, user_id)  # de-duplication compares the labels' vectors
+        self._label_reactor.caught_up(tenant, user_id)  # de-duplication compares the labels' vectors
         query = c.GraphJobs(tenant=tenant, user_id=user_id, decay=decay, at=at, idle=idle)
         jobs = [job for part in self.shards.ask_each(query, tenant, user_id) for job in part]
         self._since_consolidation = 0

@@ -57,12 +57,13 @@ class InspectApiMixin:
                 "seconds": round(time.perf_counter() - started, 3)}
 
     def wait_idle(self, timeout: float = 120.0) -> float:
-        """Wait until every shard has done what it does when idle (snapshots, read-index warm-ups: users with
-        changes since), and return the seconds waited. A shard starts that work after 5 s without a call, and not
+        """Embed the staged graph labels (:mod:`palimpsest.label_reactor`), then wait until every shard has done
+        what it does when idle (snapshots, read-index warm-ups: users with changes since); the seconds waited. A shard starts that work after 5 s without a call, and not
         while an ingest of the store runs (:mod:`actors.warm`). Raises ``TimeoutError`` after ``timeout`` s."""
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise InvalidInputError([("timeout", f"{timeout!r}; give a positive number of seconds")], what="wait_idle")
         started = time.monotonic()
+        self.embed_labels()  # the labels' reactor's pass, now rather than after its pause
         while True:
             pending = sum(_get(self.shards.on_live("idle_work")))
             waited = time.monotonic() - started

@@ -1,0 +1,78 @@
+"""The graph labels' reactor: staged labels are embedded once an ingest pauses; reads wait for it to catch up."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from palimpsest.label_reactor import LabelReactor
+
+
+class Passes:
+    """The embedding pass the reactor runs: records who asked, optionally failing the first calls."""
+
+    def __init__(self, fail: int = 0) -> None:
+        self.calls: list[tuple] = []
+        self.fail = fail
+        self.lock = threading.Lock()
+
+    def __call__(self, tenant, user_id) -> int:
+        with self.lock:
+            self.calls.append((tenant, user_id))
+            if self.fail:
+                self.fail -= 1
+                raise RuntimeError("encoder down")
+        return 3
+
+
+def wait_for(predicate, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_labels_are_embedded_only_after_the_ingest_pauses():
+    passes = Passes()
+    reactor = LabelReactor(passes, idle_s=0.3)
+    for _ in range(5):  # an ingest in chunks, 0.1 s apart: no pass while it runs
+        reactor.staged([("acme", "alice")])
+        time.sleep(0.1)
+    assert passes.calls == []
+    assert wait_for(lambda: passes.calls == [(None, None)])
+    assert reactor.pending == 0
+    assert reactor.caught_up("acme", "alice") == 0 and passes.calls == [(None, None)]  # caught up: no pass
+    reactor.close()
+
+
+def test_a_read_before_the_pause_embeds_its_user_at_once():
+    passes = Passes()
+    reactor = LabelReactor(passes, idle_s=60)
+    reactor.staged([("acme", "alice"), ("acme", "bob")])
+    assert reactor.caught_up("acme", "alice") == 3
+    assert passes.calls == [("acme", "alice")] and reactor.pending == 1  # bob still due
+    assert reactor.caught_up("acme", "alice") == 0 and len(passes.calls) == 1
+    reactor.staged([("acme", "alice")])  # new staged memories: due again
+    assert reactor.caught_up("acme", "alice") == 3 and len(passes.calls) == 2
+    reactor.close()
+
+
+def test_a_failed_background_pass_keeps_the_users_due_and_is_retried():
+    passes = Passes(fail=1)
+    reactor = LabelReactor(passes, idle_s=0.1)
+    reactor.staged([("acme", "alice")])
+    assert wait_for(lambda: len(passes.calls) >= 2)
+    assert wait_for(lambda: reactor.pending == 0)
+    reactor.close()
+
+
+def test_forget_makes_every_user_due_for_the_next_read():
+    passes = Passes()
+    reactor = LabelReactor(passes, idle_s=60)
+    reactor.caught_up("acme", "alice")
+    reactor.forget()
+    reactor.caught_up("acme", "alice")
+    assert passes.calls == [("acme", "alice")] * 2
+    reactor.close()

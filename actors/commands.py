@@ -183,6 +183,28 @@ class RecordReply(UserCommand):
     query: str = ""
 
 
+class PutItem(UserCommand):
+    """Put the item ``key`` of ``collection`` (``""``: outside any collection): a new version of its note, and,
+    unless ``message`` is None (an unindexed item), the message search finds it by, with its embedding."""
+
+    collection: str
+    key: str
+    value_json: str  # the value, as JSON text
+    text: str  # what the item is found by (the message's text)
+    message: RecordMessage | None
+    vector: Vector | None
+    model_id: str
+    now: AwareDatetime
+
+
+class DeleteItem(UserCommand):
+    """Retract the item ``key`` of ``collection``: its note is retracted (nothing is removed from the log)."""
+
+    collection: str
+    key: str
+    now: AwareDatetime
+
+
 class ReviewNotes(Command):
     now: AwareDatetime
     tenant: str | None = None

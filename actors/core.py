@@ -63,6 +63,7 @@ from actors import feedback, heap, reads, reads_graph, reads_inspect, reads_lear
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
 from actors.decide_erasure import decide_forget
+from actors.decide_items import decide_delete, decide_put
 from actors.decide_graph import decide_consolidation, decide_label_vectors, decide_link, decide_stage, decide_unmerge
 from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
 from actors.decide_notes import decide_reply, decide_review
@@ -96,6 +97,8 @@ DECIDERS: dict[type, Callable] = {
     c.ArchiveMemories: decide_archive,
     c.RestoreMemories: decide_restore,
     c.RecordReply: decide_reply,
+    c.PutItem: decide_put,
+    c.DeleteItem: decide_delete,
     c.ReviewNotes: decide_review,
     c.JudgeFeedback: feedback.decide_feedback,
     c.ForgetUser: decide_forget,

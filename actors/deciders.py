@@ -25,6 +25,7 @@ from events.model import MessageEmbedded, MessageRecorded
 from projections.decisions.graph_staging import STAGED_ROLES
 from projections.decisions.note_ops import decide_note_operations
 from projections.folds.state import ShardState
+from projections.queries.items import is_item
 from projections.rules.classify import classification_event
 from projections.rules.graph_extract import CandidateGraphMemory
 
@@ -178,7 +179,8 @@ def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None,
         by_stream.setdefault((p.tenant, p.user_id), []).append(p)
     for (tenant, user_id), items in by_stream.items():
         memory = state.user(tenant, user_id)
-        active = memory.notes.active() if memory else []
+        # Items (projections.queries.items) change only by a put or a delete of their key: no message touches them.
+        active = [n for n in memory.notes.active() if not is_item(n)] if memory else []
         previous = memory.messages.by_id[memory.messages.order[-1]].text if memory and memory.messages.order else None
         messages = [(p.event_id, p.event) for p in items]
         if llm is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 from collections.abc import Callable
 from datetime import datetime
 
@@ -27,6 +28,18 @@ def _group(sub, word: str):
     return parser.add_subparsers(dest=f"{word}_command", required=True)
 
 
+def json_object(text: str) -> dict:
+    """A JSON object given on the command line (a dict parameter), or argparse's error saying what to give."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}); give an object such as '{{\"food\": \"tea\"}}'") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"a JSON {type(value).__name__}; give an object such as "
+                                         "'{\"food\": \"tea\"}'")
+    return value
+
+
 def _argument(sp: argparse.ArgumentParser, p: Param) -> None:
     """``p`` as an option (``--name`` or its declared flag) or, declared with a flag without a dash, positional."""
     kind, _ = base_type(p.type)
@@ -35,7 +48,7 @@ def _argument(sp: argparse.ArgumentParser, p: Param) -> None:
     if kind is bool:
         options["action"] = argparse.BooleanOptionalAction if p.default is True else "store_true"
     else:
-        options["type"] = {int: int, str: str, datetime: parse_when}[kind]
+        options["type"] = {int: int, str: str, datetime: parse_when, dict: json_object}[kind]
         options["metavar"] = flag.lstrip("-").replace("-", "_").upper()
     if not flag.startswith("-"):
         sp.add_argument(p.name, **options, **({} if p.required else {"nargs": "?", "default": p.default}))

@@ -129,6 +129,11 @@ class RemoteMemory:
                                      if i.get("occurred_at") else None}) for i in body["items"])
         return Context(body["query"], body["budget"], body["tokens"], items)
 
+    def users(self, tenant: str | None = None) -> list[str]:
+        """The users of the key's tenant, by id."""
+        self._own(tenant)
+        return self.http.call("GET", "/v1/users")["users"]
+
     def _get(self, tenant: str, user_id: str, path: str, **params):
         return self.http.call("GET", self._user(tenant, user_id) + path, params=params)
 

@@ -32,6 +32,7 @@ from palimpsest import config as store_config
 from palimpsest.memory_erasure import ErasureApiMixin
 from palimpsest.memory_graph import GraphApiMixin
 from palimpsest.memory_inspect import InspectApiMixin
+from palimpsest.memory_items import ItemsApiMixin
 from palimpsest.memory_learning import LearningApiMixin
 from palimpsest.memory_operations import DeclaredReadsMixin
 from palimpsest.memory_signals import SignalsApiMixin
@@ -66,7 +67,8 @@ def _encoder_defaults(settings: StoreSettings, model_id: str) -> StoreSettings:
     return settings
 
 
-class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, ErasureApiMixin, DeclaredReadsMixin):
+class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, ErasureApiMixin, ItemsApiMixin,
+             DeclaredReadsMixin):
     """A Palimpsest store: shard actors on Ray over a directory of DuckDB logs and a LanceDB directory."""
 
     def __init__(self, path: Path, cfg: store_config.StoreConfig, *, address: str | None = None) -> None:

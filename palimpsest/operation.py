@@ -30,7 +30,7 @@ PYTHON, HTTP, MCP, CLI = "python", "http", "mcp", "cli"
 REQUIRED = inspect.Parameter.empty
 USER_PREFIX = "/v1/users/{user_id}"
 TENANT_PREFIX = "/v1"
-_SCALARS = (str, int, bool, datetime)
+_SCALARS = (str, int, bool, datetime, dict)  # dict: a JSON object (a POST's body only)
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -43,14 +43,16 @@ def base_type(annotation: Any) -> tuple[type, bool]:
             return args[0], True
     elif annotation in _SCALARS:
         return annotation, False
-    raise TypeError(f"{annotation!r}: a parameter is str, int, bool or datetime, or one of them | None")
+    raise TypeError(f"{annotation!r}: a parameter is str, int, bool, datetime or dict (a JSON object), or one of "
+                    "them | None")
 
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: its name, type (``str``, ``int``, ``bool``, ``datetime``, each ``| None`` allowed), default
-    (none: required), help, integer bounds, and how the surfaces spell it. A ``{name}`` in the operation's HTTP
-    path makes it a path segment; otherwise a GET takes it as a query parameter, a POST in its JSON body."""
+    """One parameter: its name, type (``str``, ``int``, ``bool``, ``datetime``, or ``dict``: a JSON object, which only
+    a POST takes; each ``| None`` allowed), default (none: required), help, integer bounds, and how the surfaces
+    spell it. A ``{name}`` in the operation's HTTP path makes it a path segment; otherwise a GET takes it as a query
+    parameter, a POST in its JSON body."""
 
     name: str
     type: Any
@@ -79,6 +81,8 @@ class Param:
             text = "give true or false"
         elif kind is datetime:
             text = "give an ISO-8601 time with its offset, e.g. 2024-05-01T09:00:00+00:00"
+        elif kind is dict:
+            text = 'give a JSON object, e.g. {"food": "tea"}'
         else:
             text = "give a text"
         return text + (", or leave it out" if nullable or not self.required else "")
@@ -87,7 +91,7 @@ class Param:
         """The parameter as a JSON schema property (the MCP tool's input schema)."""
         kind, _ = base_type(self.type)
         schema: dict[str, Any] = {"type": {str: "string", int: "integer", bool: "boolean",
-                                           datetime: "string"}[kind]}
+                                           datetime: "string", dict: "object"}[kind]}
         if self.ge is not None:
             schema["minimum"] = self.ge
         if self.le is not None:
@@ -129,9 +133,12 @@ class Cli:
 @dataclass(frozen=True)
 class ShardReader:
     """The handler is a shard reader: the function registered as ``@reader(<operation name>)`` in ``module``
-    (:mod:`actors.declared`), called with the validated parameters as keywords."""
+    (:mod:`actors.declared`), called with the validated parameters as keywords. ``encodes`` names a text parameter
+    the driver encodes with the store's encoder: the reader also gets ``query_vector``, ``query_model`` (the
+    vector's model) and ``fusion`` (the store's default), as a search does."""
 
     module: str
+    encodes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,13 @@ class Operation:
         return out
 
 
+def _kind(p: Param) -> type | None:
+    try:
+        return base_type(p.type)[0]
+    except TypeError:
+        return None  # reported by check
+
+
 def check(op: Operation) -> Operation:
     """``op`` if its declaration is coherent; otherwise a ``ValueError`` naming what to fix."""
     problems = []
@@ -195,6 +209,12 @@ def check(op: Operation) -> Operation:
         problems.append("mcp: a tool sends the operation's HTTP request; declare http too")
     if op.handler is not None and op.user != "required":
         problems.append("handler: a shard reader answers one user; user must be required")
+    kinds = {p.name: _kind(p) for p in op.params}
+    if op.handler is not None and op.handler.encodes is not None and kinds.get(op.handler.encodes) is not str:
+        problems.append(f"handler encodes {op.handler.encodes!r}: name a text (str) parameter")
+    objects = [name for name, kind in kinds.items() if kind is dict]
+    if objects and op.http is not None and op.http.method == "GET":
+        problems.append(f"params {objects}: a JSON object travels in a POST's body; declare http POST")
     if problems:
         raise ValueError(f"operation {op.name!r} is not declared right: " + "; ".join(problems))
     return op
@@ -271,7 +291,7 @@ def request_model(op: Operation, body: bool = False) -> type:
             if body and p.name in op.http.path_params():
                 continue
             kind, nullable = base_type(p.type)
-            annotation = AwareDatetime if kind is datetime else kind
+            annotation = {datetime: AwareDatetime, dict: dict[str, Any]}.get(kind, kind)
             fields[p.name] = (annotation | None if nullable else annotation,
                               Field(... if p.required else p.default, ge=p.ge, le=p.le, description=p.help or None))
         title = "".join(w.capitalize() for w in op.name.split("_")) + ("Body" if body else "Request")

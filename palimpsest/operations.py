@@ -1,4 +1,4 @@
-"""The operations declared once (:mod:`palimpsest.operation`): one user's reads.
+"""The operations declared once (:mod:`palimpsest.operation`): one user's reads, and its items.
 
 Each declaration below is the whole operation: its HTTP route, ``RemoteMemory`` method, MCP tool and CLI
 subcommand are generated from it (:mod:`palimpsest.server.routes_generated`, :mod:`palimpsest.client`,
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from palimpsest.operation import READ, Cli, Http, Operation, Param, ShardReader, registry
+from palimpsest.operation import READ, WRITE, Cli, Http, Operation, Param, ShardReader, registry
 
 OPERATIONS: dict[str, Operation] = registry(
     Operation(
@@ -106,5 +106,73 @@ OPERATIONS: dict[str, Operation] = registry(
             "of the user (or of one conversation) before searching it.",
         cli=Cli("user-stats", "how much is remembered of one user: messages, conversations, notes, episodes, "
                               "archived memories"),
+    ),
+    Operation(
+        "conversation", READ,
+        (Param("conversation_id", str, help="the conversation's id", positional=True, flag="conversation_id"),
+         Param("limit", int | None, None, "only its last messages, this many", ge=1, le=100_000),
+         Param("withdrawn", bool, False, "include the messages archived by hand (a session's popped or cleared "
+                                         "items)")),
+        doc="One conversation's messages in the order they were recorded (the last ``limit``), each with its "
+            "metadata and, if archived, when and why; those archived by hand are left out unless ``withdrawn``.",
+        handler=ShardReader("actors.reads_conversation"),
+        http=Http("GET", "/conversations/{conversation_id}", "One conversation's messages, in order",
+                  answer="messages"),
+        cli=Cli("conversation", "one conversation's messages, in order, with their metadata"),
+    ),
+    # -- items: keyed records, versioned by their notes (projections.queries.items) -----------------------------
+    Operation(
+        "put_item", WRITE,
+        (Param("key", str, help="the item's key in its collection", positional=True, flag="key"),
+         Param("value", dict, help="the item's value, a JSON object", positional=True, flag="value"),
+         Param("collection", str | None, None, "the collection (default: none)"),
+         Param("text", str | None, None, "what search finds the item by (default: the texts in its value)"),
+         Param("index", bool, True, "make the item findable by search (without: only by its key)")),
+        http=Http("POST", "/items", "Put an item: the next version of the item of its key (the previous one is "
+                                    "superseded, not removed)"),
+        cli=Cli("items put", "put an item (the next version of its key); its value is a JSON object"),
+    ),
+    Operation(
+        "delete_item", WRITE,
+        (Param("key", str, help="the item's key in its collection", positional=True, flag="key"),
+         Param("collection", str | None, None, "the collection (default: none)")),
+        http=Http("POST", "/items/delete", "Delete an item: its version is retracted (the log keeps every version)"),
+        cli=Cli("items delete", "delete an item (retracted: the log keeps its versions)"),
+    ),
+    Operation(
+        "items", READ,
+        (Param("collection", str | None, None, 'only this collection ("": the items outside any; default: all)'),
+         Param("key", str | None, None, "only the item of this key"),
+         Param("filter", dict | None, None, 'only items whose value matches, e.g. {"kind": "food"} or '
+                                            '{"stars": {"$gte": 4}}'),
+         Param("limit", int, 10, "at most this many", ge=1, le=10_000),
+         Param("offset", int, 0, "skip this many first", ge=0)),
+        doc="The user's items, the latest put first, each with its value, version, times and provenance.",
+        handler=ShardReader("actors.reads_items"),
+        http=Http("POST", "/items/list", "The user's items, the latest put first (of a collection, a key, a filter)",
+                  answer="items"),
+        cli=Cli("items list", "one user's items, the latest put first"),
+    ),
+    Operation(
+        "item_collections", READ,
+        doc="The user's collections that hold an item, with how many each holds.",
+        handler=ShardReader("actors.reads_items"),
+        http=Http("GET", "/items/collections", "The user's item collections, with how many items each holds",
+                  answer="collections"),
+        cli=Cli("items collections", "one user's item collections"),
+    ),
+    Operation(
+        "search_items", READ,
+        (Param("query", str, help="what to look for", positional=True, flag="query"),
+         Param("collection", str | None, None, 'only this collection ("": the items outside any; default: all)'),
+         Param("filter", dict | None, None, 'only items whose value matches, e.g. {"kind": "food"}'),
+         Param("limit", int, 10, "at most this many", ge=1, le=1000),
+         Param("offset", int, 0, "skip this many first", ge=0),
+         Param("now", datetime | None, None, "when the question is asked (default: now)", flag="--at")),
+        doc="The user's items that best match ``query`` (the hybrid search over the texts they were put with), "
+            "best first, each with its score, rank, value, version, times and provenance.",
+        handler=ShardReader("actors.reads_items", encodes="query"),
+        http=Http("POST", "/items/search", "The user's items that best match a query, best first", answer="items"),
+        cli=Cli("items search", "one user's items that best match a query"),
     ),
 )

@@ -2,7 +2,7 @@
 
 Each route is the operation's method on the served :class:`palimpsest.Memory` with the tenant taken from the
 key and the user checked by :meth:`Caller.user` (404 before any shard is asked for a user the tenant does not
-have); an admin operation needs an admin key. A GET takes the parameters as query parameters, a POST as a
+have; a write may start a new user); an admin operation needs an admin key. A GET takes the parameters as query parameters, a POST as a
 JSON body (the operation's request model); the answer is the result, or ``{answer: result}`` when the
 declaration names a key.
 """
@@ -13,7 +13,8 @@ import inspect
 
 from fastapi import APIRouter, Query
 
-from palimpsest.operation import ADMIN, Operation, request_model
+from events.commands import canonical_id
+from palimpsest.operation import ADMIN, WRITE, Operation, request_model
 from palimpsest.operations import OPERATIONS
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.responses import JsonRoute
@@ -51,7 +52,12 @@ def _endpoint(op: Operation, tenant_wide: bool):
             who.require_admin(op.name.replace("_", " "))
         if "body" in values:
             values.update((values.pop("body") or request_model(op, body=True)()).model_dump())
-        user = {} if tenant_wide else {"user_id": who.user(values.pop("user_id"))}
+        if tenant_wide:
+            user = {}
+        elif op.kind == WRITE:  # a write may start a new user (its ids are checked by the method)
+            user = {"user_id": canonical_id(values.pop("user_id"))}
+        else:
+            user = {"user_id": who.user(values.pop("user_id"))}
         result = getattr(who.memory, op.name)(tenant=who.tenant, **user, **values)
         return {op.http.answer: result} if op.http.answer else result
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from events.envelope import Envelope
-from events.model import MessageRecorded, index_text
+from events.model import MessageRecorded, MetadataValue, index_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +20,7 @@ class StoredMessage:
     text: str
     occurred_at: datetime
     client_message_id: str
+    metadata: tuple[tuple[str, MetadataValue], ...] = ()  # the message's metadata, as (key, value) pairs in order
 
     @property
     def index_text(self) -> str:
@@ -39,7 +40,7 @@ class MessageStore:
         for event_id in self.order:
             m = self.by_id[event_id]
             out.append((m.event_id, m.seq, m.conversation_id, m.turn_id, m.role, m.speaker, m.text,
-                        m.occurred_at.isoformat(), m.client_message_id))
+                        m.occurred_at.isoformat(), m.client_message_id, m.metadata))
         return out
 
 
@@ -60,6 +61,7 @@ def evolve(state: MessageStore, env: Envelope) -> MessageStore:
             text=event.text,
             occurred_at=event.occurred_at,
             client_message_id=event.client_message_id,
+            metadata=tuple(event.metadata.items()),
         )
         state.by_id[env.event_id] = msg
         state.order.append(env.event_id)

@@ -17,14 +17,14 @@ import pytest
 from events.errors import InvalidInputError
 from palimpsest.client import RemoteMemory
 from palimpsest.operation import (
-    CLI, HTTP, MCP, PYTHON, READ, Http, Operation, Param, base_type, registry, signature, validate,
+    CLI, HTTP, MCP, PYTHON, READ, Http, Operation, Param, ShardReader, base_type, registry, signature, validate,
 )
 from palimpsest.operations import OPERATIONS
 
 OPS = list(OPERATIONS.values())
 IDS = [op.name for op in OPS]
-WRONG = {int: "many", bool: "perhaps", str: 12, datetime: "yesterday"}  # a value of another type, per type
-SAMPLE = {int: 3, bool: True, str: "x", datetime: datetime(2024, 5, 1, 9, tzinfo=UTC)}
+WRONG = {int: "many", bool: "perhaps", str: 12, datetime: "yesterday", dict: "tea"}  # a value of another type
+SAMPLE = {int: 3, bool: True, str: "x", datetime: datetime(2024, 5, 1, 9, tzinfo=UTC), dict: {"food": "tea"}}
 
 
 def _by_exposure(name: str) -> list[Operation]:
@@ -94,7 +94,9 @@ def test_every_cli_exposure_is_a_subcommand_taking_the_declared_parameters(op):
     argv = op.cli.command.split() + (["--tenant", "acme", "--user", "alice"] if op.user == "required" else [])
     for p in op.params:
         if p.required:
-            argv += ["x"] if not (p.flag or "-").startswith("-") else [p.flag or f"--{p.name.replace('_', '-')}", "x"]
+            given = '{"food": "tea"}' if base_type(p.type)[0] is dict else "x"
+            argv += [given] if not (p.flag or "-").startswith("-") else [p.flag or f"--{p.name.replace('_', '-')}",
+                                                                        given]
     args = build_parser().parse_args(argv + ["--json"])
     assert args.json is True and callable(args.func)
     assert {p.name: getattr(args, p.name) for p in op.params if not p.required} == {
@@ -133,7 +135,8 @@ def test_a_shard_reader_is_registered_under_its_operation_and_takes_exactly_the_
 
     importlib.import_module(op.handler.module)
     keywords = [n for n, p in inspect.signature(READERS[op.name]).parameters.items() if p.kind == p.KEYWORD_ONLY]
-    assert keywords == [p.name for p in op.params]
+    searched = ["query_vector", "query_model", "fusion"] if op.handler.encodes else []  # what the driver adds
+    assert keywords == [p.name for p in op.params] + searched
 
 
 def test_a_declaration_that_does_not_hold_together_is_refused_naming_the_fix():
@@ -143,8 +146,12 @@ def test_a_declaration_that_does_not_hold_together_is_refused_naming_the_fix():
         registry(Operation("x", READ), Operation("x", READ))
     with pytest.raises(ValueError, match="both answer GET /v1/users/{user_id}/a"):
         registry(Operation("x", READ, http=Http("GET", "/a", "x")), Operation("y", READ, http=Http("GET", "/a", "y")))
-    with pytest.raises(ValueError, match="str, int, bool or datetime"):
+    with pytest.raises(ValueError, match="str, int, bool, datetime or dict"):
         registry(Operation("x", READ, (Param("ids", list[str]),)))
+    with pytest.raises(ValueError, match="a JSON object travels in a POST's body"):
+        registry(Operation("x", READ, (Param("filter", dict),), http=Http("GET", "/x", "x")))
+    with pytest.raises(ValueError, match="encodes 'k': name a text"):
+        registry(Operation("x", READ, (Param("k", int),), handler=ShardReader("actors.x", encodes="k")))
     with pytest.raises(ValueError, match="declare http too"):
         registry(Operation("x", READ, mcp="a tool"))
 
@@ -230,6 +237,8 @@ def test_a_declared_write_takes_its_body_and_an_admin_operation_needs_an_admin_k
     client = TestClient(app)
     assert client.post("/v1/users/alice/labels", json={"text": "vip"}).json() == {"labelled": "ok"}
     assert memory.calls == [("label", {"tenant": "acme", "user_id": "alice", "text": "vip", "weight": 1})]
+    client.post("/v1/users/zoe\u0301/labels", json={"text": "new"})  # a write may start a user (its id in NFC)
+    assert memory.calls.pop() == ("label", {"tenant": "acme", "user_id": "zoé", "text": "new", "weight": 1})
     r = client.post("/v1/users/alice/labels", json={"text": "vip", "weight": 10, "colour": "red"})
     assert r.status_code == 400 and [p["field"] for p in r.json()["problems"]] == ["weight", "colour"]
     assert client.post("/v1/purge").status_code == 403

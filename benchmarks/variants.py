@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from benchmarks.ranker_model_before_keys import MODEL as BEFORE_KEYS_RANKER
+from benchmarks.ranker_model_before_lists import MODEL as BEFORE_LISTS_RANKER
+from benchmarks.ranker_model_cjk_before_lists import MODEL as BEFORE_LISTS_CJK_RANKER
 from projections.queries.list_expand import DEFAULT as LISTS_ON
 from projections.queries.list_expand import ListExpandConfig
-from projections.queries.ranker_model_before_keys import MODEL as BEFORE_KEYS_RANKER
-from projections.queries.ranker_model_before_lists import MODEL as BEFORE_LISTS_RANKER
-from projections.queries.ranker_model_cjk_before_lists import MODEL as BEFORE_LISTS_CJK_RANKER
 from projections.queries.encoder_fusion import fusion_for
 from projections.queries.graph_search import DEFAULT_GRAPH_SEARCH
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig

@@ -7,7 +7,6 @@ provenance.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -16,15 +15,14 @@ import numpy as np
 from projections.folds.episodes import Episode
 from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
-from projections.folds.retention import retention_scores
 from projections.folds.state import UserMemory
-from projections.queries import candidates, coverage, graph_search, key_index, list_expand, prf, rerank, session_docs
-from projections.queries.graph_expand import expand_hits
-from projections.queries.learned import adjusted, hidden, penalise
-from projections.queries.ranker import RankerModel, rerank_rows
+from projections.queries import candidates, graph_search, list_expand, rerank, stages
+from projections.queries.learned import adjusted, hidden
+from projections.queries.ranker import RankerModel
 from projections.queries.ranker_model import MODEL as ENGLISH_RANKER
 from projections.queries.ranker_model_cjk import MODEL as CHINESE_RANKER
 from projections.queries.results import Hit
+from projections.queries.scoring import Scoring, fuse_lists, run
 from projections.rules.query_focus import focus
 from projections.rules.text import has_cjk
 
@@ -70,9 +68,10 @@ class FusionConfig:
     and last the learned ranking stage (:mod:`projections.queries.ranker`),
     which re-orders the best ``ranker_depth`` rows. A Chinese query weighs
     the dense list by ``cjk_dense_weight`` (MiniLM is English-only). Each
-    stage's switch is its weight (or ``ranker=None``); the figures that chose
-    the defaults, leave-conversations-out on the three dev files, are in the
-    README's retrieval section.
+    stage is one module of :mod:`projections.queries.stages`, which names the
+    fields that switch it off (its ablation: ``stages.without(config, name)``);
+    the defaults were chosen leave-conversations-out on the three dev files
+    (``python -m benchmarks.locomo``, the variants of :mod:`benchmarks.variants`).
     """
 
     rrf_k: int = 5
@@ -194,63 +193,6 @@ def lexical_key(config: FusionConfig, query: str) -> str:
     return "lexical"
 
 
-def _key_lists(memory: UserMemory, query: str, config: FusionConfig,
-               weights: dict[str, float]) -> dict[str, tuple[float, list]]:
-    """The derived-key lists with a weight (projections.queries.key_index): kind -> (weight, ranked ids)."""
-    return {kind: (weights[kind], key_index.search(memory, kind, query, config.context_candidates if kind.startswith(
-        "context") else config.candidates, config.bm25)) for kind in key_index.KINDS if weights.get(kind, 0.0) > 0}
-
-
-def _graph_term(memory: UserMemory, query: str, dense: list[tuple[str, float]], scored: list[list],
-                config: FusionConfig) -> None:
-    """Add the graph term to ``scored`` (rows [score, -seq, id, breakdown], best first) and re-sort it.
-
-    The seeds are the best ``graph_seeds`` rows; the turns the graph reaches from them
-    (:func:`projections.queries.graph_expand.expand_hits`) that are already candidates get
-    ``graph_weight / (rrf_k + rank)``, ranked among themselves by their score so far.
-    """
-    top_similarity = dense[0][1] if dense else None
-    depth = graph_search.expansion_depth(config.graph_mode, query, top_similarity, config.graph_config,
-                                         config.graph_depth)
-    reached = expand_hits(memory.graph, [row[2] for row in scored[: config.graph_seeds]], depth,
-                          shared=config.graph_shared_nodes, config=config.graph_config)
-    rows = [row for row in scored if row[2] in reached][: config.graph_candidates]
-    for rank, row in enumerate(rows, start=1):
-        r = reached[row[2]]
-        row[0] += config.graph_weight / (config.rrf_k + rank)
-        row[3].update(graph_rank=rank, graph_distance=r.distance, graph_memory=r.graph_memory,
-                      graph_seed=r.seed_message, graph_via=list(r.via))
-    candidates.order(scored)
-
-
-def _rerank_stages(memory: UserMemory, query: str, scored: list[list], config: FusionConfig,
-                   allowed: Callable[[str], bool]) -> None:
-    """The stages of :mod:`projections.queries.rerank` whose weight is set, in a fixed order; re-sorts ``scored``.
-
-    ``allowed`` says which memories a stage may add (in the search's scope, recorded by its ``now``)."""
-    if not (config.speaker_weight or config.time_weight or config.session_weight or config.neighbour_weight
-            or config.clause_weight or config.conversation_weight):
-        return
-    tables = rerank.TABLES.get(memory)
-    if config.conversation_weight > 0:
-        session_docs.conversation_term(memory, query, scored, config.conversation_weight, config.rrf_k,
-                                       config.conversation_candidates, config.conversation_fit, config.bm25, allowed)
-    if config.clause_weight > 0:
-        rerank.clause_term(memory, query, scored, config.clause_weight, config.rrf_k, config.candidates,
-                           config.bm25, allowed)
-    if config.speaker_weight > 0:
-        rerank.speaker(memory, query, scored, tables, config.speaker_weight, config.rrf_k)
-    if config.time_weight > 0:
-        rerank.timed(query, scored, tables, config.time_weight, config.rrf_k)
-    if config.session_weight > 0:
-        rerank.sessions(memory, scored, config.session_weight, config.rrf_k, config.session_candidates)
-    candidates.order(scored)
-    if config.neighbour_weight > 0:
-        rerank.neighbours(memory, scored, tables, config.neighbour_weight, config.neighbour_top,
-                          allowed)
-        candidates.order(scored)
-
-
 def fuse(
     memory: UserMemory,
     query: str,
@@ -263,133 +205,65 @@ def fuse(
     policy: RetentionPolicy | None = None,
     scope: str = "active",
 ) -> list[Hit]:
-    """Top-``k`` hits from dense neighbours plus a BM25 search (and episodes), fused with weighted RRF.
+    """Top-``k`` hits: the stages of :mod:`projections.queries.stages` run in order over one search.
 
-    ``scope`` picks the memories searched: ``active`` (not archived, the
-    default), ``archive`` (archived only) or ``all``. ``now`` is when the
-    question is asked: memories recorded after it are left out (time
-    travel), and with ``policy`` the retention term at ``now`` joins the
-    score (see :class:`FusionConfig`). The archive is read as it stands.
+    The ranked lists (dense neighbours, BM25 over the turns and their derived
+    keys, episodes, notes) are fused by weighted reciprocal rank with the
+    retention term; then each stage after the fusion adds its term or
+    re-orders. ``scope`` picks the memories searched: ``active`` (not
+    archived, the default), ``archive`` (archived only) or ``all``. ``now`` is
+    when the question is asked: memories recorded after it are left out (time
+    travel), and with ``policy`` the retention term at ``now`` joins the score
+    (see :class:`FusionConfig`). The archive is read as it stands.
     """
     if config.query_focus:
         query = focus(query)  # the dense list keeps the whole query's vector
-    primary = lexical_key(config, query)
-    lexical = memory.lexical.search(query, config.candidates, config.bm25) if primary == "lexical" else []
-    parts: dict[str, dict] = {memory_id: {"dense": (rank, sim)} for rank, (memory_id, sim) in enumerate(dense, start=1)}
-    for rank, (memory_id, score) in enumerate(lexical, start=1):
-        parts.setdefault(memory_id, {})["lexical"] = (rank, score)
-    weights = list_weights(config, query)
-    keys = _key_lists(memory, query, config, weights)
-    for kind, (_, ranked) in keys.items():
-        for rank, (memory_id, score) in enumerate(ranked, start=1):
-            parts.setdefault(memory_id, {})[kind] = (rank, score)
-    if config.episode_weight > 0 and query_vector is not None:
-        for rank, (episode, sim) in enumerate(rank_episodes(memory, query_vector, config.episode_candidates), start=1):
-            for member in episode.members:
-                parts.setdefault(member.event_id, {}).setdefault("episode", (rank, sim, episode))
-
-    learn = adjusted(config) and scope == "active" and bool(memory.adjustments.by_target)
-    if config.note_weight > 0:
-        ranked_notes = memory.notes.search(query, config.note_candidates, config.bm25)
-        if learn:
-            ranked_notes = [(n, b) for n, b in ranked_notes if not hidden(memory, n, now)]
-        for rank, (note_id, bm25) in enumerate(ranked_notes, 1):
-            for memory_id in memory.notes.notes[note_id].source_message_ids:
-                parts.setdefault(memory_id, {}).setdefault("note", (rank, bm25, note_id))
-    by_id = memory.messages.by_id
+    s = Scoring(memory, query, config, query_vector, dense, now, policy, scope, primary=lexical_key(config, query),
+                weights=list_weights(config, query),
+                learn=adjusted(config) and scope == "active" and bool(memory.adjustments.by_target))
+    for stage in stages.LISTS:
+        if not stage.after_scope:
+            stage.gather(s)
     # an index row the projections do not know yet is never surfaced; archived ones only when asked for; with
     # ``now`` (time travel), nothing recorded after it; memories the learning loop invalidated are out of default
     # retrieval too
     tables = rerank.TABLES.get(memory)
-    allowed = candidates.scope_filter(memory, scope, now, tables.times,
-                                      (lambda mid: hidden(memory, mid, now)) if learn else None, tables.newest)
-    parts = {mid: p for mid, p in parts.items() if allowed(mid)}
-    recall = {}
-    if config.retention_weight > 0 and now is not None and policy is not None:
-        recall = retention_scores(memory.retention, now, policy, parts)
-    dense_weight, lexical_weight, rrf_k = weights["dense"], weights["lexical"], config.rrf_k
-    key_names = [(kind, weight, f"{kind}_rank", f"{kind}_bm25") for kind, (weight, _) in keys.items()]
-    archived = memory.archive.archived if scope != "active" else {}
-    scored = []
-    for memory_id, p in parts.items():
-        score = 0.0
-        breakdown: dict = {}
-        # Figures go in unrounded (most rows never leave this function); :data:`ROUNDED` rounds a hit's.
-        if "dense" in p:
-            rank, sim = p["dense"]
-            score += dense_weight / (rrf_k + rank)
-            breakdown["dense_rank"], breakdown["dense_similarity"] = rank, sim
-        if "lexical" in p:
-            rank, bm25 = p["lexical"]
-            score += lexical_weight / (rrf_k + rank)
-            breakdown["lexical_rank"], breakdown["bm25"] = rank, bm25
-        for kind, weight, rank_key, bm25_key in key_names:
-            if kind in p:
-                rank, bm25 = p[kind]
-                score += weight / (rrf_k + rank)
-                breakdown[rank_key], breakdown[bm25_key] = rank, bm25
-        if "episode" in p:
-            rank, sim, episode = p["episode"]
-            score += config.episode_weight / (rrf_k + rank)
-            breakdown["episode_rank"], breakdown["episode_similarity"] = rank, sim
-            breakdown["episode_id"] = episode.episode_id
-        if "note" in p:
-            rank, bm25, note_id = p["note"]
-            score += config.note_weight / (rrf_k + rank)
-            breakdown["note_rank"], breakdown["note_bm25"], breakdown["note_id"] = rank, bm25, note_id
-        if (r := recall.get(memory_id)) is not None:
-            score += config.retention_weight * (2.0 if 2.0 < r else r) / (rrf_k + 1)  # min(r, 2.0)
-            breakdown["retention"] = r
-        if memory_id in archived:
-            breakdown["archived"] = archived[memory_id].reason
-        scored.append([score, -by_id[memory_id].seq, memory_id, breakdown])
-    candidates.order(scored)
-    _rerank_stages(memory, query, scored, config, allowed)
-    if config.graph_weight > 0 and memory.graph.memories:
-        _graph_term(memory, query, dense, scored, config)
-    if config.prf_weight > 0 and (not config.prf_lists_only or coverage.list_intent(query)):
-        prf.prf_term(memory, query_vector, scored, config.prf_weight, config.rrf_k, config.prf_seeds,
-                     config.prf_candidates, config.prf_beta, allowed)
-        candidates.order(scored)
-    list_expand.term(memory, query, scored, config.list_expansion, config.rrf_k, config.bm25, allowed)
-    for row in scored:
-        row[3]["rrf"] = row[0]
-    model = (config.cjk_ranker or (config.ranker if config.ranker_cjk else None)) if has_cjk(query) else config.ranker
-    if model is not None:
-        rerank_rows(memory, query, query_vector, scored, model, config.ranker_depth, config.rrf_k, primary)
-    if adjusted(config):
-        penalise(memory, scored, now, hide=scope == "active", query=query)
-    if config.coverage_weight > 0 and (not config.coverage_lists_only or coverage.list_intent(query)):
-        coverage.select(memory, query, scored, rerank.TABLES.get(memory), config.coverage_weight, config.coverage_depth,
-                        config.coverage_mode)
+    s.allowed = candidates.scope_filter(memory, scope, now, tables.times,
+                                        (lambda mid: hidden(memory, mid, now)) if s.learn else None, tables.newest)
+    s.parts = {mid: p for mid, p in s.parts.items() if s.allowed(mid)}
+    for stage in stages.LISTS:
+        if stage.after_scope:
+            stage.gather(s)
+    fuse_lists(s)
+    run(s, stages.STAGES)
+    return [_hit(memory, rank, row) for rank, row in enumerate(s.rows[:k], start=1)]
 
-    hits = []
-    for rank, (score, _, memory_id, breakdown) in enumerate(scored[:k], start=1):
-        for key, digits in ROUNDED.items():
-            if key in breakdown:
-                breakdown[key] = round(breakdown[key], digits)
-        msg = memory.messages.by_id[memory_id]
-        vec = memory.vectors.rows.get(memory_id)
-        event_ids = [memory_id] + ([vec.event_id] if vec else [])
-        hits.append(
-            Hit(
-                memory_id=memory_id,
-                rank=rank,
-                score=score,
-                text=msg.text,
-                speaker=msg.speaker,
-                role=msg.role,
-                occurred_at=msg.occurred_at,
-                conversation_id=msg.conversation_id,
-                turn_id=msg.turn_id,
-                breakdown=breakdown,
-                provenance={
-                    "event_ids": event_ids,
-                    "seq": msg.seq,
-                    "conversation_id": msg.conversation_id,
-                    "turn_id": msg.turn_id,
-                    "client_message_id": msg.client_message_id,
-                },
-            )
-        )
-    return hits
+
+def _hit(memory: UserMemory, rank: int, row: list) -> Hit:
+    """A scored row as a hit: its figures rounded (:data:`ROUNDED`), its message and provenance."""
+    score, _, memory_id, breakdown = row
+    for key, digits in ROUNDED.items():
+        if key in breakdown:
+            breakdown[key] = round(breakdown[key], digits)
+    msg = memory.messages.by_id[memory_id]
+    vec = memory.vectors.rows.get(memory_id)
+    event_ids = [memory_id] + ([vec.event_id] if vec else [])
+    return Hit(
+        memory_id=memory_id,
+        rank=rank,
+        score=score,
+        text=msg.text,
+        speaker=msg.speaker,
+        role=msg.role,
+        occurred_at=msg.occurred_at,
+        conversation_id=msg.conversation_id,
+        turn_id=msg.turn_id,
+        breakdown=breakdown,
+        provenance={
+            "event_ids": event_ids,
+            "seq": msg.seq,
+            "conversation_id": msg.conversation_id,
+            "turn_id": msg.turn_id,
+            "client_message_id": msg.client_message_id,
+        },
+    )

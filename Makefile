@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first and pinned: the local CPU build (an unpinned torch pulls a multi-GB CUDA build)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test,bench,docs]'
+	$(BIN)/pip install --quiet -e '.[test,bench,docs,langgraph,agents]'
 	$(MAKE) --no-print-directory browser
 	touch $(STAMP)
 

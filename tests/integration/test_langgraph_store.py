@@ -1,0 +1,161 @@
+"""The LangGraph store (palimpsest.integrations.langgraph_store) under a real compiled LangGraph graph: a node reads
+and writes the user's memories through ``runtime.store``, across two threads, in English and Chinese, backed by a
+local store on Ray and by a served store (server URL + key)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.runtime import Runtime  # noqa: E402
+
+from events.errors import InvalidInputError  # noqa: E402
+from palimpsest import Memory  # noqa: E402
+from palimpsest.integrations.langgraph_store import PROVENANCE, PalimpsestStore  # noqa: E402
+from palimpsest.server.keys import KeyRing  # noqa: E402
+from palimpsest.server.run import start  # noqa: E402
+from palimpsest.server.settings import ServeSettings  # noqa: E402
+from tests.serve_helpers import free_port  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Context:
+    user_id: str
+
+
+class State(TypedDict, total=False):
+    message: str
+    recalled: list[dict]
+
+
+def remember_and_recall(state: State, runtime: Runtime[Context]) -> State:
+    """Remember what follows "remember <key>:", then recall the three memories that match the message best."""
+    namespace = ("acme", runtime.context.user_id, "memories")
+    message = state["message"]
+    if message.startswith("remember "):
+        key, _, fact = message.removeprefix("remember ").partition(":")
+        runtime.store.put(namespace, key.strip(), {"text": fact.strip()})
+        return {"recalled": []}
+    found = runtime.store.search(namespace, query=message, limit=3)
+    return {"recalled": [{"key": i.key, "text": i.value["text"], "score": i.score, **i.value[PROVENANCE]}
+                         for i in found]}
+
+
+def build(store: PalimpsestStore):
+    builder = StateGraph(State, context_schema=Context)
+    builder.add_node("memory", remember_and_recall)
+    builder.add_edge(START, "memory")
+    builder.add_edge("memory", END)
+    return builder.compile(checkpointer=InMemorySaver(), store=store)
+
+
+def say(graph, thread: str, user: str, message: str) -> list[dict]:
+    return graph.invoke({"message": message}, {"configurable": {"thread_id": thread}},
+                        context=Context(user_id=user))["recalled"]
+
+
+@pytest.fixture(scope="module")
+def local(ray_cluster, tmp_path_factory):
+    mem = Memory.open(tmp_path_factory.mktemp("lg") / "store", num_shards=2, embedder="hash")
+    yield PalimpsestStore(mem), mem
+    mem.close()
+
+
+@pytest.fixture(scope="module")
+def served(ray_cluster, tmp_path_factory):
+    store = tmp_path_factory.mktemp("lg-served") / "store"
+    running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=2)
+    key = KeyRing(store).create("acme")[0]
+    with PalimpsestStore.connect(running.url, key) as remote:
+        yield remote, running
+    running.stop()
+
+
+def conversation(graph, user: str) -> None:
+    """Thread 1 remembers three facts, two in Chinese; thread 2 recalls them."""
+    for message in ("remember allergy: Alice is allergic to peanuts",
+                    "remember city: 爱丽丝住在杭州西湖边",
+                    "remember pet: 爱丽丝养了一只叫年糕的猫"):
+        assert say(graph, f"{user}-t1", user, message) == []
+    english = say(graph, f"{user}-t2", user, "which food is Alice allergic to? peanuts?")
+    assert english[0]["key"] == "allergy" and english[0]["text"] == "Alice is allergic to peanuts"
+    assert english[0]["memory_id"] and english[0]["note_id"] in english[0]["event_ids"]
+    assert english[0]["version"] == 1 and english[0]["score"] > 0 and english[0]["created_at"]
+    assert say(graph, f"{user}-t2", user, "爱丽丝住在哪里？杭州")[0]["key"] == "city"
+    assert say(graph, f"{user}-t2", user, "她的猫叫什么名字")[0]["key"] == "pet"
+
+
+def test_a_graph_node_remembers_in_one_thread_and_recalls_in_another_english_and_chinese(local):
+    store, mem = local
+    graph = build(store)
+    conversation(graph, "alice")
+    assert say(graph, "bob-t1", "bob", "peanuts") == []  # another user's memories are not hers
+
+    # the same key again: the next version; the first is superseded, not erased
+    assert say(graph, "alice-t3", "alice", "remember city: 爱丽丝搬到了上海") == []
+    now = say(graph, "alice-t4", "alice", "爱丽丝住在哪里")
+    assert [(r["key"], r["version"]) for r in now if r["key"] == "city"] == [("city", 2)]
+    assert all("杭州" not in r["text"] for r in now)
+    chain = mem.note_history(now[0]["note_id"] if now[0]["key"] == "city" else
+                             next(r["note_id"] for r in now if r["key"] == "city"), tenant="acme")["chain"]
+    assert [(v["text"], v["status"]) for v in chain] == [("爱丽丝住在杭州西湖边", "superseded"),
+                                                         ("爱丽丝搬到了上海", "active")]
+
+
+def test_get_put_delete_filter_and_namespaces_through_the_store_interface(local):
+    store, mem = local
+    ns = ("acme", "carol", "prefs")
+    store.put(ns, "theme", {"value": "dark", "stars": 5}, index=False)
+    store.put(ns, "food", {"text": "Carol loves ramen", "stars": 4})
+    store.put(("acme", "carol"), "name", {"text": "Carol"})
+
+    got = store.get(ns, "theme")
+    assert got.value["value"] == "dark" and got.namespace == ns and got.value[PROVENANCE]["memory_id"] is None
+    assert [i.key for i in store.search(ns, filter={"stars": {"$gte": 5}})] == ["theme"]
+    assert [i.key for i in store.search(ns, query="ramen")] == ["food"]  # the unindexed item is not searched
+    assert {i.key for i in store.search(("acme", "carol"))} == {"theme", "food", "name"}
+    assert store.list_namespaces(prefix=("acme", "carol")) == [("acme", "carol"), ns]
+    assert ("acme", "carol") in store.list_namespaces(prefix=("acme",), max_depth=2)
+
+    store.delete(ns, "food")
+    assert store.get(ns, "food") is None and [i.key for i in store.search(ns, query="ramen")] == []
+    kinds = [e.kind for e in mem.events("acme", "carol", kinds=["note_operation"])]
+    assert kinds == ["note_operation"] * 4  # three puts and the retraction: nothing erased
+    assert store.get(("acme", "nobody"), "x") is None
+    with pytest.raises(InvalidInputError, match="give \\(tenant, user\\) or \\(tenant, user, collection\\)"):
+        store.put(("acme",), "k", {"text": "x"})
+
+
+def test_the_async_interface_answers_as_the_sync_one(local):
+    store, _ = local
+
+    async def run():
+        await store.aput(("acme", "dan"), "k1", {"text": "Dan plays the cello"})
+        item = await store.aget(("acme", "dan"), "k1")
+        hits = await store.asearch(("acme", "dan"), query="cello")
+        return item, hits
+
+    item, hits = asyncio.run(run())
+    assert item.value["text"] == "Dan plays the cello" and [h.key for h in hits] == ["k1"]
+
+
+def test_a_served_store_through_its_url_and_key_backs_the_same_graph(served):
+    remote, running = served
+    graph = build(remote)
+    conversation(graph, "erin")
+    assert remote.get(("acme", "nobody", "memories"), "allergy") is None  # a user the server does not hold
+    assert remote.list_namespaces() == [("acme", "erin", "memories")]
+    remote.delete(("acme", "erin", "memories"), "pet")
+    assert remote.get(("acme", "erin", "memories"), "pet") is None
+    assert running.memory.items("acme", "erin", collection="memories", key="allergy")[0]["version"] == 1
+    with pytest.raises(InvalidInputError, match="your key is tenant 'acme'"):
+        remote.put(("globex", "erin"), "k", {"text": "x"})

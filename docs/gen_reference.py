@@ -45,7 +45,10 @@ def cli_page() -> str:
     root = build_parser()
     lines = [HEADER.format(source="palimpsest.cli.build_parser()"), "# Command line\n\n",
              "Every command and its options, as `palimpsest COMMAND --help` prints them. Global options "
-             "(`--store`, `--server`, `--log-level`) go before the command.\n\n",
+             "(`--store`, `--server`, `--log-level`) go before the command. Every command that prints what it "
+             "read takes `--json` (one JSON document, times in ISO 8601) and `--no-pager` (on a terminal, output "
+             "longer than the screen otherwise goes through `$PAGER`, default `less -FRX`); colours are used only "
+             "on a terminal and never when `NO_COLOR` is set.\n\n",
              "```text\n", root.format_help(), "```\n\n"]
 
     def walk(parser: argparse.ArgumentParser, path: list[str], depth: int) -> None:

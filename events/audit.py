@@ -167,6 +167,11 @@ class AuditReader:
             sql += f" LIMIT {int(limit)}"
         return fetch_arrow(self._con, sql, params)
 
+    def count(self, flt: ScanFilter) -> int:
+        """How many events :meth:`events` gives for ``flt`` without a limit."""
+        where, params = where_clause(flt)
+        return self._con.execute(f"SELECT count(*) FROM events WHERE {where}", params).fetchone()[0]
+
     def sql(self, query: str) -> pa.Table:
         """Run one read-only query within the reader's limits; the view ``events`` spans every shard (or the
         reader's tenant). A bad query raises :class:`InvalidInputError`, a forbidden one

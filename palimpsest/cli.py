@@ -15,9 +15,11 @@ from pathlib import Path
 from events.errors import InvalidInputError, PalimpsestError
 from palimpsest import (
     __version__, cli_archive, cli_backup, cli_erasure, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes,
-    cli_operations, cli_serve,
+    cli_operations, cli_search, cli_serve, cli_style,
 )
-from palimpsest.cli_common import DEFAULT_STORE, EMBEDDER_HELP, SCOPES, open_store, print_json, parse_when, remote, stream_args
+from palimpsest.cli_common import (
+    DEFAULT_STORE, EMBEDDER_HELP, SCOPES, open_store, parse_when, print_json, read_options, remote, stream_args,
+)
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from palimpsest import formats
@@ -45,25 +47,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_hits(hits) -> None:
-    for h in hits:
-        when = h.occurred_at.date().isoformat()
-        where = f"{h.conversation_id}/{h.turn_id}" if h.turn_id else h.conversation_id
-        print(f"{h.rank:>2}. [{when}] {h.speaker or h.role}: {h.text}")
-        parts = ", ".join(f"{k}={v}" for k, v in h.breakdown.items())
-        print(f"    turn {where} · memory {h.memory_id} · events {', '.join(h.provenance['event_ids'])}")
-        print(f"    score {parts}")
-
-
 def cmd_search(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
         hits = mem.search(args.tenant, args.user, args.query, k=args.k, now=args.at, scope=args.scope)
+        hidden = 0 if args.json or not hits else cli_search.hidden_below(mem, args, len(hits))
     if args.json:
         print_json([h.to_dict() for h in hits])
     elif not hits:
         print(f"no memories for tenant {args.tenant!r}, user {args.user!r}")
     else:
-        _print_hits(hits)
+        cli_search.print_hits(hits, args.query, args, hidden)
     return 0
 
 
@@ -72,11 +65,8 @@ def cmd_context(args: argparse.Namespace) -> int:
         ctx = mem.build_context(args.tenant, args.user, args.query, token_budget=args.budget, now=args.at)
     if args.json:
         print_json(ctx.to_dict())
-        return 0
-    print(ctx.text)
-    print(f"\n-- {len(ctx.items)} items, {ctx.tokens}/{ctx.budget} tokens; provenance:")
-    for item in ctx.items:
-        print(f"   {item.turn_id or '-'} ← {item.conversation_id} · memory {item.memory_id}")
+    else:
+        cli_search.print_context(ctx, args)
     return 0
 
 
@@ -84,7 +74,7 @@ def cmd_operation(op, args: argparse.Namespace) -> int:
     """A declared operation's subcommand (:mod:`palimpsest.cli_operations`): its method on the store or the server."""
     with open_store(args) as mem:
         result = cli_operations.call(op, mem, args)
-    cli_operations.show(op, result, args)
+        cli_operations.show(op, result, args, mem)
     return 0
 
 
@@ -103,10 +93,17 @@ def read_queries(path: str, tenant: str | None, user: str | None) -> list[tuple[
     return out
 
 
-def cmd_counterfactual(args: argparse.Namespace) -> int:
-    from projections.folds.policy import RetentionPolicy
+def retention_policy(value: str):
+    """``--policy``: a policy file (.json/.toml), or a preset's name (``palimpsest policies``; old names too)."""
+    from projections.folds.policy import RetentionPolicy, preset
 
-    policy = RetentionPolicy.load(args.policy)
+    if Path(value).exists() or Path(value).suffix.lower() in (".json", ".toml"):
+        return RetentionPolicy.load(value)
+    return preset(value)
+
+
+def cmd_counterfactual(args: argparse.Namespace) -> int:
+    policy = retention_policy(args.policy)
     queries = read_queries(args.queries, args.tenant, args.user) if args.queries else []
     with open_store(args) as mem:
         report = mem.counterfactual(policy, args.at, queries=queries, k=args.k, tenant=args.tenant)
@@ -120,6 +117,8 @@ def cmd_counterfactual(args: argparse.Namespace) -> int:
         for key, label in (("archived_only_under_other", "would be archived"), ("kept_only_under_other", "would be kept")):
             for item in user[key][:10]:
                 print(f"  {label:<17} {str(item['turn_id'] or '-'):<10} {item['text'][:70]}")
+            if (line := cli_style.more(len(user[key]) - 10, "--json for every one")) is not None:
+                print(f"  {line}")
         for q in user["queries"]:
             moved = [r for r in q["ranks"] if r["rank_current"] != r["rank_other"]]
             print(f"  query {q['query']!r}: {len(moved)} of top {args.k} change rank (current -> {policy.name})")
@@ -134,6 +133,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return cmd_counterfactual(args)
     with open_store(args) as mem:
         reports = mem.replay()
+    if args.json:
+        print_json({"equal": all(r.equal for r in reports), "shards": reports})
+        return 0 if all(r.equal for r in reports) else 1
     ok = True
     for r in reports:
         ok &= r.equal
@@ -192,20 +194,29 @@ def cmd_events(args: argparse.Namespace) -> int:
     flt = ScanFilter(canonical_id(args.tenant), canonical_id(args.user), args.from_seq, args.to_seq, args.since,
                      args.until, tuple(args.kind) if args.kind else None)
     client = remote(args)
-    if client:
+    cut = args.limit is not None
+    if client:  # the server counts nothing: one row more than asked tells whether the list was cut
         with client:
-            rows = client.audit_events(flt, args.limit)
+            rows = client.audit_events(flt, args.limit + 1 if cut else None)
+        total = None if cut and len(rows) > args.limit else len(rows)
+        rows = rows[:args.limit] if cut else rows
     else:
-        rows = _audit(args).events(flt, args.limit).to_pylist()
+        reader = _audit(args)
+        rows = reader.events(flt, args.limit).to_pylist()
+        total = reader.count(flt) if cut and len(rows) == args.limit else len(rows)
     if args.json:
         print_json(rows)
         return 0
+    width = cli_style.line_width()
     for row in rows:
         payload = json.loads(row["payload"])
         summary = payload.get("text") or payload.get("query") or payload.get("model_id") or ""
-        print(f"{row['tenant']}/{row['user_id']} #{row['seq']:<5} {row['kind']:<17} v{row['schema_version']} "
-              f"{_iso(row['occurred_at'])} {row['event_id'][:12]} {str(summary)[:70]}")
+        print(cli_style.truncate(f"{row['tenant']}/{row['user_id']} #{row['seq']:<5} {row['kind']:<17} "
+                                 f"v{row['schema_version']} {_iso(row['occurred_at'])} {row['event_id'][:12]} "
+                                 f"{summary}", width))
     print(f"-- {len(rows)} events")
+    if (line := cli_style.more(None if total is None else total - len(rows), "--limit")) is not None:
+        print(line)
     return 0
 
 
@@ -278,6 +289,35 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_policies(args: argparse.Namespace) -> int:
+    """The store's retention policy and the presets ``replay --policy NAME`` takes; no actors started."""
+    from projections.folds.policy import listing
+
+    client = remote(args)
+    if client:
+        with client:
+            found = client.policies()
+    else:
+        from palimpsest import config as store_config
+        from palimpsest.settings import StoreSettings
+
+        path = Path(args.store)
+        settings = StoreSettings.from_json(store_config.StoreConfig.load(path).settings, str(path / "store.json"))
+        found = listing(settings.retention_policy)
+    if args.json:
+        print_json(found)
+        return 0
+    live = found["live"]
+    print(f"{cli_style.paint('in force:', 'heading')} {live['name']} — {live['description'] or '(no description)'}")
+    print(cli_style.paint("presets (palimpsest replay --policy NAME shows what one would change):", "heading"))
+    width = cli_style.line_width()
+    for p in found["presets"]:
+        print(cli_style.truncate(f"  {p['name']:<15} {p['description']}", width))
+    for old, new in found.get("aliases", {}).items():
+        print(cli_style.paint(f"  {old:<15} old name of {new}, still accepted", "dim"))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from palimpsest.demo import run_demo
 
@@ -308,20 +348,24 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_)
         stream_args(sp)
         sp.add_argument("query")
-        sp.add_argument("--json", action="store_true")
+        read_options(sp)
         sp.add_argument("--at", type=parse_when, help="when the question is asked (ISO with offset; default now)")
         if name == "search":
-            sp.add_argument("-k", type=int, default=10)
+            sp.add_argument("-k", type=int, default=10, help="how many memories (default 10)")
             sp.add_argument("--scope", choices=SCOPES, default="active",
                             help="active memories (default), the archive, or all")
+            sp.add_argument("-v", "--verbose", action="store_true",
+                            help="also each hit's ids, source events, score terms and whole score breakdown")
         else:
             sp.add_argument("--budget", type=int, default=1000)
         sp.set_defaults(func=func)
 
     sp = sub.add_parser("replay", help="rebuild every projection from the log and compare digests")
-    sp.add_argument("--policy", help="a retention policy file (.json/.toml): report what would change under it instead")
+    sp.add_argument("--policy", metavar="FILE_OR_PRESET",
+                    help="a retention policy file (.json/.toml) or a preset's name (see `palimpsest policies`): "
+                         "report what would change under it instead")
     sp.add_argument("--at", type=parse_when, help="with --policy: the time to compare at (ISO with offset; default now)")
-    sp.add_argument("--json", action="store_true", help="with --policy: the report as JSON")
+    read_options(sp)
     sp.add_argument("--queries", help="with --policy: a query file (one per line, or JSON lines) to compare rankings")
     sp.add_argument("--tenant", help="with --queries: tenant of plain-text queries")
     sp.add_argument("--user", help="with --queries: user of plain-text queries")
@@ -346,14 +390,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--to-seq", type=int)
     sp.add_argument("--since", type=parse_when, help="ISO time with offset")
     sp.add_argument("--until", type=parse_when, help="ISO time with offset")
-    sp.add_argument("--limit", type=int)
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--limit", type=int, help="at most this many events (the rest counted)")
+    read_options(sp)
     sp.set_defaults(func=cmd_events)
 
     sp = sub.add_parser("sql", help="read-only SQL over every shard log (view: events; one SELECT, no file access)")
     sp.add_argument("query")
     sp.add_argument("--tenant", help="only this tenant's events exist for the query")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_sql)
 
     sp = sub.add_parser("export", help="export the whole log to Parquet")
@@ -362,8 +406,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_export)
 
     sp = sub.add_parser("stats", help="counts per store and shard")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_stats)
+
+    sp = sub.add_parser("policies", help="the store's retention policy and the presets a counterfactual can use "
+                                         "(`replay --policy NAME`)")
+    read_options(sp)
+    sp.set_defaults(func=cmd_policies)
 
     sp = sub.add_parser("reembed", help="move the store to another encoder: new vectors recorded as events, then a "
                                         "switch; searches keep working meanwhile; run again to finish an "
@@ -371,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--embedder", metavar="KIND", required=True, help=EMBEDDER_HELP.split(";")[0].replace(
         "encoder of a new store", "the encoder to move to"))
     sp.add_argument("--dry-run", action="store_true", help="only count what would be encoded and estimate the time")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_reembed)
 
     sp = sub.add_parser("demo", help="ingest the sample dialogue, query it, replay it (store: ./demo-store)")
@@ -386,7 +435,9 @@ def main(argv: list[str] | None = None) -> int:
 
         configure(args.log_level)
     try:
-        return args.func(args)
+        with cli_style.session(json=getattr(args, "json", False),
+                               pager=hasattr(args, "no_pager") and not args.no_pager):
+            return args.func(args)
     except PalimpsestError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
+from palimpsest.cli_common import open_store, parse_when, print_json, read_options, stream_args
+from palimpsest.cli_style import paint
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -24,7 +25,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for memory_id, text in zip(row["memory_ids"], row["texts"]):
             print(f"   {memory_id}  {text[:70]}")
     total = sum(len(r["memory_ids"]) for r in rows)
-    print(f"-- {verb} {total} memories" + (" (dry run: nothing written)" if args.dry_run else ""))
+    print(paint(f"-- {verb} {total} memories" + (" (dry run: nothing written)" if args.dry_run else ""), "dim"))
     return 0
 
 
@@ -32,8 +33,8 @@ def print_archived(rows: list[dict], args: argparse.Namespace) -> None:
     """``archive list`` (a declared operation, :mod:`palimpsest.operations`) as text."""
     for row in rows:
         r = f"R={row['retention']:.3f}" if row["retention"] is not None else row["detail"][:20]
-        print(f"{row['at'][:16]}  {row['reason']:<15} {r:<10} {row['memory_id']}  {row['text'][:60]}")
-    print(f"-- {len(rows)} archived memories")
+        print(f"{paint(row['at'][:16], 'date')}  {row['reason']:<15} {r:<10} {row['memory_id']}  {row['text'][:60]}")
+    print(paint(f"-- {len(rows)} archived memories", "dim"))
 
 
 def cmd_move(args: argparse.Namespace) -> int:
@@ -52,7 +53,7 @@ def register(sub) -> None:
     stream_args(sp, required=False)
     sp.add_argument("--at", type=parse_when, help="ISO time with offset (default: now)")
     sp.add_argument("--dry-run", action="store_true", help="report only; write nothing")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_sweep)
 
     for name, help_ in (("restore", "bring archived memories back into default retrieval"),

@@ -1,11 +1,13 @@
-"""Helpers shared by the command modules of the CLI: opening the store, times, JSON output."""
+"""Helpers shared by the command modules of the CLI: opening the store, times, JSON output, the options every read
+command takes (``--json``, ``--no-pager``)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
-from datetime import datetime
+from datetime import date, datetime
 
 
 DEFAULT_STORE = os.environ.get("PALIMPSEST_STORE", ".store")
@@ -50,8 +52,30 @@ def open_store(args: argparse.Namespace, **create):
     return Memory.open(args.store, create=bool(create), **create)
 
 
+def _plain(value):
+    """A value JSON has no type for: times as ISO-8601, records as objects, paths and the rest as text."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return value.to_dict() if hasattr(value, "to_dict") else dataclasses.asdict(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if hasattr(value, "model_dump"):  # a pydantic model
+        return value.model_dump(mode="json")
+    return str(value)
+
+
 def print_json(obj) -> None:
-    print(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+    """``obj`` as one JSON document on stdout (``--json``): keys in the order the command gives them, times ISO."""
+    print(json.dumps(obj, ensure_ascii=False, indent=2, default=_plain))
+
+
+def read_options(sp: argparse.ArgumentParser) -> None:
+    """The options of a command that prints what it read: ``--json`` and ``--no-pager``."""
+    sp.add_argument("--json", action="store_true", help="print one JSON document (for programs; no colours, no pager)")
+    sp.add_argument("--no-pager", action="store_true", help="print everything, even past the screen's height "
+                                                            "(default: long output on a terminal goes through $PAGER, "
+                                                            "else less -FRX)")
 
 
 def stream_args(sp: argparse.ArgumentParser, required: bool = True) -> None:

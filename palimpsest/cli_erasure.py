@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from events.errors import InvalidInputError
-from palimpsest.cli_common import print_json, remote, stream_args
+from palimpsest.cli_common import print_json, read_options, remote, stream_args
 
 
 def audit_ciphers(store: Path, log_files: list[Path]):
@@ -82,7 +82,7 @@ def register(sub) -> None:
                                        "and snapshot removed (an encrypted store)")
     stream_args(sp)
     sp.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_forget)
 
     sp = sub.add_parser("encrypt", help="copy a plaintext store (created before encryption) into a new encrypted "

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
+from palimpsest.cli_common import open_store, parse_when, print_json, read_options, stream_args
+from palimpsest.cli_style import paint
 
 
 def _print(s: dict) -> None:
@@ -37,8 +38,9 @@ def print_adjustment(a: dict) -> None:
             else " ".join(t[:12] for t in a["target_ids"]))
     factor = f" ×{a['factor']}" if a["factor"] is not None else ""
     until = f" until {a['until'][:16]}" if a["until"] else ""
-    state = f"REVERTED {a['reverted_at'][:16]} ({a['revert_reason']})" if a["reverted_at"] else "applies"
-    print(f"{a['at'][:16]}  {a['layer']:<7} {a['action']:<10}{factor}{until}  {what}")
+    state = (paint(f"REVERTED {a['reverted_at'][:16]} ({a['revert_reason']})", "warn") if a["reverted_at"]
+             else "applies")
+    print(f"{paint(a['at'][:16], 'date')}  {a['layer']:<7} {a['action']:<10}{factor}{until}  {what}")
     print(f"   {a['adjustment_id']} · {state} · signals {' '.join(s[:12] for s in a['signal_ids'])}")
     print(f"   why: {a['reason']}")
 
@@ -47,7 +49,7 @@ def print_adjustments(rows: list[dict], args: argparse.Namespace) -> None:
     """``adjustments list`` (a declared operation, :mod:`palimpsest.operations`) as text."""
     for a in rows:
         print_adjustment(a)
-    print(f"-- {len(rows)} adjustments")
+    print(paint(f"-- {len(rows)} adjustments", "dim"))
 
 
 def cmd_revert(args: argparse.Namespace) -> int:
@@ -66,7 +68,7 @@ def print_signals(signals: list[dict], args: argparse.Namespace) -> None:
     """``feedback list`` (a declared operation, :mod:`palimpsest.operations`) as text."""
     for s in signals:
         _print(s)
-    print(f"-- {len(signals)} signals")
+    print(paint(f"-- {len(signals)} signals", "dim"))
 
 
 def register(sub) -> None:
@@ -80,7 +82,7 @@ def register(sub) -> None:
     sp.add_argument("--memory-id", action="append", help="a memory or note id the reply's context held (repeatable)")
     sp.add_argument("--at", type=parse_when, help="when the user reacted, ISO with offset (default: now)")
     sp.add_argument("--query", help="the question the reply answered: a penalty then applies to that topic only")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_judge)
 
     p = sub.add_parser("adjustments", help="the learning loop's adjustments (penalties, invalidations, skills): list, revert")
@@ -90,5 +92,5 @@ def register(sub) -> None:
     sp.add_argument("adjustment_id")
     sp.add_argument("--reason", default="reverted by hand")
     sp.add_argument("--at", type=parse_when, help="when, ISO with offset (default: now)")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_revert)

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from events.errors import PalimpsestError
-from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
+from palimpsest.cli_common import open_store, parse_when, print_json, read_options, stream_args
+from palimpsest.cli_style import paint
 
 
 TOOL_NAMES = ("create_memory", "link_memories", "search_memories")  # projections.rules.tool_calls.TOOLS
@@ -24,7 +25,7 @@ def cmd_tool(args: argparse.Namespace) -> int:
     if args.json or args.name != "search_memories":
         print_json(result)
         return 0
-    print(f"depth {result['depth']}, {len(result['hits'])} memories")
+    print(paint(f"depth {result['depth']}, {len(result['hits'])} memories", "heading"))
     for rank, h in enumerate(result["hits"], start=1):
         terms = " ".join(f"{k}={v:.3f}" for k, v in h["contributions"].items())
         via = f" via {' → '.join(h['via'])}" if h["via"] else ""
@@ -69,7 +70,12 @@ def cmd_graph(args: argparse.Namespace) -> int:
     out.write_text(export["html"], encoding="utf-8")
     graphml = Path(args.graphml) if args.graphml else out.with_suffix(".graphml")
     graphml.write_text(export["graphml"], encoding="utf-8")
-    print(f"wrote {out} and {graphml}: {export['memories']} memories, {export['nodes']} nodes, {export['edges']} edges")
+    if args.json:
+        print_json({"html": str(out), "graphml": str(graphml),
+                    **{k: export[k] for k in ("memories", "nodes", "edges")}})
+    else:
+        print(f"wrote {out} and {graphml}: {export['memories']} memories, {export['nodes']} nodes, "
+              f"{export['edges']} edges")
     return 0
 
 
@@ -82,7 +88,7 @@ def cmd_merges(args: argparse.Namespace) -> int:
     if not merges:
         print(f"no node merges in {args.tenant}/{args.user}")
     for m in merges:
-        state = f"undone ({m['undo_reason']})" if m["undone"] else "active"
+        state = paint(f"undone ({m['undo_reason']})", "warn") if m["undone"] else "active"
         print(f"{m['merge_id']}  {state}: {', '.join(map(repr, m['merged_labels']))} → {m['kept_label']!r} "
               f"(similarity {m['similarity']:.3f}; {m['reason']})")
     return 0
@@ -102,7 +108,7 @@ def register(sub) -> None:
     sp.add_argument("name", choices=TOOL_NAMES)
     sp.add_argument("arguments", help='the call\'s JSON object, e.g. \'{"query": "why was I tired?"}\', or @FILE')
     sp.add_argument("--at", type=parse_when, help="reference time for relative times (ISO with offset; default now)")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_tool)
 
     sp = sub.add_parser("tools", help="export the tools' JSON schemas (OpenAI function-calling format)")
@@ -117,12 +123,12 @@ def register(sub) -> None:
                     help="ISO time with offset to measure decay at (default: each user's latest message time)")
     sp.add_argument("--decay", action="store_true",
                     help="also archive decayed memories, for every user (even with nothing staged)")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_consolidate)
 
     sp = sub.add_parser("merges", help="list the node merges of a user's memory graph (ids for unmerge)")
     stream_args(sp)
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_merges)
 
     sp = sub.add_parser("unmerge", help="undo a node merge (an event: the nodes stand apart again, never re-merged)")
@@ -135,6 +141,7 @@ def register(sub) -> None:
     stream_args(sp)
     sp.add_argument("--out", required=True, help="the HTML file (GraphML goes next to it, .graphml)")
     sp.add_argument("--graphml", help="where to write the GraphML instead")
+    read_options(sp)
     sp.set_defaults(func=cmd_graph)
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
+from palimpsest.cli_common import open_store, parse_when, print_json, read_options, stream_args
+from palimpsest.cli_style import more, paint
 
 
 def render_explain(x: dict) -> list[str]:
     """The explanation as text, one section per block."""
     s = x["subject"]
-    out = [f"{x['kind']} {x['memory_id']} as of {x['at']}", f"  {s.get('text', '')}"]
+    out = [paint(f"{x['kind']} {x['memory_id']} as of {x['at']}", "heading"), f"  {s.get('text', '')}"]
     if x["source_message_ids"] and x["kind"] != "memory":
         out.append(f"  from turns {' '.join(m[:12] for m in x['source_message_ids'])}")
     out.append("why it is where it is:")
@@ -32,7 +33,9 @@ def render_explain(x: dict) -> list[str]:
         out.append("graph memories:")
         out += [f"  {g['memory_id'][:12]} {g['subject']} —{g['topic']}→ {g['object'] or ''} [{g['status']}]"
                 for g in x["graph_memories"]]
-    out.append(f"touches ({len(x['touches'])}):")
+    out.append(f"touches ({len(x['touches'])}, latest last):")
+    if (line := more(len(x["touches"]) - 10, "--json for every one")) is not None:
+        out.append(f"  {line}")
     out += [f"  {t['at'][:16]} {t['reason']:<10} rank {t['rank']} {t['query'][:50]!r}" for t in x["touches"][-10:]]
     out.append(f"feedback ({len(x['feedback'])}):")
     out += [f"  {f['at'][:16]} {f['type']:<8} {f['confidence']:.2f} {f['user_input'][:50]!r} cues {f['cues']}"
@@ -118,7 +121,7 @@ def register(sub) -> None:
     sp.add_argument("memory_id", help="a memory (turn), note or graph memory id")
     sp.add_argument("--at", type=parse_when, help="as of this time, ISO with offset (default: now)")
     sp.add_argument("--query", help="also the score breakdown of this memory for this query")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_explain)
 
     sp = sub.add_parser("molt", help="the molt controller, which tunes retrieval per user: measure effectiveness, replay proposals, "
@@ -129,5 +132,5 @@ def register(sub) -> None:
     sp.add_argument("--dry-run", action="store_true", help="measure and replay, write nothing")
     sp.add_argument("--force", action="store_true", help="replay proposals even when no figure crossed its threshold")
     sp.add_argument("--reason", default="reverted by hand")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_molt)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import open_store, parse_when, print_json, stream_args
+from palimpsest.cli_common import open_store, parse_when, print_json, read_options, stream_args
+from palimpsest.cli_style import more, paint
 
 
 def _print_note(n: dict, indent: str = "") -> None:
     span = f"{n['valid_from'][:10]} → {n['valid_to'][:10] if n['valid_to'] else 'now'}"
-    print(f"{indent}v{n['version']} [{n['status']}] {n['category']:<10} {n['text']}")
+    status = paint(f"[{n['status']}]", "dim" if n["status"] == "active" else "warn")
+    print(f"{indent}{paint('v' + str(n['version']), 'rank')} {status} {n['category']:<10} {n['text']}")
     print(f"{indent}   {span} · id {n['note_id']} · {n['decider']}: {n['reason'][:90]}")
     for src in n["sources"]:
         print(f"{indent}   source {src['turn_id'] or src['memory_id']} ({src['occurred_at'][:10]}) "
@@ -22,7 +24,7 @@ def _print_note(n: dict, indent: str = "") -> None:
 def print_notes(notes: list[dict], args: argparse.Namespace) -> None:
     for n in notes:
         _print_note(n)
-    print(f"-- {len(notes)} notes" + (" (every version)" if args.include_inactive else ""))
+    print(paint(f"-- {len(notes)} notes" + (" (every version)" if args.include_inactive else ""), "dim"))
 
 
 def print_history(found: dict, args: argparse.Namespace) -> None:
@@ -40,12 +42,12 @@ def cmd_review(args: argparse.Namespace) -> int:
     for r in rows:
         print(f"{r['tenant']}/{r['user_id']} {r['trigger']:<10} {r['decision']:<8} importance {r['importance']:.2f} "
               f"{r['text'][:50]} — {r['reason']}")
-    print(f"-- {len(rows)} reviews")
+    print(paint(f"-- {len(rows)} reviews", "dim"))
     return 0
 
 
 def print_profile(profile: dict, args: argparse.Namespace) -> None:
-    print(f"profile of {args.tenant}/{args.user} ({profile['distillations']} distillations)")
+    print(paint(f"profile of {args.tenant}/{args.user}", "heading") + f" ({profile['distillations']} distillations)")
     for name, value in profile["traits"].items():
         print(f"  {name}: {value}")
     for title, key in (("user knowledge", "user_knowledge"), ("assistant knowledge", "assistant_knowledge")):
@@ -64,6 +66,8 @@ def print_tiers(view: dict, args: argparse.Namespace) -> None:
     for s in view["sessions"][:10]:
         print(f"  heat {s['heat']:7.3f}  {s['pages']:>3} pages ({s['unanalysed']} unanalysed), {s['visits']} visits  "
               f"{', '.join(s['keywords'][:5])}")
+    if (line := more(len(view["sessions"]) - 10, "--json for every one")) is not None:
+        print(f"  {line}")
     print(f"evicted sessions: {len(view['evicted_sessions'])}")
     print(f"working memory of {view['conversation_id']}: "
           + " | ".join(f"{i['text'][:25]} (×{i['rehearsals']})" for i in view.get("working_memory", [])))
@@ -88,7 +92,7 @@ def register(sub) -> None:
     sp = nsub.add_parser("review", help="promotion / retraction review of notes whose importance crossed a threshold")
     stream_args(sp, required=False)
     sp.add_argument("--at", type=parse_when, help="review time (default now)")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_review)
 
     sp = sub.add_parser("reply", help="record the agent's reply: retrieved memories it drew on are reinforced")
@@ -96,5 +100,5 @@ def register(sub) -> None:
     sp.add_argument("reply")
     sp.add_argument("memory_ids", nargs="+", metavar="MEMORY_ID", help="ids of the retrieved notes/turns")
     sp.add_argument("--query", help="the question the reply answered")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_reply)

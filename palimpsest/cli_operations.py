@@ -1,9 +1,10 @@
 """The subcommands of the declared operations (:mod:`palimpsest.operations`), generated from their declarations.
 
 Each runs the operation's method on the store, or through ``--server`` on a :class:`palimpsest.client.RemoteMemory`
-(same method, same result; :func:`palimpsest.cli.cmd_operation` opens either), and prints the result as JSON (``--json``, or an operation without a text
-rendering) or with the declaration's renderer. A command of two words (``notes list``) joins the group of its
-first word, made here if no hand-written command made it.
+(same method, same result; :func:`palimpsest.cli.cmd_operation` opens either), and prints the result as JSON
+(``--json``, one document, added here to every operation's subcommand) or with the declaration's renderer. A
+command of two words (``notes list``) joins the group of its first word, made here if no hand-written command made
+it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 
-from palimpsest.cli_common import parse_when, print_json, stream_args
+from palimpsest.cli_common import parse_when, print_json, read_options, stream_args
+from palimpsest.cli_style import more
 from palimpsest.operation import Operation, Param, base_type
 from palimpsest.operations import OPERATIONS
 
@@ -63,13 +65,21 @@ def call(op: Operation, mem, args: argparse.Namespace):
                                                                            for p in op.params})
 
 
-def show(op: Operation, result, args: argparse.Namespace) -> None:
-    """The result as JSON (``--json``, or no text rendering declared), else by the declared renderer."""
+def show(op: Operation, result, args: argparse.Namespace, mem=None) -> None:
+    """The result as JSON (``--json``, or no text rendering declared), else by the declared renderer; a list cut
+    by its declared parameter (``Cli.counted``) ends with how many more there are (counted on ``mem``)."""
     if args.json or op.cli.render is None:
         print_json(result)
         return
     module, _, function = op.cli.render.partition(":")
     getattr(importlib.import_module(module), function)(result, args)
+    if op.cli.counted and mem is not None and isinstance(result, list):
+        param, count = op.cli.counted
+        if len(result) == getattr(args, param):
+            total = mem.user_stats(tenant=args.tenant, user_id=args.user)[count]
+            flag = next(p.flag or "--" + p.name.replace("_", "-") for p in op.params if p.name == param)
+            if (line := more(total - len(result), flag)) is not None:
+                print(line)
 
 
 def register(sub, run: Callable[[Operation, argparse.Namespace], int]) -> None:
@@ -84,5 +94,5 @@ def register(sub, run: Callable[[Operation, argparse.Namespace], int]) -> None:
         stream_args(sp, required=op.user == "required")
         for p in op.params:
             _argument(sp, p)
-        sp.add_argument("--json", action="store_true")
+        read_options(sp)
         sp.set_defaults(func=lambda args, op=op: run(op, args))

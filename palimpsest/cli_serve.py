@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import EMBEDDER_HELP, print_json, remote
+from palimpsest.cli_common import EMBEDDER_HELP, print_json, read_options, remote
+from palimpsest.cli_style import paint
 from palimpsest.server.settings import DEFAULT_PORT, INGRESS
 
 
@@ -57,10 +58,10 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
         print_json(rows)
         return 0
     for r in rows:
-        state = f"revoked {r['revoked_at'][:19]}" if r["revoked_at"] else "active"
+        state = paint(f"revoked {r['revoked_at'][:19]}", "warn") if r["revoked_at"] else "active"
         print(f"{r['key_id']}  {r['tenant']:<20} {'admin' if r['admin'] else 'tenant':<6} "
               f"created {r['created_at'][:19]}  {state}  {r['label']}")
-    print(f"-- {len(rows)} keys")
+    print(paint(f"-- {len(rows)} keys", "dim"))
     return 0
 
 
@@ -102,7 +103,7 @@ def register(sub) -> None:
     sp.set_defaults(func=cmd_keys_create)
     sp = ksub.add_parser("list", help="every key (never its secret) with tenant, rights and state")
     sp.add_argument("--tenant")
-    sp.add_argument("--json", action="store_true")
+    read_options(sp)
     sp.set_defaults(func=cmd_keys_list)
     sp = ksub.add_parser("revoke", help="end a key (an event; requests with it get 401 at once)")
     sp.add_argument("key_id")

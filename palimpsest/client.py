@@ -228,6 +228,10 @@ class RemoteMemory:
     def stats(self) -> dict:
         return self.http.call("GET", "/v1/stats")
 
+    def policies(self) -> dict:
+        """The live retention policy, the presets and their old names (``GET /v1/policies``)."""
+        return self.http.call("GET", "/v1/policies")
+
     # -- audit ---------------------------------------------------------
     def audit_events(self, flt, limit: int | None) -> list[dict]:
         params = {"tenant": flt.tenant, "user_id": flt.user_id, "from_seq": flt.from_seq, "to_seq": flt.to_seq,

@@ -128,6 +128,9 @@ class Cli:
     command: str
     help: str
     render: str | None = None
+    # A list cut by a parameter: (that parameter, the ``user_stats`` count of the whole list); the text then ends
+    # with "… and N more (use -k)" when the list was cut.
+    counted: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ OPERATIONS: dict[str, Operation] = registry(
          Param("k", int, 5, "with a query: how many episodes (default 5)", ge=1, le=1000, flag="-k")),
         http=Http("GET", "/episodes", "The user's episodes, or the k that match a query best", answer="episodes"),
         cli=Cli("episodes", "one user's episodes with their turns and summaries (or those matching a query)",
-                render="palimpsest.cli_memory:print_episodes"),
+                render="palimpsest.cli_memory:print_episodes", counted=("k", "episodes")),
     ),
     Operation(
         "retention", READ,
@@ -105,7 +105,7 @@ OPERATIONS: dict[str, Operation] = registry(
             "archived memories, and the first and last message times. Use it to tell whether there is any memory "
             "of the user (or of one conversation) before searching it.",
         cli=Cli("user-stats", "how much is remembered of one user: messages, conversations, notes, episodes, "
-                              "archived memories"),
+                              "archived memories", render="palimpsest.cli_memory:print_user_stats"),
     ),
     Operation(
         "conversation", READ,

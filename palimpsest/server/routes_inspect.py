@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
 from palimpsest.server.responses import JsonRoute
-from projections.folds.policy import PRESETS
+from projections.folds.policy import listing
 
 router = APIRouter(prefix="/v1", tags=["inspect"], route_class=JsonRoute)
 
@@ -35,7 +35,7 @@ def graph_view(user_id: str, who: Caller = Authorized) -> dict:
     return who.memory.graph_data(who.tenant, who.user(user_id))
 
 
-@router.get("/policies", summary="The store's live retention policy and the presets (a counterfactual's policy)")
+@router.get("/policies", summary="The store's live retention policy, the presets (a counterfactual's policy) and "
+                                 "the old names presets still answer to")
 def policies(who: Caller = Authorized) -> dict:
-    return {"live": who.memory.settings.retention_policy.model_dump(mode="json"),
-            "presets": [p.model_dump(mode="json") for p in PRESETS.values()]}
+    return listing(who.memory.settings.retention_policy)

@@ -27,7 +27,9 @@ class ComparedQuery(Body):
 
 
 class CounterfactualBody(Body):
-    policy: dict = Field(description="Retention policy fields (as in a policy file); left out: the defaults")
+    policy: dict = Field(default_factory=dict, description="Retention policy fields (as in a policy file); left "
+                                                           "out: the preset's, else the defaults")
+    preset: str | None = Field(None, description="Start from this preset (a name from GET /v1/policies)")
     now: AwareDatetime | None = None
     queries: list[ComparedQuery] = Field(default_factory=list, max_length=1000)
     k: int = Field(default=10, ge=1, le=1000)
@@ -42,8 +44,8 @@ def review(body: ReviewBody, who: Caller = Authorized) -> dict:
 @router.post("/counterfactual", summary="What your users would keep and lose under another retention policy "
                                         "(read only)")
 def counterfactual(body: CounterfactualBody, who: Caller = Authorized) -> dict:
-    from projections.folds.policy import DEFAULT_POLICY
+    from projections.folds.policy import DEFAULT_POLICY, preset
 
-    policy = DEFAULT_POLICY.replace(**body.policy)
+    policy = (preset(body.preset) if body.preset else DEFAULT_POLICY).replace(**body.policy)
     queries = [(who.tenant, who.user(q.user_id), q.query) for q in body.queries]
     return {"users": who.memory.counterfactual(policy, body.now, queries=queries, k=body.k, tenant=who.tenant)}

@@ -20,7 +20,8 @@ Where the defaults come from:
 - ``access_bonus_weight`` 1.0: seed 001 §5.3, bonus = 1 + log(1 + access_count).
 - ``archive_floor`` 0.05 ≈ e^(−3): an untouched item is archived after about
   three stability lifetimes (chitchat ≈ 9 d, unknown ≈ 42 d, decision ≈ 270 d).
-- ``categories``: seed 002's decay table as data (:data:`SEED_002_POLICY`).
+- ``categories``: seed 002's decay table as data (:data:`CATEGORY_DECAY_POLICY`, the preset
+  ``category-decay``, once named ``seed-002``).
 """
 
 from __future__ import annotations
@@ -290,12 +291,12 @@ DEFAULT_POLICY = RetentionPolicy(
     description="A stability per memory type, ×1.3 per counted access, an access bonus; system and core never decay.",
 )
 
-SEED_002_POLICY = DEFAULT_POLICY.replace(
-    name="seed-002",
+CATEGORY_DECAY_POLICY = DEFAULT_POLICY.replace(
+    name="category-decay",
     description=(
         "A decay table per category on top of the default curve: system and core never decay; "
         "episode ×0.8 after 7 d and archived 14 d after creation; fact ×0.95 after 7 d and archived below 0.3. "
-        "System-role messages are category system."
+        "System-role messages are category system. (Its old name seed-002 is deprecated, still accepted.)"
     ),
     categories={
         "system": NEVER_DECAYS,
@@ -305,5 +306,25 @@ SEED_002_POLICY = DEFAULT_POLICY.replace(
     },
     role_categories={"system": "system"},
 )
+SEED_002_POLICY = CATEGORY_DECAY_POLICY  # deprecated Python name of the same preset
 
-PRESETS: Mapping[str, RetentionPolicy] = FrozenMap({p.name: p for p in (DEFAULT_POLICY, SEED_002_POLICY)})
+PRESETS: Mapping[str, RetentionPolicy] = FrozenMap({p.name: p for p in (DEFAULT_POLICY, CATEGORY_DECAY_POLICY)})
+# Old names of presets, still accepted by preset() (and so by `palimpsest replay --policy` and the counterfactual
+# route); the listings show the new name.
+PRESET_ALIASES: Mapping[str, str] = FrozenMap({"seed-002": CATEGORY_DECAY_POLICY.name})
+
+
+def preset(name: str) -> RetentionPolicy:
+    """The preset called ``name`` (or by an old name of :data:`PRESET_ALIASES`); :class:`PolicyError` naming the
+    presets otherwise."""
+    found = PRESETS.get(PRESET_ALIASES.get(name, name))
+    if found is None:
+        raise PolicyError([("preset", f"no preset named {name!r}; use one of {', '.join(PRESETS)} "
+                                      "(or a policy file)")], what="retention policy")
+    return found
+
+
+def listing(live: RetentionPolicy) -> dict:
+    """The live policy and the presets as ``GET /v1/policies`` and ``palimpsest policies --json`` answer them."""
+    return {"live": live.model_dump(mode="json"), "presets": [p.model_dump(mode="json") for p in PRESETS.values()],
+            "aliases": dict(PRESET_ALIASES)}

@@ -247,17 +247,23 @@ def test_the_timeline_greys_archived_memories_and_restores_one(world, browser, s
 def test_the_counterfactual_shows_what_another_policy_would_archive(world, browser, shots):
     page = sign_in(new_page(browser), world, "demo")
     open_view(page, "#/counterfactual")
-    page.select_option("#preset", "seed-002")
+    page.select_option("#preset", "category-decay")
     page.fill("#cf-now", "2024-06-01T00:00")
     page.fill("#cf-queries", "What does Maya drink in the morning?")
     page.click("#cf-out >> xpath=preceding-sibling::form//button[@type='submit']")
     page.wait_for_selector("#cf-out .card")
-    [seed_002] = [p for p in world["api"]["demo"].get("/v1/policies")["presets"] if p["name"] == "seed-002"]
+    policies = world["api"]["demo"].get("/v1/policies")
+    assert policies["aliases"] == {"seed-002": "category-decay"}  # the old name, still accepted, is not listed
+    [category_decay] = [p for p in policies["presets"] if p["name"] == "category-decay"]
     [report] = world["api"]["demo"].post("/v1/counterfactual", {
-        "policy": seed_002, "now": JUNE, "queries": [{"user_id": "maya", "query": "What does Maya drink in the morning?"}]}
-    )["users"]
+        "policy": category_decay, "now": JUNE,
+        "queries": [{"user_id": "maya", "query": "What does Maya drink in the morning?"}]})["users"]
+    [by_old_name] = world["api"]["demo"].post("/v1/counterfactual", {
+        "preset": "seed-002", "now": JUNE,
+        "queries": [{"user_id": "maya", "query": "What does Maya drink in the morning?"}]})["users"]
+    assert by_old_name == report
     head = page.inner_text("#cf-out .card h3")
-    assert f"{report['archived_current']} under “default”, {report['archived_other']} under “seed-002”" in head
+    assert f"{report['archived_current']} under “default”, {report['archived_other']} under “category-decay”" in head
     assert page.locator("table.ranks tbody tr").count() == len(report["queries"][0]["ranks"])
     page.screenshot(path=str(shots / "counterfactual.png"), full_page=True)
     upload = shots / "strict-policy.json"

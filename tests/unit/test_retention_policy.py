@@ -38,7 +38,7 @@ def test_default_policy_holds_the_seed_parameters():
     assert (p.reinforcement_factor, p.reinforcing_reasons, p.base_retention) == (1.3, ("context", "used"), 1.0)
     assert (p.access_bonus_weight, p.archive_floor, p.exempt_types) == (1.0, 0.05, ())
     assert not p.counts("search_hit") and p.counts("used")
-    assert set(PRESETS) == {"default", "seed-002"}
+    assert set(PRESETS) == {"default", "category-decay"}
 
 
 def test_policy_is_frozen_all_the_way_down():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -441,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     except PalimpsestError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of a pipe stopped early (`| head`): nothing more to print, nothing wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit must not fail
+        return 0
     except OSError as exc:  # a path given on the command line that cannot be read or written: said, not a traceback
         where = f" {exc.filename}" if exc.filename else ""
         print(f"error: cannot use{where}: {exc.strerror or exc}; check the path and its permissions", file=sys.stderr)

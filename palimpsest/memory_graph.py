@@ -21,6 +21,7 @@ from projections.rules.tool_calls import CreateMemory, LinkMemories, validate_to
 from palimpsest.remote import aware as _aware
 from palimpsest.remote import get as _get
 from projections.adapters.embedding import encode_labels
+from projections.decisions.graph_consolidate import consolidation_for
 from projections.decisions.graph_staging import candidates_for, labels_of, staged_event
 
 log = structlog.get_logger("palimpsest")
@@ -136,7 +137,8 @@ class GraphApiMixin:
         query = c.GraphJobs(tenant=tenant, user_id=user_id, decay=decay, at=at, idle=idle)
         jobs = [job for part in self.shards.ask_each(query, tenant, user_id) for job in part]
         self._since_consolidation = 0
-        results = run_consolidation(jobs, max_in_flight=max_in_flight, parallel=parallel, llm=self.llm_config)
+        results = run_consolidation(jobs, consolidation_for(self.config.model_id), max_in_flight=max_in_flight,
+                                    parallel=parallel, llm=self.llm_config)
         appended = _get([
             self.shards.submit(self.shards.index_of(t, u), [c.ApplyConsolidation(tenant=t, user_id=u,
                                                                                  events=tuple(events))])

@@ -50,7 +50,7 @@ import hashlib
 import math
 from collections import Counter
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -64,6 +64,7 @@ from events.graph_events import (
     GraphNodesMerged,
 )
 from events.model import Event
+from projections.adapters.embedding import E5_ID
 from projections.decisions.graph_conflicts import note_conflicts
 from projections.folds.graph import GraphMemory, GraphState, GraphView, apply
 from projections.folds.notes import NoteState
@@ -107,6 +108,19 @@ class ConsolidationConfig:
 
 
 DEFAULT_CONSOLIDATION = ConsolidationConfig()
+# The node-merge thresholds on another encoder's cosine scale: the same upper quantiles of the label-pair cosines
+# of the LoCoMo dev labels as MiniLM's 0.85 / 0.95 (``python -m benchmarks.similarity_scale``); e5's cosines of
+# unrelated short labels sit around 0.84, where MiniLM's sit around 0.19.
+_MERGE_THRESHOLDS = {E5_ID: (0.967, 0.982)}
+
+
+def consolidation_for(model_id: str) -> ConsolidationConfig:
+    """The consolidation of a store whose label vectors ``model_id`` made (the default for MiniLM and any encoder
+    not measured)."""
+    thresholds = _MERGE_THRESHOLDS.get(model_id)
+    if thresholds is None:
+        return DEFAULT_CONSOLIDATION
+    return replace(DEFAULT_CONSOLIDATION, candidate_above=thresholds[0], merge_above=thresholds[1])
 
 
 def _same(key: str) -> str:

@@ -1,4 +1,5 @@
-"""``palimpsest tool|tools|consolidate|merges|unmerge|graph``: the memory graph from the command line."""
+"""``palimpsest tool|tools|consolidate|graph``: the memory graph from the command line (``merges`` and ``unmerge``
+are declared operations: :mod:`palimpsest.operations`; their printers are here)."""
 
 from __future__ import annotations
 
@@ -79,27 +80,18 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_merges(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        merges = mem.graph_merges(args.tenant, args.user)
-    if args.json:
-        print_json(merges)
-        return 0
+def print_merges(merges: list[dict], args: argparse.Namespace) -> None:
     if not merges:
         print(f"no node merges in {args.tenant}/{args.user}")
     for m in merges:
         state = paint(f"undone ({m['undo_reason']})", "warn") if m["undone"] else "active"
         print(f"{m['merge_id']}  {state}: {', '.join(map(repr, m['merged_labels']))} → {m['kept_label']!r} "
               f"(similarity {m['similarity']:.3f}; {m['reason']})")
-    return 0
 
 
-def cmd_unmerge(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        result = mem.unmerge(args.tenant, args.user, args.merge_id, reason=args.reason)
+def print_unmerge(result: dict, args: argparse.Namespace) -> None:
     print(f"undid merge {result['merge_id']}: {', '.join(result['restored_nodes'])} stand apart from "
           f"{result['kept_node']} again (event {result['event_id']})")
-    return 0
 
 
 def register(sub) -> None:
@@ -125,17 +117,6 @@ def register(sub) -> None:
                     help="also archive decayed memories, for every user (even with nothing staged)")
     read_options(sp)
     sp.set_defaults(func=cmd_consolidate)
-
-    sp = sub.add_parser("merges", help="list the node merges of a user's memory graph (ids for unmerge)")
-    stream_args(sp)
-    read_options(sp)
-    sp.set_defaults(func=cmd_merges)
-
-    sp = sub.add_parser("unmerge", help="undo a node merge (an event: the nodes stand apart again, never re-merged)")
-    stream_args(sp)
-    sp.add_argument("merge_id")
-    sp.add_argument("--reason", default="undone by the user", help="why (kept in the log)")
-    sp.set_defaults(func=cmd_unmerge)
 
     sp = sub.add_parser("graph", help="write a user's memory graph as interactive HTML and GraphML")
     stream_args(sp)

@@ -140,9 +140,6 @@ class RemoteMemory:
     # notes, note_history, episodes, retention, get_user_profile, tiers, archived, adjustments, feedback,
     # user_stats: generated from their declarations (palimpsest.operations), below the class
 
-    def graph_merges(self, tenant: str, user_id: str) -> list[dict]:
-        return self._get(tenant, user_id, "/graph/merges")["merges"]
-
     def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:
         return self._get(tenant, user_id, "/graph")
 
@@ -187,8 +184,6 @@ class RemoteMemory:
         return self._post(tenant, user_id, f"/tools/{quote(name, safe='')}",
                           {"arguments": arguments, **_when("reference", reference)})
 
-    def unmerge(self, tenant: str, user_id: str, merge_id: str, *, reason: str = "undone by the user") -> dict:
-        return self._post(tenant, user_id, "/graph/unmerge", {"merge_id": merge_id, "reason": reason})
 
     # -- the tenant ----------------------------------------------------
     def sweep(self, now: datetime | None = None, *, tenant: str | None = None, user_id: str | None = None,

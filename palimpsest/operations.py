@@ -120,6 +120,22 @@ OPERATIONS: dict[str, Operation] = registry(
                   answer="messages"),
         cli=Cli("conversation", "one conversation's messages, in order, with their metadata"),
     ),
+    # -- the memory graph's node merges ---------------------------------------------------------------------------
+    Operation(
+        "graph_merges", READ,
+        http=Http("GET", "/graph/merges", "The node merges of the user's memory graph, oldest first",
+                  answer="merges", name="merges"),
+        cli=Cli("merges", "list the node merges of a user's memory graph (ids for unmerge)",
+                render="palimpsest.cli_graph:print_merges"),
+    ),
+    Operation(
+        "unmerge", WRITE,
+        (Param("merge_id", str, help="the merge to undo (its id in `merges`)", positional=True, flag="merge_id"),
+         Param("reason", str, "undone by the user", "why (kept in the log)")),
+        http=Http("POST", "/graph/unmerge", "Undo a node merge (an event; the nodes stand apart again)"),
+        cli=Cli("unmerge", "undo a node merge (an event: the nodes stand apart again, never re-merged)",
+                render="palimpsest.cli_graph:print_unmerge"),
+    ),
     # -- items: keyed records, versioned by their notes (projections.queries.items) -----------------------------
     Operation(
         "put_item", WRITE,

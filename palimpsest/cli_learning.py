@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import open_store, parse_when, print_json, read_options, stream_args
+from palimpsest.cli_common import open_store, print_json, read_options, stream_args
 from palimpsest.cli_style import more, paint
 
 
@@ -57,14 +57,9 @@ def render_explain(x: dict) -> list[str]:
     return out
 
 
-def cmd_explain(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        x = mem.explain(args.tenant, args.user, args.memory_id, at=args.at, query=args.query)
-    if args.json:
-        print_json(x)
-    else:
-        print("\n".join(render_explain(x)))
-    return 0
+def print_explain(x: dict, args: argparse.Namespace) -> None:
+    """The printer of the declared ``explain`` operation (:mod:`palimpsest.operations`)."""
+    print("\n".join(render_explain(x)))
 
 
 def _print_molt(o: dict) -> None:
@@ -115,14 +110,6 @@ def cmd_molt(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    sp = sub.add_parser("explain", help="why a memory or note is what it is: sources, derivations, touches, "
-                                        "feedback, retention curve, archival, adjustments")
-    stream_args(sp)
-    sp.add_argument("memory_id", help="a memory (turn), note or graph memory id")
-    sp.add_argument("--at", type=parse_when, help="as of this time, ISO with offset (default: now)")
-    sp.add_argument("--query", help="also the score breakdown of this memory for this query")
-    read_options(sp)
-    sp.set_defaults(func=cmd_explain)
 
     sp = sub.add_parser("molt", help="the molt controller, which tunes retrieval per user: measure effectiveness, replay proposals, "
                                      "apply or reject; `molt history`, `molt revert CHANGE_ID`")

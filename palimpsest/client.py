@@ -144,11 +144,6 @@ class RemoteMemory:
         return self._get(tenant, user_id, "/graph")
 
     # -- acting on one user --------------------------------------------
-    def explain(self, tenant: str, user_id: str, memory_id: str, *, at: datetime | None = None,
-                query: str | None = None) -> dict:
-        params = {**_when("at", at), **({"query": query} if query else {})}
-        return self._get(tenant, user_id, f"/explain/{quote(memory_id, safe='')}", **params)
-
     def _post(self, tenant: str, user_id: str, path: str, body: dict):
         return self.http.call("POST", self._user(tenant, user_id) + path, body=body)
 

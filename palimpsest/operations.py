@@ -120,6 +120,16 @@ OPERATIONS: dict[str, Operation] = registry(
                   answer="messages"),
         cli=Cli("conversation", "one conversation's messages, in order, with their metadata"),
     ),
+    Operation(
+        "explain", READ,
+        (Param("memory_id", str, help="a memory (turn), note or graph memory id", positional=True, flag="memory_id"),
+         Param("at", datetime | None, None, "as of this time (default: now)"),
+         Param("query", str | None, None, "also the score breakdown of this memory for this query")),
+        http=Http("GET", "/explain/{memory_id}", "Why a memory or note is what it is at a time: sources, derivations, "
+                                                 "touches, feedback, retention curve, archival, adjustments"),
+        cli=Cli("explain", "why a memory or note is what it is: sources, derivations, touches, feedback, retention "
+                           "curve, archival, adjustments", render="palimpsest.cli_learning:print_explain"),
+    ),
     # -- the memory graph's node merges ---------------------------------------------------------------------------
     Operation(
         "graph_merges", READ,

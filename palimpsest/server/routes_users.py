@@ -9,8 +9,6 @@ archive, adjustments, feedback, stats) are declared operations: their routes are
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from fastapi import APIRouter
 
 from palimpsest.server.access import Authorized, Caller
@@ -56,13 +54,6 @@ def review_notes(user_id: str, body: ReviewBody, who: Caller = Authorized) -> di
 def reply(user_id: str, body: ReplyBody, who: Caller = Authorized) -> dict:
     used = who.memory.record_reply(who.tenant, who.user(user_id), body.reply, body.memory_ids, query=body.query)
     return {"used": used}
-
-
-@router.get("/explain/{memory_id}", summary="Why a memory or note is what it is at a time: sources, derivations, "
-                                           "touches, feedback, retention curve, archival, adjustments")
-def explain(user_id: str, memory_id: str, who: Caller = Authorized, at: datetime | None = None,
-            query: str | None = None) -> dict:
-    return who.memory.explain(who.tenant, who.user(user_id), memory_id, at=at, query=query)
 
 
 @router.post("/archive", summary="Archive memories by hand (an event; nothing is deleted)")

@@ -51,8 +51,9 @@ def ask_key(purpose: str, messages: Sequence[Mapping[str, str]], schema_or_model
 class AnswersFirst:
     """A ``StructuredLlm`` that answers from calls already made and notes every other ask in ``missed``."""
 
-    def __init__(self, answers: Mapping[str, LlmResult]) -> None:
+    def __init__(self, answers: Mapping[str, LlmResult], config=None) -> None:
         self.answers = answers
+        self.config = config  # the live client's settings (which steps ask the model, e.g. ``feedback_judge``)
         self.missed: dict[str, Ask] = {}
 
     def complete_json(self, purpose: str, messages: Sequence[Mapping[str, str]], schema_or_model: Any,
@@ -79,7 +80,7 @@ def handle(core, commands: list, *, writing: AbstractContextManager | None = Non
     llm = core.llm
     if llm is None:  # no model: nothing to ask
         with writing, projections:
-            outcomes = core.handle(commands)
+            outcomes = core.handle_live(commands)
             if after_commit is not None:
                 after_commit()
             return outcomes
@@ -89,7 +90,7 @@ def handle(core, commands: list, *, writing: AbstractContextManager | None = Non
     remaining = list(commands)
     for _ in range(MAX_ROUNDS):
         with writing, projections:
-            done, missed = core.handle_answered(remaining, AnswersFirst(answers), ids)
+            done, missed = core.handle_answered(remaining, AnswersFirst(answers, llm.config), ids)
             if after_commit is not None:
                 after_commit()
         outcomes += done
@@ -101,7 +102,7 @@ def handle(core, commands: list, *, writing: AbstractContextManager | None = Non
     log.warning("model_asked_under_lock", commands=len(remaining), rounds=MAX_ROUNDS,
                 reason="the state kept changing between rounds")
     with writing, projections:
-        outcomes += core.handle(remaining)
+        outcomes += core.handle_live(remaining)
         if after_commit is not None:
             after_commit()
     return outcomes

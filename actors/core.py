@@ -58,7 +58,7 @@ import numpy as np
 import structlog
 
 from actors import commands as c
-from actors import declared, decide_reembed
+from actors import answers_first, declared, decide_reembed
 from actors import feedback, heap, reads, reads_graph, reads_inspect, reads_learning, reads_notes
 from actors.consolidation_jobs import graph_jobs
 from actors.decide_archive import decide_archive, decide_restore, decide_sweep
@@ -216,8 +216,16 @@ class ShardCore:
 
     # -- the two entry points -------------------------------------------
     def handle(self, commands: list[c.Command]) -> list[Any]:
-        """Apply commands in order; each returns its outcome (the recorded one if it was applied before). The cyclic
-        collector waits meanwhile, as in folds: a full collection mid-batch walks the state to free next to nothing."""
+        """Apply commands in order; each returns its outcome (the recorded one if it was applied before). With a
+        language model, its asks are answered before each decision (:mod:`actors.answers_first`; no locks here:
+        the caller owns the core alone, the actor passes its locks to that module itself)."""
+        if self.llm is not None:
+            return answers_first.handle(self, commands)
+        return self.handle_live(commands)
+
+    def handle_live(self, commands: list[c.Command]) -> list[Any]:
+        """Apply commands in order, a decider asking the live model itself. The cyclic collector waits meanwhile,
+        as in folds: a full collection mid-batch walks the state to free next to nothing."""
         with shard_state.collector_paused():
             self.flush_touches()
             return [self._apply(command) for command in commands]

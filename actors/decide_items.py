@@ -4,7 +4,9 @@ forgetting the user.
 
 A put appends, in one transaction: the message (recorded, classified, embedded: as any message, so search,
 context and re-embedding treat it as one) and a ``note_operation`` ``add`` (first version) or ``update``
-(superseding the active version) whose source is that message. A delete of an item that has no active
+(superseding the active version) whose source is that message. The message of a version that is superseded or
+deleted is archived by hand (``memory_archived``, reason ``manual``): the memory's default search and contexts
+hold an item's current version only, the archive and the log every one. A delete of an item that has no active
 version is already satisfied: no event.
 """
 
@@ -18,7 +20,7 @@ from actors.decision import Decision, Deps, new_event_id
 from actors.deciders import decide_record
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
-from events.model import NoteContent, NoteOperation
+from events.model import MemoryArchived, NoteContent, NoteOperation
 from projections.folds.state import ShardState
 from projections.queries.items import ITEM_DECIDER, current, slot
 from projections.rules.text import has_cjk
@@ -49,6 +51,9 @@ def decide_put(state: ShardState, cmd: PutItem, deps: Deps) -> Decision:
     note_id = new_event_id()
     pending.append(PendingEvent(cmd.tenant, cmd.user_id, note_id, operation, causation_id=memory_id,
                                 correlation_id=memory_id or note_id))
+    if previous is not None:
+        pending += _withdrawn(memory, previous, cmd, f"item {where!r}: superseded by version {previous.version + 1}",
+                              note_id)
     return Decision(pending, {"collection": cmd.collection, "key": cmd.key, "note_id": note_id,
                               "version": previous.version + 1 if previous else 1, "memory_id": memory_id,
                               "supersedes": previous.note_id if previous else None})
@@ -65,5 +70,15 @@ def decide_delete(state: ShardState, cmd: DeleteItem, deps: Deps) -> Decision:
     where = f"{cmd.collection}/{cmd.key}" if cmd.collection else cmd.key
     operation = NoteOperation(op="delete", target_note_id=previous.note_id, valid_from=cmd.now,
                               decider=ITEM_DECIDER, reason=f"delete of item {where!r}")
-    return Decision([PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), operation,
-                                  causation_id=previous.note_id)], outcome)
+    op_id = new_event_id()
+    return Decision([PendingEvent(cmd.tenant, cmd.user_id, op_id, operation, causation_id=previous.note_id),
+                     *_withdrawn(memory, previous, cmd, f"item {where!r}: deleted", op_id)], outcome)
+
+
+def _withdrawn(memory, version, cmd: PutItem | DeleteItem, why: str, cause: str) -> list[PendingEvent]:
+    """The archival of a closed version's message (none when it has none, or it is archived already)."""
+    ids = tuple(m for m in version.source_message_ids if not memory.archive.is_archived(m))
+    if not ids:
+        return []
+    event = MemoryArchived(memory_ids=ids, reason="manual", at=cmd.now, detail=why)
+    return [PendingEvent(cmd.tenant, cmd.user_id, new_event_id(), event, causation_id=cause)]

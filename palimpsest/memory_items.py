@@ -3,7 +3,8 @@
 
 A put is the next version of the item of its key: its note is superseded, never removed, and the text the item
 is found by is recorded as a message (role ``system``, conversation ``items`` or ``items:<collection>``), so
-search, context and re-embedding see it like any memory. A delete retracts the note. See
+search, context and re-embedding see it like any memory (the message of a superseded version is archived). A
+delete retracts the note (and archives its message). See
 :mod:`projections.queries.items` for how an item is stored.
 """
 

@@ -3,7 +3,8 @@
 An item is a note whose operations name it by its collection and key: a put records the item's text as a
 message (what search finds) and a note operation on the note of that key, ``add`` for the first version and
 ``update`` for every later one (the previous version is superseded, never removed); a delete retracts the
-note (``delete``). Such a note has:
+note (``delete``). The message of a closed version is archived by hand, so the memory's default search holds
+each item's current version only. Such a note has:
 
 - ``slot`` ``item:<collection>/<key>`` (the collection is ``""`` outside any collection and has no ``/``);
 - ``value`` the item's value as JSON text, ``text`` the text it is found by, ``lifecycle`` ``system`` (it never

@@ -68,6 +68,8 @@ def test_a_put_with_the_same_key_is_the_next_version_and_the_previous_one_stays_
     assert [(v["version"], v["status"]) for v in chain] == [(1, "superseded"), (2, "active")]
     assert mem.items("acme", "alice", collection="elsewhere") == []
     assert mem.items("acme", "alice") == [item]  # every collection
+    archived = mem.core.state.user("acme", "alice").archive.archived  # the memory searches the current version only
+    assert set(archived) == {first["memory_id"]} and "superseded by version 2" in archived[first["memory_id"]].detail
 
 
 def test_a_delete_retracts_the_item_and_a_second_delete_writes_nothing(mem):
@@ -77,9 +79,9 @@ def test_a_delete_retracts_the_item_and_a_second_delete_writes_nothing(mem):
     assert mem.delete_item("acme", "alice", "k1") == {"collection": "", "key": "k1", "deleted": True,
                                                        "note_id": put["note_id"]}
     assert mem.items("acme", "alice") == [] and mem.search_items("acme", "alice", "hiking") == []
-    assert kinds(mem.core)[before:] == ["note_operation"]
+    assert kinds(mem.core)[before:] == ["note_operation", "memory_archived"]  # its message leaves default search
     assert mem.delete_item("acme", "alice", "k1")["deleted"] is False
-    assert len(kinds(mem.core)) == before + 1  # already satisfied: no event
+    assert len(kinds(mem.core)) == before + 2  # already satisfied: no event
     chain = mem.note_history(put["note_id"], tenant="acme")["chain"]
     assert [v["status"] for v in chain] == ["retracted"]
     assert "likes hiking" in [m.text for m in (e.event for e in mem.core.log.scan()) if isinstance(m, MessageRecorded)]

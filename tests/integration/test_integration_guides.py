@@ -1,0 +1,57 @@
+"""The integration guides run as written: the Python blocks of each page, in order, in a fresh process on a store
+of its own (the packaged encoder, a Ray of its own), the Agents SDK one against the scripted chat server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.unit.test_docs import DOCS, ROOT, python_blocks
+
+pytestmark = [pytest.mark.integration, pytest.mark.model]
+
+
+def run_page(page: str, cwd: Path, **env: str) -> str:
+    blocks = python_blocks(DOCS / "guides" / page)
+    assert blocks, f"{page} has no Python block"
+    script = cwd / "example.py"
+    script.write_text("\n\n".join(blocks), encoding="utf-8")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT), **env}
+    run = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
+    return run.stdout
+
+
+def test_the_langgraph_store_guide_runs_and_recalls_across_threads(tmp_path):
+    pytest.importorskip("langgraph")
+    out = run_page("langgraph-store.md", tmp_path).splitlines()
+    recalls = [line for line in out if line.startswith("t2 recalls:")]
+    assert "'Alice is vegetarian and avoids mushrooms'" in recalls[0].split("[", 1)[1].split(",")[0]
+    assert recalls[1].startswith("t2 recalls: ['爱丽丝住在杭州'")
+    assert "city: 爱丽丝搬到了上海 version 2" in out
+    assert any(line.startswith("provenance: ['created_at', 'event_ids', 'memory_id', 'note_id'") for line in out)
+
+
+def test_the_agents_session_guide_runs_and_the_second_session_is_given_the_first_ones_memory(tmp_path):
+    pytest.importorskip("agents")
+
+    def answer(body: dict) -> Reply:
+        told = " ".join(m["content"] for m in body["messages"] if m["role"] == "system")
+        return Reply.text("Avoid anything with peanuts." if "peanuts" in told else "Noted.")
+
+    with FakeOpenAI(responder=answer) as server:
+        out = run_page("agents-session.md", tmp_path, AGENT_BASE_URL=server.base_url, OPENAI_API_KEY="test-key",
+                       AGENT_MODEL="fake-model", OPENAI_AGENTS_DISABLE_TRACING="1").splitlines()
+        friday = server.requests[-1].body["messages"]
+    printed = [line for line in out if line.startswith(("monday", "friday"))]  # (the store's log lines aside)
+    assert printed == ["monday: Noted.", "friday: Avoid anything with peanuts.",
+                       "friday holds 2 items: ['user', 'assistant']"]
+    recalled = [m["content"] for m in friday if m["role"] == "system"][1]
+    assert recalled.startswith("What you remember about this user") and "allergic to peanuts" in recalled
+    assert friday[-1] == {"role": "user", "content": "Which snacks should I avoid?"}

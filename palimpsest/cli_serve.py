@@ -16,12 +16,13 @@ from palimpsest.server.settings import DEFAULT_PORT, INGRESS
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from palimpsest.server.proxy_upstream import Upstream
     from palimpsest.server.run import serve_forever  # imports Ray Serve: only for this command
     from palimpsest.server.settings import ServeSettings
 
     settings = ServeSettings(store=args.store, host=args.host, port=args.port, replicas=args.replicas,
                              rate_per_s=args.rate_limit, burst=args.burst, max_body_bytes=args.max_body_bytes,
-                             ingress=args.ingress)
+                             ingress=args.ingress, upstream=Upstream.from_env())
     return serve_forever(settings, embedder=args.embedder, num_shards=args.num_shards)
 
 

@@ -14,7 +14,7 @@ from ray import serve
 
 from palimpsest.server import access, errors, ingress, mcp_app, ui
 from palimpsest.server import routes_audit, routes_graph, routes_inspect, routes_keys, routes_signals, routes_tenant
-from palimpsest.server import routes_generated, routes_reembed
+from palimpsest.server import routes_generated, routes_proxy, routes_reembed
 from palimpsest.server.routes_store import router as store_router
 from palimpsest.server.routes_users import router as users_router
 from palimpsest.server.settings import ServeSettings
@@ -84,7 +84,7 @@ def build_app(max_body_bytes: int) -> FastAPI:
     app.include_router(routes_generated.router)  # the declared operations' routes (palimpsest.operations)
     app.include_router(store_router)
     for module in (routes_tenant, routes_signals, routes_graph, routes_audit, routes_keys, routes_inspect, routes_reembed,
-                   ui):
+                   routes_proxy, ui):
         app.include_router(module.router)
     mcp_app.mount(app)
     return app

@@ -103,6 +103,9 @@ def serve_forever(settings: ServeSettings, *, embedder: str | None = None, num_s
           f"OpenAPI: {running.url}/openapi.json) — ready in {time.perf_counter() - started:.1f}s", flush=True)
     print(f"memory inspector: {running.url}/ui (sign in with a tenant key)", flush=True)
     print(ingress.describe(running), flush=True)
+    if settings.upstream is not None:
+        print(f"memory proxy for OpenAI clients: base_url {running.url}/v1 (the key as api_key) -> "
+              f"{settings.upstream.base_url}", flush=True)
     if not keys:
         print(f"no API keys yet: create one with `palimpsest --store {settings.store} keys create --tenant T`",
               flush=True)

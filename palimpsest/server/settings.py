@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from palimpsest.server.proxy_upstream import Upstream
 
 DEFAULT_PORT = 8765
 INGRESS = ("auto", "direct", "proxy")
@@ -21,6 +25,9 @@ class ServeSettings:
     # "proxy": Ray Serve's HTTP proxy on ``port`` forwards to the replicas; "auto": direct for one replica
     # on a local Ray, proxy otherwise (one URL balanced over several replicas or nodes)
     ingress: str = "auto"
+    # where the OpenAI-compatible memory proxy (/v1/chat/completions) forwards to; None: no proxy
+    # (``palimpsest serve`` reads it from the environment: Upstream.from_env)
+    upstream: Upstream | None = None
 
     @property
     def url(self) -> str:

@@ -15,6 +15,10 @@ so a test that makes more calls than it scripted fails visibly; or, given a
 e.g. a benchmark's)::
 
     FakeOpenAI(responder=lambda body: Reply.json({"operations": []}, delay_s=2.0))
+
+A request with ``"stream": true`` is answered as OpenAI streams: server-sent chat-completion chunks (the content
+a few characters at a time), then ``data: [DONE]``; ``Reply.text(..., stream_cut_after=N)`` drops the connection
+after N chunks, as an upstream failing mid-answer does.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class Reply:
     delay_s: float = 0.0
     finish_reason: str = "stop"
     raw_body: bytes | None = None  # sent verbatim instead of a chat completion
+    stream_cut_after: int | None = None  # streamed: the connection drops after this many chunks (no [DONE])
 
     @classmethod
     def text(cls, content: str, **kw: Any) -> Reply:
@@ -162,15 +167,19 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.fake._answer(ReceivedRequest(self.path, headers, body))
         if reply.delay_s:
             time.sleep(reply.delay_s)
-        payload = reply.raw_body if reply.raw_body is not None else _completion(body, reply)
+        streamed = bool(body.get("stream")) and reply.raw_body is None and reply.status == 200
+        payload = reply.raw_body if reply.raw_body is not None else \
+            _chunks(body, reply) if streamed else _completion(body, reply)
         try:
             self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Content-Type", "text/event-stream" if streamed else "application/json")
+            self.send_header("Content-Length", str(len(payload)))  # a cut stream sends less: the client sees it
             self.send_header("Connection", "close")
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            if streamed and reply.stream_cut_after is not None:
+                payload = b"".join(c + b"\n\n" for c in payload.split(b"\n\n")[:reply.stream_cut_after])
             self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client timed out and hung up, which is what a delay tests
@@ -200,3 +209,18 @@ def _completion(request: dict[str, Any], reply: Reply) -> bytes:
         },
         ensure_ascii=False,
     ).encode("utf-8")
+
+
+def _chunks(request: dict[str, Any], reply: Reply) -> bytes:
+    """The server-sent events of a streamed chat completion carrying ``reply.content``, ending ``data: [DONE]``."""
+    created, content = int(time.time()), reply.content or ""
+    base = {"id": f"chatcmpl-fake-{created}", "object": "chat.completion.chunk", "created": created,
+            "model": request.get("model", "fake-model")}
+    deltas = [{"role": "assistant", "content": ""}] + [{"content": content[i:i + 8]} for i in range(0, len(content), 8)]
+    chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
+    if (request.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**base, "choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0,
+                                                        "total_tokens": 0}})
+    events = [f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+    return "".join(events).encode("utf-8")

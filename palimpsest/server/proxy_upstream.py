@@ -1,0 +1,211 @@
+"""The memory proxy's upstream: the OpenAI-compatible chat endpoint it forwards to, read from the environment, and
+the calls to it.
+
+The environment, first match wins (as for the memory's own model, :mod:`actors.llm.config`):
+
+- ``PALIMPSEST_PROXY_UPSTREAM_URL``: the endpoint's API root (``https://api.openai.com/v1``,
+  ``http://127.0.0.1:11434/v1`` for Ollama, ...); unset, the memory's model endpoint
+  (``PALIMPSEST_LLM_BASE_URL``, ``OPENAI_BASE_URL``) if one is set; none of them: no proxy.
+- ``PALIMPSEST_PROXY_UPSTREAM_API_KEY``: the key sent upstream (the client's own key is the Palimpsest key and never
+  leaves the server); with the memory's endpoint, its key (``PALIMPSEST_LLM_API_KEY``, ``OPENAI_API_KEY``).
+- ``PALIMPSEST_PROXY_UPSTREAM_MODEL``: the model every request is sent with (default: the one the request names).
+- ``PALIMPSEST_PROXY_UPSTREAM_TIMEOUT_S`` (default 120): connecting and each read of the upstream's answer.
+- ``PALIMPSEST_PROXY_CONTEXT_TOKENS`` (default 800): the tokens of memory given with each request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import httpx
+
+from events.errors import LlmError
+
+ENV_URL = "PALIMPSEST_PROXY_UPSTREAM_URL"
+ENV_API_KEY = "PALIMPSEST_PROXY_UPSTREAM_API_KEY"
+ENV_MODEL = "PALIMPSEST_PROXY_UPSTREAM_MODEL"
+ENV_TIMEOUT = "PALIMPSEST_PROXY_UPSTREAM_TIMEOUT_S"
+ENV_CONTEXT_TOKENS = "PALIMPSEST_PROXY_CONTEXT_TOKENS"
+# the memory's own model endpoint, used when the proxy has none of its own: (URL variables, key variables)
+ENV_LLM = (("PALIMPSEST_LLM_BASE_URL", "OPENAI_BASE_URL"), ("PALIMPSEST_LLM_API_KEY", "OPENAI_API_KEY"))
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """Where the proxy forwards chat completions. The API key is kept out of ``repr`` so it never reaches a log."""
+
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    model: str | None = None  # sent instead of the request's model, when set
+    timeout_s: float = 120.0
+    context_tokens: int = 800
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_url", _check_url(self.base_url, "Upstream.base_url"))
+        if not self.timeout_s > 0:
+            raise LlmError(f"Upstream.timeout_s={self.timeout_s!r} is not a number of seconds > 0, e.g. 120")
+        if not (isinstance(self.context_tokens, int) and self.context_tokens > 0):
+            raise LlmError(f"Upstream.context_tokens={self.context_tokens!r} is not an integer > 0, e.g. 800")
+
+    @property
+    def completions_url(self) -> str:
+        return self.base_url + "/chat/completions"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Upstream | None:
+        """The upstream the environment names, or None (no proxy). ``LlmError`` names a variable with a bad value."""
+        env = os.environ if environ is None else environ
+        value = lambda name: env.get(name, "").strip()  # noqa: E731 - a two-use helper
+        url_var, url, key = ENV_URL, value(ENV_URL), value(ENV_API_KEY)
+        if not url:
+            url_var, url = next(((v, value(v)) for v in ENV_LLM[0] if value(v)), (ENV_URL, ""))
+            key = key or next((value(v) for v in ENV_LLM[1] if value(v)), "")
+        if not url:
+            return None
+        _check_url(url, url_var)
+        numbers = {}
+        for name, var, kind, hint in (("timeout_s", ENV_TIMEOUT, float, "a number of seconds > 0, e.g. 120"),
+                                      ("context_tokens", ENV_CONTEXT_TOKENS, int, "an integer > 0, e.g. 800")):
+            raw = value(var)
+            if raw:
+                try:
+                    numbers[name] = kind(raw)
+                except ValueError:
+                    raise LlmError(f"{var}={raw!r} is not {hint}; fix or unset it") from None
+                if numbers[name] <= 0:
+                    raise LlmError(f"{var}={raw!r} is not {hint}; fix or unset it")
+        return cls(base_url=url, api_key=key or None, model=value(ENV_MODEL) or None, **numbers)
+
+
+def _check_url(value: object, source: str) -> str:
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise LlmError(f"{source}={value!r} is not an http(s) URL; set it to the chat endpoint's API root, e.g. "
+                       "https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (Ollama)")
+    return value.rstrip("/")
+
+
+# -- calling it --------------------------------------------------------------------------------------------------
+_clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+
+
+def client(upstream: Upstream) -> httpx.AsyncClient:
+    """The connection pool to ``upstream`` of the running event loop (one per loop and upstream: kept alive)."""
+    loop = asyncio.get_running_loop()
+    key = hash((id(loop), upstream.base_url, upstream.timeout_s))
+    held = _clients.get(key)
+    if held is None or held[0] is not loop:
+        timeout = httpx.Timeout(upstream.timeout_s, connect=min(upstream.timeout_s, 10.0))
+        held = _clients[key] = (loop, httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(
+            max_connections=256, max_keepalive_connections=64)))
+    return held[1]
+
+
+def request(upstream: Upstream, body: dict) -> httpx.Request:
+    """The upstream request for a chat-completion ``body`` (its model replaced by the upstream's, if it names one)."""
+    if upstream.model:
+        body = {**body, "model": upstream.model}
+    headers = {"content-type": "application/json", "accept": "text/event-stream" if body.get("stream") else
+               "application/json"}
+    if upstream.api_key:
+        headers["authorization"] = f"Bearer {upstream.api_key}"
+    content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    return client(upstream).build_request("POST", upstream.completions_url, content=content, headers=headers)
+
+
+class UpstreamUnreachable(Exception):
+    """The upstream could not be reached or did not answer in time (``status``: 502 or 504)."""
+
+    def __init__(self, upstream: Upstream, exc: httpx.HTTPError) -> None:
+        timed_out = isinstance(exc, httpx.TimeoutException)
+        self.status = 504 if timed_out else 502
+        what = f"no answer within {upstream.timeout_s:g} s" if timed_out else type(exc).__name__
+        super().__init__(f"the upstream LLM at {upstream.base_url} could not be reached ({what})")
+        self.fix = (f"check that it is running and that {ENV_URL} names its API root"
+                    + (f", or raise {ENV_TIMEOUT}" if timed_out else ""))
+
+
+async def send(upstream: Upstream, body: dict, *, stream: bool) -> httpx.Response:
+    """The upstream's response to ``body`` (read whole unless ``stream``: then the caller closes it)."""
+    http = client(upstream)
+    try:
+        return await http.send(request(upstream, body), stream=stream)
+    except httpx.HTTPError as exc:
+        raise UpstreamUnreachable(upstream, exc) from exc
+
+
+def error_body(status: int, raw: bytes) -> bytes:
+    """An upstream's error answer as an OpenAI-style error: as it is when it is one, else its text wrapped in one."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        return raw
+    message = raw.decode("utf-8", "replace").strip()[:2000] or f"the upstream LLM answered {status}"
+    return json.dumps({"error": {"message": message, "type": "upstream_error", "param": None, "code": status}},
+                      ensure_ascii=False).encode("utf-8")
+
+
+def reply_text(raw: bytes) -> str:
+    """The assistant text of a chat completion's first choice ("" when it has none: a tool call, a refusal)."""
+    try:
+        choices = json.loads(raw).get("choices") or []
+        content = (choices[0].get("message") or {}).get("content") if choices else None
+    except (ValueError, AttributeError, TypeError):
+        return ""
+    return _text(content)
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+class StreamedReply:
+    """The assistant text of a streamed chat completion, read from its server-sent events as they pass through."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._pending = b""
+        self.finished = False  # a finish reason or ``[DONE]`` came: the upstream answered in full
+
+    def feed(self, chunk: bytes) -> None:
+        lines = (self._pending + chunk).split(b"\n")
+        self._pending = lines.pop()
+        for line in lines:
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                self.finished = True
+                continue
+            try:
+                event = json.loads(data)
+            except ValueError:
+                continue
+            choices = event.get("choices") if isinstance(event, dict) else None
+            for choice in choices if isinstance(choices, list) else ():
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                self._parts.append(_text((choice.get("delta") or {}).get("content")))
+                self.finished = self.finished or bool(choice.get("finish_reason"))
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+
+def stream_error(message: str) -> bytes:
+    """A server-sent event carrying an OpenAI-style error (OpenAI's clients raise it), for a stream cut short."""
+    return b"data: " + json.dumps({"error": {"message": message, "type": "upstream_error", "param": None,
+                                             "code": 502}}).encode() + b"\n\n"

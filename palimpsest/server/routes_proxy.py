@@ -1,0 +1,214 @@
+"""``POST /v1/chat/completions``: the OpenAI-compatible memory proxy. Point an OpenAI client's ``base_url`` at the
+server (``http://HOST:PORT/v1``, the Palimpsest key as its ``api_key``) and every chat gets the user's memory.
+
+For each request: the tenant is the key's; the user is the ``X-Palimpsest-User`` header or the request's ``user``
+field; the conversation is the ``X-Palimpsest-Conversation`` header (default: one named after the chat's first
+user message, so a chat client resending its history stays in one conversation). The user's context for the
+last user turn (the same token-budgeted context as ``/context``) goes in as a system message after the request's
+own leading system messages, and the request goes on to the configured upstream
+(:mod:`palimpsest.server.proxy_upstream`), streamed or not; its answer comes back as it is.
+
+Once the upstream has answered in full, the proxy records (:mod:`palimpsest.server.proxy_record`) the user turn
+and the reply, the reply with the memories it was given (as ``reply`` does: the usage judge reinforces those it
+drew on), and, when the request continues a reply the proxy gave, the user's turn as feedback on it (as the
+Feedback Judge does). A failed call records nothing. Errors, the proxy's own and the upstream's, are
+OpenAI-style: ``{"error": {"message", "type", "param", "code"}}`` with the status (the proxy's also list the
+``problems``, each a field and its fix).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
+
+from events.commands import MAX_ID_CHARS, canonical_id, id_problem
+from palimpsest.server import proxy_upstream as up
+from palimpsest.server.access import Caller, caller
+from palimpsest.server.errors import ApiError
+from palimpsest.server.proxy_record import Turn, recorder
+
+USER_HEADER = "X-Palimpsest-User"
+CONVERSATION_HEADER = "X-Palimpsest-Conversation"
+MEMORIES_HEADER = "X-Palimpsest-Memories"  # on the answer: how many memories the request was given
+CONTEXT_HEADER = "What you remember about this user from earlier conversations (use it if it helps):\n"
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+          404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
+
+
+class OpenAIErrors(APIRoute):
+    """A route that answers every error in OpenAI's shape: the API's own answer (its code, message and problems,
+    from the handlers of :mod:`palimpsest.server.errors`) reshaped, so OpenAI clients raise it with its message."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def answer(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as exc:  # noqa: BLE001 - every error is answered, by the handler the app has for it
+                return _openai_shaped(await _answer_of(request, exc))
+
+        return answer
+
+
+async def _answer_of(request: Request, exc: Exception) -> Response:
+    handlers = request.app.exception_handlers
+    handler = next((handlers[k] for k in type(exc).__mro__ if k in handlers), handlers[Exception])
+    response = handler(request, exc)
+    return await response if hasattr(response, "__await__") else response
+
+
+def _openai_shaped(response: Response) -> Response:
+    try:
+        ours = json.loads(response.body)
+    except (AttributeError, ValueError):
+        return response
+    problems = ours.get("problems") or []
+    fixes = "; ".join(f"{p['field']}: {p['fix']}" for p in problems)
+    error = {"message": ours.get("message", "") + (f" ({fixes})" if fixes else ""),
+             "type": _TYPES.get(response.status_code, "api_error"),
+             "param": problems[0]["field"] if problems else None, "code": ours.get("error"), "problems": problems}
+    headers = {k: v for k, v in response.headers.items() if k in ("retry-after", "www-authenticate")}
+    return JSONResponse({"error": error}, status_code=response.status_code, headers=headers)
+
+
+router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIErrors)
+
+
+@router.post("/chat/completions", summary="OpenAI-compatible chat completions with the user's memory (a proxy to "
+                                          "the configured LLM; the user from X-Palimpsest-User or `user`)")
+async def chat_completions(request: Request) -> Response:
+    who = await caller(request)
+    upstream = who.served.settings.upstream
+    if upstream is None:
+        raise ApiError(503, "no_upstream", "this server has no upstream LLM to forward chat completions to",
+                       [("server", f"start `palimpsest serve` with {up.ENV_URL} (and {up.ENV_API_KEY}) set to an "
+                                   "OpenAI-compatible endpoint")])
+    body = await _body(request)
+    messages = body["messages"]
+    user_id = _user(request, body)
+    conversation_id = _conversation(request, messages)
+    received = datetime.now(UTC)
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    query = _text(messages[users[-1]]) if users else ""
+    turn = Turn(who.tenant, user_id, conversation_id, query if users and users[-1] == len(messages) - 1 else "",
+                _prior_reply(messages, users), received)
+    await recorder().settled(turn.stream)  # this user's earlier calls are recorded before their memory is read
+    context = None
+    if query.strip() and who.knows(who.tenant, user_id):
+        context = await run_in_threadpool(who.memory.build_context, who.tenant, user_id, query,
+                                          token_budget=upstream.context_tokens)
+        context = context if context.items else None
+    forwarded = {**body, "messages": _with_context(messages, context)}
+    headers = {MEMORIES_HEADER: str(len(context.items) if context else 0), CONVERSATION_HEADER: conversation_id}
+    answer = await up.send(upstream, forwarded, stream=bool(body.get("stream")))
+    if answer.status_code >= 400:
+        raw = await answer.aread() if body.get("stream") else answer.content
+        await answer.aclose()
+        return Response(up.error_body(answer.status_code, raw), status_code=answer.status_code,
+                        media_type="application/json", headers=_passed(answer, headers))
+    if not body.get("stream"):
+        _record(who, turn, up.reply_text(answer.content), context)
+        return Response(answer.content, status_code=answer.status_code, headers=_passed(answer, headers),
+                        media_type=answer.headers.get("content-type", "application/json"))
+    return StreamingResponse(_relay(who, turn, answer, context), status_code=answer.status_code,
+                             headers=_passed(answer, headers),
+                             media_type=answer.headers.get("content-type", "text/event-stream"))
+
+
+async def _relay(who: Caller, turn: Turn, answer, context):
+    """The upstream's events as they come; recorded once the upstream has answered in full."""
+    reply = up.StreamedReply()
+    try:
+        async for chunk in answer.aiter_raw():
+            reply.feed(chunk)
+            yield chunk
+    except up.httpx.HTTPError as exc:
+        yield up.stream_error(f"the upstream LLM ended the stream early ({type(exc).__name__}); nothing was "
+                              "recorded, retry the request")
+        return
+    finally:
+        await answer.aclose()
+    if reply.finished:
+        _record(who, turn, reply.text, context)
+
+
+def _record(who: Caller, turn: Turn, reply: str, context) -> None:
+    if turn.user_text.strip() or reply.strip():
+        recorder().record(who.memory, turn.finished(reply, context))
+
+
+def _passed(answer, ours: dict[str, str]) -> dict[str, str]:
+    """The upstream's own headers worth passing on (request ids, rate limits), then ours."""
+    kept = {k: v for k, v in answer.headers.items()
+            if k.startswith(("x-request-id", "openai-", "x-ratelimit-")) or k == "retry-after"}
+    return {**kept, **ours}
+
+
+async def _body(request: Request) -> dict:
+    try:
+        body = json.loads(await request.body())
+    except ValueError:
+        raise ApiError(400, "invalid_json", "the request body is not JSON",
+                       [("body", "send a chat-completion request as JSON (model, messages, ...)")]) from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_input", "the request body is not a JSON object",
+                       [("body", "send a chat-completion request object (model, messages, ...)")])
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise ApiError(400, "invalid_input", "the request has no messages",
+                       [("messages", "give a non-empty list of messages, each {'role': ..., 'content': ...}")])
+    return body
+
+
+def _user(request: Request, body: dict) -> str:
+    given = request.headers.get(USER_HEADER) or body.get("user")
+    if given is None or given == "":
+        raise ApiError(400, "missing_user", f"no user: send the {USER_HEADER} header or the request's `user` field",
+                       [(USER_HEADER, f"name the end user whose memory this chat uses, e.g. "
+                                      f"default_headers={{'{USER_HEADER}': 'alice'}} on the OpenAI client, or "
+                                      "user='alice' in the request")])
+    user_id = canonical_id(given)
+    problem = id_problem(user_id)
+    if problem:
+        field = USER_HEADER if request.headers.get(USER_HEADER) else "user"
+        raise ApiError(400, "invalid_user", f"the user id {str(given)[:60]!r} is not valid: {problem}",
+                       [(field, "give the end user's id: letters, digits and . _ - @ : (see the user ids guide)")])
+    return user_id
+
+
+def _conversation(request: Request, messages: list[dict]) -> str:
+    given = request.headers.get(CONVERSATION_HEADER)
+    if given:
+        if len(given) > MAX_ID_CHARS:
+            raise ApiError(400, "invalid_input", f"the {CONVERSATION_HEADER} header is too long",
+                           [(CONVERSATION_HEADER, f"at most {MAX_ID_CHARS} characters")])
+        return given
+    opening = next((_text(m) for m in messages if m.get("role") == "user"), "")
+    return "chat-" + hashlib.sha256(opening.encode("utf-8")).hexdigest()[:16]
+
+
+def _text(message: dict) -> str:
+    return up._text(message.get("content"))
+
+
+def _prior_reply(messages: list[dict], users: list[int]) -> str:
+    """The assistant's text right before the last user turn (the reply that turn answers), or ""."""
+    if not users or users[-1] == 0:
+        return ""
+    before = messages[users[-1] - 1]
+    return _text(before) if before.get("role") == "assistant" else ""
+
+
+def _with_context(messages: list[dict], context) -> list[dict]:
+    """``messages`` with the context as a system message after their leading system (and developer) messages."""
+    if context is None:
+        return messages
+    at = next((i for i, m in enumerate(messages) if m.get("role") not in ("system", "developer")), len(messages))
+    return [*messages[:at], {"role": "system", "content": CONTEXT_HEADER + context.text}, *messages[at:]]

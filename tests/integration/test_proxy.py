@@ -1,0 +1,198 @@
+"""The OpenAI-compatible memory proxy (``POST /v1/chat/completions``) driven by the official ``openai`` client, sync,
+async and streamed, against a served store whose upstream is the project's scripted OpenAI-compatible server: what
+the upstream receives (the user's memory as a system message), what comes back (the upstream's answer as it was),
+what is recorded (the turn, the reply, the memories it was given; the used ones reinforced), and the errors
+(the upstream's passed through with nothing recorded, the proxy's own in OpenAI's shape)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+pytest.importorskip("openai")
+
+from openai import (  # noqa: E402
+    APIError,
+    APIStatusError,
+    AsyncOpenAI,
+    AuthenticationError,
+    BadRequestError,
+    InternalServerError,
+    OpenAI,
+    RateLimitError,
+)
+
+from palimpsest.server.proxy_record import GIVEN, QUERY  # noqa: E402
+from palimpsest.server.routes_proxy import CONTEXT_HEADER, CONVERSATION_HEADER, MEMORIES_HEADER, USER_HEADER  # noqa: E402
+from tests.fakes.openai_server import Reply  # noqa: E402
+from tests.integration.proxy_server import TENANT, bench  # noqa: E402
+
+pytestmark = pytest.mark.integration
+ALLERGY = "allergic to peanuts"  # what the note drawn from "I am allergic to peanuts." says
+
+
+@pytest.fixture(scope="module")
+def b(ray_cluster, tmp_path_factory):
+    with bench(tmp_path_factory.mktemp("proxy") / "store") as served:
+        yesterday = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+        served.memory.add_messages(
+            [{"text": "I am allergic to peanuts.", "occurred_at": yesterday, "conversation_id": "intake"},
+             {"text": "I live in Lisbon.", "occurred_at": yesterday, "conversation_id": "intake"}],
+            tenant=TENANT, user_id="alice")
+        [served.allergy_id] = [n["note_id"] for n in served.memory.notes(TENANT, "alice") if ALLERGY in n["text"]]
+        yield served
+
+
+def client(b, user: str | None = "alice", conversation: str | None = None, key: str | None = None) -> OpenAI:
+    headers = {USER_HEADER: user} if user else {}
+    if conversation:
+        headers[CONVERSATION_HEADER] = conversation
+    return OpenAI(base_url=b.base_url, api_key=key or b.key, default_headers=headers, max_retries=0)
+
+
+def ask(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def test_the_upstream_is_given_the_users_memory_and_its_answer_comes_back_unchanged(b):
+    b.upstream.script(Reply.text("Avoid peanuts and satay."))
+    raw = client(b, conversation="snacks").chat.completions.with_raw_response.create(
+        model="gpt-test", temperature=0,
+        messages=[{"role": "system", "content": "You are terse."},
+                  {"role": "user", "content": "Which snacks should I avoid, given my peanuts allergy?"}])
+    assert raw.parse().choices[0].message.content == "Avoid peanuts and satay."
+    body = json.loads(raw.http_response.content)
+    assert set(body) == {"id", "object", "created", "model", "choices", "usage"} and body["object"] == "chat.completion"
+    assert int(raw.headers[MEMORIES_HEADER]) >= 1 and raw.headers[CONVERSATION_HEADER] == "snacks"
+
+    received = b.upstream.requests[-1]
+    assert received.headers["authorization"] == "Bearer upstream-secret"  # the Palimpsest key stays on the server
+    assert b.key not in json.dumps(received.headers) + json.dumps(received.body)
+    assert (received.body["model"], received.body["temperature"]) == ("gpt-test", 0)
+    system, memory, question = received.body["messages"]
+    assert system == {"role": "system", "content": "You are terse."}
+    assert memory["role"] == "system" and memory["content"].startswith(CONTEXT_HEADER)
+    assert ALLERGY in memory["content"]
+    assert question == {"role": "user", "content": "Which snacks should I avoid, given my peanuts allergy?"}
+
+
+def test_the_turn_the_reply_and_the_memories_it_was_given_are_recorded_and_the_used_ones_reinforced(b):
+    b.upstream.script(Reply.text("Skip anything with peanuts: satay, peanut butter cookies."))
+    reply = client(b, conversation="party").chat.completions.create(
+        model="gpt-test", messages=ask("What should I not eat at the party? I have a peanuts allergy."))
+    assert reply.choices[0].message.content == "Skip anything with peanuts: satay, peanut butter cookies."
+    turn, answer = b.conversation("alice", "party", 2)
+    assert (turn["role"], turn["text"]) == ("user", "What should I not eat at the party? I have a peanuts allergy.")
+    assert (answer["role"], answer["text"]) == ("assistant", reply.choices[0].message.content)
+    given = json.loads(answer["metadata"][GIVEN])
+    assert b.allergy_id in given and answer["metadata"][QUERY] == turn["text"]
+    used = [e.event for e in b.memory.events(TENANT, "alice", kinds=["memory_touched"]) if e.event.reason == "used"]
+    assert any(b.allergy_id in e.memory_ids and e.query == turn["text"] for e in used)  # reinforced, as `reply` does
+
+
+def test_a_streamed_answer_passes_through_chunk_by_chunk_and_is_recorded_once_complete(b):
+    b.upstream.script(Reply.text("Peanuts are the one thing to avoid; everything else is fine."))
+    stream = client(b, conversation="stream").chat.completions.create(
+        model="gpt-test", stream=True, messages=ask("Anything to avoid, with my peanuts allergy?"))
+    chunks = [c.choices[0].delta.content or "" for c in stream if c.choices]
+    assert len(chunks) > 3 and "".join(chunks) == "Peanuts are the one thing to avoid; everything else is fine."
+    assert b.upstream.requests[-1].body["stream"] is True
+    assert ALLERGY in b.sent()[0]["content"]
+    rows = b.conversation("alice", "stream", 2)
+    assert rows[1]["text"] == "".join(chunks) and b.allergy_id in json.loads(rows[1]["metadata"][GIVEN])
+
+
+def test_the_async_client_plain_and_streamed_continues_one_conversation(b):
+    async def chat() -> tuple[str, str, str]:
+        async with AsyncOpenAI(base_url=b.base_url, api_key=b.key, max_retries=0,
+                               default_headers={USER_HEADER: "alice"}) as aclient:
+            b.upstream.script(Reply.text("Lisbon is lovely in May."), Reply.text("Pastel de nata, no peanuts."))
+            raw = await aclient.chat.completions.with_raw_response.create(model="gpt-test",
+                                                                          messages=ask("Where do I live again?"))
+            said = raw.parse().choices[0].message.content
+            stream = await aclient.chat.completions.create(model="gpt-test", stream=True, messages=[
+                *ask("Where do I live again?"), {"role": "assistant", "content": said},
+                *ask("And a snack there, safe for my peanuts allergy?")])
+            streamed = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+            return raw.headers[CONVERSATION_HEADER], said, streamed
+
+    named, said, streamed = asyncio.run(chat())
+    assert (said, streamed) == ("Lisbon is lovely in May.", "Pastel de nata, no peanuts.")
+    assert "lives in Lisbon" in b.sent(-2)[0]["content"]
+    assert named.startswith("chat-")  # no conversation header: the chat is named by its opening, so a client
+    rows = b.conversation("alice", named, 4)  # resending its history stays in one conversation, in order
+    assert [r["text"] for r in rows] == ["Where do I live again?", said,
+                                         "And a snack there, safe for my peanuts allergy?", streamed]
+
+
+@pytest.mark.parametrize(("reply", "error", "says"), [
+    (Reply.error(400, "max_tokens is too large"), BadRequestError, "max_tokens is too large"),
+    (Reply.error(429, "slow down, scripted"), RateLimitError, "slow down, scripted"),
+    (Reply.error(500, "the model fell over"), InternalServerError, "the model fell over"),
+    (Reply(status=502, raw_body=b"Bad Gateway (not JSON)"), APIStatusError, "Bad Gateway (not JSON)"),
+], ids=["400", "429", "500", "502-text"])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_an_upstream_error_passes_through_with_its_status_and_nothing_is_recorded(b, reply, error, says, stream):
+    user = f"err-{reply.status}-{int(stream)}"
+    b.upstream.script(reply)
+    with pytest.raises(error) as raised:
+        answer = client(b, user, "c").chat.completions.create(model="gpt-test", stream=stream,
+                                                               messages=ask("This call fails upstream."))
+        list(answer)
+    assert raised.value.status_code == reply.status and says in raised.value.message
+    b.upstream.script(Reply.text("This one worked."))
+    client(b, user, "c").chat.completions.create(model="gpt-test", messages=ask("This call works."))
+    rows = b.conversation(user, "c", 2)  # recorded in order per user: the failed call would come first
+    assert [r["text"] for r in rows] == ["This call works.", "This one worked."]
+
+
+def test_a_stream_the_upstream_cuts_short_raises_in_the_client_and_records_nothing(b):
+    b.upstream.script(Reply.text("This answer never gets to its end, the connection drops.", stream_cut_after=3))
+    stream = client(b, "cut", "c").chat.completions.create(model="gpt-test", stream=True,
+                                                           messages=ask("Tell me a long story."))
+    with pytest.raises(APIError, match="ended the stream early"):
+        list(stream)
+    b.upstream.script(Reply.text("Short story."))
+    client(b, "cut", "c").chat.completions.create(model="gpt-test", messages=ask("A short one then."))
+    assert [r["text"] for r in b.conversation("cut", "c", 2)] == ["A short one then.", "Short story."]
+
+
+def test_without_a_user_the_answer_is_a_400_naming_the_header_and_the_field(b):
+    calls = len(b.upstream.requests)
+    with pytest.raises(BadRequestError) as raised:
+        client(b, user=None).chat.completions.create(model="gpt-test", messages=ask("Who am I?"))
+    error = raised.value
+    assert error.code == "missing_user" and error.param == USER_HEADER
+    assert USER_HEADER in error.message and "`user` field" in error.message
+    assert len(b.upstream.requests) == calls  # refused before anything was forwarded
+    b.upstream.script(Reply.text("Hello Erin."))  # the OpenAI `user` field names the user as well
+    client(b, user=None, conversation="hi").chat.completions.create(model="gpt-test", user="erin",
+                                                                    messages=ask("Hi, I'm Erin."))
+    assert [r["text"] for r in b.conversation("erin", "hi", 2)] == ["Hi, I'm Erin.", "Hello Erin."]
+    assert b.upstream.requests[-1].body["user"] == "erin"
+
+
+def test_a_wrong_key_is_a_401_and_nothing_is_forwarded(b):
+    calls = len(b.upstream.requests)
+    with pytest.raises(AuthenticationError) as raised:
+        client(b, key="pk-not-a-key").chat.completions.create(model="gpt-test", messages=ask("Hi"))
+    assert raised.value.status_code == 401 and "unknown or revoked API key" in raised.value.message
+    assert raised.value.response.headers["www-authenticate"] == "Bearer"
+    assert len(b.upstream.requests) == calls
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    (b"{not json", "body"), (b"[1, 2]", "body"), (b'{"model": "m", "messages": []}', "messages"),
+    (b'{"model": "m", "messages": ["hi"]}', "messages"),
+])
+def test_a_malformed_request_is_a_400_in_openais_shape(b, body, param):
+    answer = httpx.post(b.base_url + "/chat/completions", content=body,
+                        headers={"authorization": f"Bearer {b.key}", USER_HEADER: "alice",
+                                 "content-type": "application/json"})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["param"] == param and error["message"]

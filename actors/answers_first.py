@@ -90,7 +90,7 @@ def handle(core, commands: list, *, writing: AbstractContextManager | None = Non
     remaining = list(commands)
     for _ in range(MAX_ROUNDS):
         with writing, projections:
-            done, missed = core.handle_answered(remaining, AnswersFirst(answers, llm.config), ids)
+            done, missed = core.handle_answered(remaining, AnswersFirst(answers, getattr(llm, "config", None)), ids)
             if after_commit is not None:
                 after_commit()
         outcomes += done

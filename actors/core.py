@@ -282,7 +282,8 @@ class ShardCore:
                                     "draw a new id for each command")], what=command.kind)
             logger.info("command_retried", shard=self.spec.index, kind=command.kind, command_id=command.command_id)
             return json.loads(recorded.outcome)
-        decision = decide(self.state, command, self.deps if llm is None else replace(self.deps, llm=llm))
+        answered = llm is not None and self.deps.llm is not None  # deciders ask only a model the deps give them
+        decision = decide(self.state, command, replace(self.deps, llm=llm) if answered else self.deps)
         if dropped_if is not None and dropped_if():
             return None
         outcome = json.dumps(decision.outcome, default=_jsonable)

@@ -69,6 +69,8 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
     change = PolicyChanged(parameters={"retention_weight": 0.3}, previous={"retention_weight": 0.1}, metric="m",
                            before=0.1, after=0.2, queries=3, at=NOW, reason="setup", controller="molt-v1")
     core.commit([PendingEvent("acme", "mel", "change-1", change)])
+    core.handle([c.PutItem(**USER, collection="prefs", key="food", value_json='{"food": "noodles"}', text="noodles",
+                           message=None, vector=None, model_id=EMBED.model_id, now=NOW)])
     [missing] = core.query(c.MissingEmbeddings(model_id="model-c", tenant="acme", user_id="mel"))
     mids, texts = map(tuple, zip(*missing["messages"]))
     core.handle([c.RecordEmbeddings(**USER, model_id="model-c", message_ids=mids, input_texts=texts,
@@ -103,6 +105,9 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
         "RecordEmbeddings": c.RecordEmbeddings(**USER, model_id="model-b", message_ids=mids, input_texts=texts,
                                                vectors=EMBED.encode(list(texts)), labels=("swim", "mountain lake"),
                                                label_vectors=EMBED.encode(["swim", "mountain lake"])),
+        "PutItem": c.PutItem(**USER, collection="prefs", key="drink", value_json='{"drink": "green tea"}',
+                             text="green tea", message=None, vector=None, model_id=EMBED.model_id, now=NOW),
+        "DeleteItem": c.DeleteItem(**USER, collection="prefs", key="food", now=NOW),
         "SwitchEmbedder": c.SwitchEmbedder(embedder="openai:model-c", model_id="model-c", dim=384, tenant="acme",
                                            user_id="mel"),
     }
@@ -111,7 +116,8 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
 KINDS = ["RecordMessages", "StageGraphMemories", "RecordLabelVectors", "LinkMemories", "ApplyConsolidation", "Unmerge",
          "SweepArchive",
          "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback",
-         "RevertAdjustment", "Molt", "RevertPolicy", "ForgetUser", "RecordEmbeddings", "SwitchEmbedder"]
+         "RevertAdjustment", "Molt", "RevertPolicy", "ForgetUser", "RecordEmbeddings", "SwitchEmbedder", "PutItem",
+         "DeleteItem"]
 
 
 def test_every_command_kind_is_covered():

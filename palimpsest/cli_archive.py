@@ -1,4 +1,5 @@
-"""``palimpsest archive ...``: sweep by retention, list, archive and restore by hand.
+"""``palimpsest archive ...``: sweep by retention (here), and the printers of the declared ``archive list``,
+``archive archive`` and ``archive restore`` (:mod:`palimpsest.operations`).
 
 Archival never deletes: it is a ``memory_archived`` event; default retrieval
 skips archived memories, ``palimpsest search --scope archive`` still finds
@@ -37,12 +38,10 @@ def print_archived(rows: list[dict], args: argparse.Namespace) -> None:
     print(paint(f"-- {len(rows)} archived memories", "dim"))
 
 
-def cmd_move(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        act = mem.restore if args.archive_command == "restore" else mem.archive
-        done = act(args.tenant, args.user, args.memory_ids, reason=args.reason)
-    print(f"{args.archive_command}d {len(done)} memories: {', '.join(done) or '-'}")
-    return 0
+def print_moved(done: list[str], args: argparse.Namespace) -> None:
+    """``archive archive`` and ``archive restore`` (declared operations, :mod:`palimpsest.operations`) as text."""
+    verb = "restored" if args.archive_command == "restore" else "archived"
+    print(f"{verb} {len(done)} memories: {', '.join(done) or '-'}")
 
 
 def register(sub) -> None:
@@ -56,10 +55,3 @@ def register(sub) -> None:
     read_options(sp)
     sp.set_defaults(func=cmd_sweep)
 
-    for name, help_ in (("restore", "bring archived memories back into default retrieval"),
-                        ("archive", "archive memories by hand")):
-        sp = asub.add_parser(name, help=help_)
-        stream_args(sp)
-        sp.add_argument("memory_ids", nargs="+", metavar="MEMORY_ID")
-        sp.add_argument("--reason", default=f"{name}d from the command line")
-        sp.set_defaults(func=cmd_move)

@@ -49,11 +49,15 @@ def _argument(sp: argparse.ArgumentParser, p: Param) -> None:
     options: dict = {"help": p.help or None}
     if kind is bool:
         options["action"] = argparse.BooleanOptionalAction if p.default is True else "store_true"
+    elif kind is list:
+        options["nargs"] = "+"
+        options["metavar"] = flag.lstrip("-").replace("-", "_").upper().removesuffix("S")
     else:
         options["type"] = {int: int, str: str, datetime: parse_when, dict: json_object}[kind]
         options["metavar"] = flag.lstrip("-").replace("-", "_").upper()
     if not flag.startswith("-"):
-        sp.add_argument(p.name, **options, **({} if p.required else {"nargs": "?", "default": p.default}))
+        optional = {} if p.required else {"nargs": "*" if kind is list else "?", "default": p.default}
+        sp.add_argument(p.name, **{**options, **optional})
     else:
         sp.add_argument(flag, dest=p.name, **options,
                         **({"required": True} if p.required else {"default": p.default}))

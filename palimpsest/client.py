@@ -147,12 +147,7 @@ class RemoteMemory:
     def _post(self, tenant: str, user_id: str, path: str, body: dict):
         return self.http.call("POST", self._user(tenant, user_id) + path, body=body)
 
-    def archive(self, tenant: str, user_id: str, memory_ids: list[str], *, reason: str = "archived by hand"):
-        return self._post(tenant, user_id, "/archive", {"memory_ids": list(memory_ids), "reason": reason})["archived"]
 
-    def restore(self, tenant: str, user_id: str, memory_ids: list[str], *, reason: str = "restored by hand"):
-        return self._post(tenant, user_id, "/archive/restore",
-                          {"memory_ids": list(memory_ids), "reason": reason})["restored"]
 
     def record_reply(self, tenant: str, user_id: str, reply: str, retrieved, *, query: str = "") -> list[dict]:
         ids = [i.memory_id for i in retrieved.items] if isinstance(retrieved, Context) else list(retrieved)

@@ -30,13 +30,15 @@ PYTHON, HTTP, MCP, CLI = "python", "http", "mcp", "cli"
 REQUIRED = inspect.Parameter.empty
 USER_PREFIX = "/v1/users/{user_id}"
 TENANT_PREFIX = "/v1"
-_SCALARS = (str, int, bool, datetime, dict)  # dict: a JSON object (a POST's body only)
+_SCALARS = (str, int, bool, datetime, dict)  # dict: a JSON object (a POST's body only); list[str] also allowed
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def base_type(annotation: Any) -> tuple[type, bool]:
     """``(scalar type, may be None)`` of a parameter's annotation: ``int`` gives (int, False), ``str | None``
-    (str, True)."""
+    (str, True), ``list[str]`` (a list of texts, a POST's body only) (list, False)."""
+    if get_origin(annotation) is list and get_args(annotation) == (str,):
+        return list, False
     if get_origin(annotation) in (Union, types.UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
         if len(args) == 1 and args[0] in _SCALARS:
@@ -44,7 +46,7 @@ def base_type(annotation: Any) -> tuple[type, bool]:
     elif annotation in _SCALARS:
         return annotation, False
     raise TypeError(f"{annotation!r}: a parameter is str, int, bool, datetime or dict (a JSON object), or one of "
-                    "them | None")
+                    "them | None, or list[str]")
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,9 @@ class Param:
             text = "give an ISO-8601 time with its offset, e.g. 2024-05-01T09:00:00+00:00"
         elif kind is dict:
             text = 'give a JSON object, e.g. {"food": "tea"}'
+        elif kind is list:
+            text = 'give a list of texts, e.g. ["id-1", "id-2"]' + (
+                f" ({self.ge} to {self.le} of them)" if self.ge is not None and self.le is not None else "")
         else:
             text = "give a text"
         return text + (", or leave it out" if nullable or not self.required else "")
@@ -91,11 +96,14 @@ class Param:
         """The parameter as a JSON schema property (the MCP tool's input schema)."""
         kind, _ = base_type(self.type)
         schema: dict[str, Any] = {"type": {str: "string", int: "integer", bool: "boolean",
-                                           datetime: "string", dict: "object"}[kind]}
+                                           datetime: "string", dict: "object", list: "array"}[kind]}
+        if kind is list:
+            schema["items"] = {"type": "string"}
+        bounds = ("minItems", "maxItems") if kind is list else ("minimum", "maximum")
         if self.ge is not None:
-            schema["minimum"] = self.ge
+            schema[bounds[0]] = self.ge
         if self.le is not None:
-            schema["maximum"] = self.le
+            schema[bounds[1]] = self.le
         if not self.required and self.default is not None:
             schema["default"] = self.default
         help_ = self.help + (" ISO-8601 with its offset, e.g. 2024-05-01T09:00:00+00:00."
@@ -215,9 +223,9 @@ def check(op: Operation) -> Operation:
     kinds = {p.name: _kind(p) for p in op.params}
     if op.handler is not None and op.handler.encodes is not None and kinds.get(op.handler.encodes) is not str:
         problems.append(f"handler encodes {op.handler.encodes!r}: name a text (str) parameter")
-    objects = [name for name, kind in kinds.items() if kind is dict]
+    objects = [name for name, kind in kinds.items() if kind in (dict, list)]
     if objects and op.http is not None and op.http.method == "GET":
-        problems.append(f"params {objects}: a JSON object travels in a POST's body; declare http POST")
+        problems.append(f"params {objects}: a JSON object or list travels in a POST's body; declare http POST")
     if problems:
         raise ValueError(f"operation {op.name!r} is not declared right: " + "; ".join(problems))
     return op
@@ -294,9 +302,10 @@ def request_model(op: Operation, body: bool = False) -> type:
             if body and p.name in op.http.path_params():
                 continue
             kind, nullable = base_type(p.type)
-            annotation = {datetime: AwareDatetime, dict: dict[str, Any]}.get(kind, kind)
+            annotation = {datetime: AwareDatetime, dict: dict[str, Any], list: list[str]}.get(kind, kind)
+            bounds = {"min_length": p.ge, "max_length": p.le} if kind is list else {"ge": p.ge, "le": p.le}
             fields[p.name] = (annotation | None if nullable else annotation,
-                              Field(... if p.required else p.default, ge=p.ge, le=p.le, description=p.help or None))
+                              Field(... if p.required else p.default, **bounds, description=p.help or None))
         title = "".join(w.capitalize() for w in op.name.split("_")) + ("Body" if body else "Request")
         model = _MODELS[op.name, body] = create_model(title, __config__=ConfigDict(frozen=True, extra="forbid"),
                                                       **fields)

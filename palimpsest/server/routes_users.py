@@ -13,7 +13,7 @@ from fastapi import APIRouter
 
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
-from palimpsest.server.models import AddMessages, ContextBody, MemoryIds, ReplyBody, ReviewBody, SearchBody, ToolCall
+from palimpsest.server.models import AddMessages, ContextBody, ReplyBody, ReviewBody, SearchBody, ToolCall
 from palimpsest.server.responses import JsonRoute
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"], route_class=JsonRoute)
@@ -54,20 +54,6 @@ def review_notes(user_id: str, body: ReviewBody, who: Caller = Authorized) -> di
 def reply(user_id: str, body: ReplyBody, who: Caller = Authorized) -> dict:
     used = who.memory.record_reply(who.tenant, who.user(user_id), body.reply, body.memory_ids, query=body.query)
     return {"used": used}
-
-
-@router.post("/archive", summary="Archive memories by hand (an event; nothing is deleted)")
-def archive(user_id: str, body: MemoryIds, who: Caller = Authorized) -> dict:
-    ids = who.memory.archive(who.tenant, who.user(user_id), body.memory_ids,
-                             reason=body.reason or "archived through the API")
-    return {"archived": ids}
-
-
-@router.post("/archive/restore", summary="Bring archived memories back into default retrieval")
-def restore(user_id: str, body: MemoryIds, who: Caller = Authorized) -> dict:
-    ids = who.memory.restore(who.tenant, who.user(user_id), body.memory_ids,
-                             reason=body.reason or "restored through the API")
-    return {"restored": ids}
 
 
 @router.post("/forget", summary="Erase the user for good: data key destroyed, projections, vectors, snapshot removed")

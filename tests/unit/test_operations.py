@@ -23,8 +23,9 @@ from palimpsest.operations import OPERATIONS
 
 OPS = list(OPERATIONS.values())
 IDS = [op.name for op in OPS]
-WRONG = {int: "many", bool: "perhaps", str: 12, datetime: "yesterday", dict: "tea"}  # a value of another type
-SAMPLE = {int: 3, bool: True, str: "x", datetime: datetime(2024, 5, 1, 9, tzinfo=UTC), dict: {"food": "tea"}}
+WRONG = {int: "many", bool: "perhaps", str: 12, datetime: "yesterday", dict: "tea", list: "m-1"}  # another type
+SAMPLE = {int: 3, bool: True, str: "x", datetime: datetime(2024, 5, 1, 9, tzinfo=UTC), dict: {"food": "tea"},
+          list: ["m-1", "m-2"]}
 
 
 def _by_exposure(name: str) -> list[Operation]:
@@ -146,10 +147,12 @@ def test_a_declaration_that_does_not_hold_together_is_refused_naming_the_fix():
         registry(Operation("x", READ), Operation("x", READ))
     with pytest.raises(ValueError, match="both answer GET /v1/users/{user_id}/a"):
         registry(Operation("x", READ, http=Http("GET", "/a", "x")), Operation("y", READ, http=Http("GET", "/a", "y")))
-    with pytest.raises(ValueError, match="str, int, bool, datetime or dict"):
-        registry(Operation("x", READ, (Param("ids", list[str]),)))
-    with pytest.raises(ValueError, match="a JSON object travels in a POST's body"):
+    with pytest.raises(ValueError, match="str, int, bool, datetime or dict .*or list\\[str\\]"):
+        registry(Operation("x", READ, (Param("ids", list[int]),)))
+    with pytest.raises(ValueError, match="a JSON object or list travels in a POST's body"):
         registry(Operation("x", READ, (Param("filter", dict),), http=Http("GET", "/x", "x")))
+    with pytest.raises(ValueError, match="a JSON object or list travels in a POST's body"):
+        registry(Operation("x", READ, (Param("ids", list[str]),), http=Http("GET", "/x", "x")))
     with pytest.raises(ValueError, match="encodes 'k': name a text"):
         registry(Operation("x", READ, (Param("k", int),), handler=ShardReader("actors.x", encodes="k")))
     with pytest.raises(ValueError, match="declare http too"):

@@ -11,7 +11,7 @@ from datetime import datetime
 from actors import commands as c
 from events.errors import InvalidInputError
 from palimpsest.remote import Shards
-from palimpsest.remote import aware
+from palimpsest.remote import aware, get
 from projections.queries.context import Context
 
 
@@ -26,15 +26,31 @@ class SignalsApiMixin:
         ``retrieved`` is the :class:`Context` given to the agent (or the memory
         and note ids it held). Returns the ids judged used, with their scores.
         """
-        if not isinstance(reply, str) or not reply.strip():
-            raise InvalidInputError([("reply", "empty; give the agent's reply text")], what="reply")
-        if isinstance(retrieved, Context):
-            query = query or retrieved.query
-            ids = [i.memory_id for i in retrieved.items]
-        else:
-            ids = list(retrieved)
-        return self.shards.send(tenant, user_id, c.RecordReply(tenant=tenant, user_id=user_id, reply=reply,
-                                                         memory_ids=tuple(ids), query=query))
+        return self.shards.send(tenant, user_id, _reply(tenant, user_id, reply, retrieved, query))
+
+    def record_replies(
+        self, replies: Iterable[tuple[str, str, str, Context | Iterable[str]]]
+    ) -> list[list[dict] | InvalidInputError]:
+        """:meth:`record_reply` for many ``(tenant, user_id, reply, retrieved)`` at once, of one user or many: one
+        call per shard, the shards in parallel. Each reply's outcome in order: the ids judged used, or the
+        :class:`InvalidInputError` that refused it (the others are recorded all the same)."""
+        commands = [_reply(*r) for r in replies]
+        by_shard: dict[int, list[int]] = {}
+        for n, command in enumerate(commands):
+            by_shard.setdefault(self.shards.index_of(command.tenant, command.user_id, assign=True), []).append(n)
+        pending = {index: self.shards.submit(index, [commands[n] for n in ns]) for index, ns in by_shard.items()}
+        outcomes: list = [None] * len(commands)
+        for index, ns in by_shard.items():
+            try:
+                for n, outcome in zip(ns, get(pending[index])):
+                    outcomes[n] = outcome
+            except InvalidInputError:  # one was refused: each again alone (one applied already answers the same)
+                for n in ns:
+                    try:
+                        outcomes[n] = self.shards.send(commands[n].tenant, commands[n].user_id, commands[n])
+                    except InvalidInputError as exc:
+                        outcomes[n] = exc
+        return outcomes
 
     def judge_feedback(
         self, tenant: str, user_id: str, user_input: str, agent_response: str, *,
@@ -87,3 +103,14 @@ class SignalsApiMixin:
             tenant=tenant, user_id=user_id, adjustment_id=adjustment_id, reason=reason, now=aware(now, "feedback")))
 
 
+
+
+def _reply(tenant: str, user_id: str, reply: str, retrieved: Context | Iterable[str], query: str = "") -> c.RecordReply:
+    if not isinstance(reply, str) or not reply.strip():
+        raise InvalidInputError([("reply", "empty; give the agent's reply text")], what="reply")
+    if isinstance(retrieved, Context):
+        query = query or retrieved.query
+        ids = [i.memory_id for i in retrieved.items]
+    else:
+        ids = list(retrieved)
+    return c.RecordReply(tenant=tenant, user_id=user_id, reply=reply, memory_ids=tuple(ids), query=query)

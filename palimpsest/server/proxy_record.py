@@ -7,10 +7,12 @@ given and the query they were retrieved for (:data:`GIVEN`, :data:`QUERY`); it i
 continues the conversation after that reply finds it there and has the Feedback Judge judge the new user turn
 against it, naming the same memories, as :meth:`palimpsest.Memory.judge_feedback` does.
 
-Recording runs after the answer has gone (the client does not wait for it), one call after another per user: the
-next request of the same user to this replica waits for it before reading the memory (:meth:`Recorder.settled`),
-so a user's memory is read as their last call left it. A recording that fails is logged with its request's user
-and conversation; the answer had already gone.
+Recording runs after the answer has gone (the client does not wait for it), in batches: the calls answered while
+one batch is written go together in the next (one ingest for all their messages, the replies one call per shard).
+The next call of a user to this replica waits for the recording of their calls before it reads their memory
+(:meth:`Recorder.settled`), so the memory is read as the user's last call left it, and a replica answering faster
+than it can record slows down instead of piling recordings up. A recording refused or failed is logged with its
+user and conversation; the answer had already gone.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import structlog
 from starlette.concurrency import run_in_threadpool
+
+from events.errors import InvalidInputError
 
 log = structlog.get_logger("palimpsest.server.proxy")
 
@@ -30,6 +34,7 @@ GIVEN = "palimpsest_given"  # reply metadata: the ids of the memories the reply 
 QUERY = "palimpsest_query"  # reply metadata: the user turn they were retrieved for
 SOURCE = "palimpsest_source"  # metadata of both messages: "proxy"
 LOOK_BACK = 50  # messages of the conversation searched for the reply a feedback turn answers
+MAX_BATCH = 512  # calls recorded together at most
 
 
 @dataclass(frozen=True)
@@ -45,43 +50,79 @@ class Turn:
     received: datetime
     reply: str = ""
     context: object = None  # the Context the reply was given (None: none)
+    answered: datetime | None = None
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)  # its messages' client ids: a retried ingest adds none
 
     @property
     def stream(self) -> tuple[str, str]:
         return self.tenant, self.user_id
 
     def finished(self, reply: str, context) -> Turn:
-        return replace(self, reply=reply, context=context)
+        """The turn answered ``reply`` (now), given ``context``."""
+        return replace(self, reply=reply, context=context,
+                       answered=max(datetime.now(UTC), self.received + timedelta(microseconds=1)))
 
     @property
     def given(self) -> list[str]:
         return [i.memory_id for i in self.context.items] if self.context is not None else []
 
 
-def record(memory, turn: Turn) -> None:
-    """Record ``turn`` (blocking: the shards' calls). Feedback first: it answers the reply before this turn."""
-    if turn.user_text.strip() and turn.prior_reply.strip():
-        judged = _given_to(memory, turn)
-        if judged is not None:
-            ids, query = judged
-            memory.judge_feedback(turn.tenant, turn.user_id, turn.user_text, turn.prior_reply, retrieved=ids,
-                                  now=turn.received, query=query or None)
-    messages = []
-    base = {"conversation_id": turn.conversation_id, "speaker": None}
+def record(memory, turns: list[Turn]) -> None:
+    """Record ``turns`` (blocking: the shards' calls), of one user or many, in one batch: each turn's feedback
+    first (it answers the reply before the turn), then every turn's messages in one ingest, then the replies with
+    the memories they were given. A turn refused (its messages, its feedback or its reply) is logged; the others
+    are recorded all the same."""
+    for turn in turns:
+        if turn.user_text.strip() and turn.prior_reply.strip():
+            _guarded(turn, "feedback", _judge, memory, turn)
+    batch = [t for t in turns if _messages(t)]
+    try:
+        memory.add_messages([m for t in batch for m in _messages(t)])
+        written = batch
+    except InvalidInputError:  # one turn was refused: each alone, so the others are kept
+        written = [t for t in batch if _guarded(t, "messages", memory.add_messages, _messages(t))]
+    replies = [t for t in written if t.reply.strip() and t.given]
+    for turn, outcome in zip(replies, memory.record_replies([(t.tenant, t.user_id, t.reply, t.context)
+                                                             for t in replies])):
+        if isinstance(outcome, Exception):
+            _failed(turn, "reply", outcome)
+
+
+def _messages(turn: Turn) -> list[dict]:
+    """The turn's user message (if the request ended with one) and its reply (with what it was given)."""
+    out = []
+    base = {"tenant": turn.tenant, "user_id": turn.user_id, "conversation_id": turn.conversation_id}
     if turn.user_text.strip():
-        messages.append({**base, "role": "user", "text": turn.user_text, "occurred_at": turn.received.isoformat(),
-                         "client_message_id": uuid.uuid4().hex, "metadata": {SOURCE: "proxy"}})
+        out.append({**base, "role": "user", "text": turn.user_text, "occurred_at": turn.received.isoformat(),
+                    "client_message_id": turn.key + "-u", "metadata": {SOURCE: "proxy"}})
     if turn.reply.strip():
-        at = max(datetime.now(UTC), turn.received + timedelta(microseconds=1))
         query = turn.context.query if turn.context is not None else turn.user_text
-        messages.append({**base, "role": "assistant", "text": turn.reply, "occurred_at": at.isoformat(),
-                         "client_message_id": uuid.uuid4().hex,
-                         "metadata": {SOURCE: "proxy", GIVEN: json.dumps(turn.given), QUERY: query[:2000]}})
-    if messages:
-        memory.add_messages([{k: v for k, v in m.items() if v is not None} for m in messages],
-                            tenant=turn.tenant, user_id=turn.user_id)
-    if turn.reply.strip() and turn.given:
-        memory.record_reply(turn.tenant, turn.user_id, turn.reply, turn.context)
+        out.append({**base, "role": "assistant", "text": turn.reply, "occurred_at": turn.answered.isoformat(),
+                    "client_message_id": turn.key + "-a",
+                    "metadata": {SOURCE: "proxy", GIVEN: json.dumps(turn.given), QUERY: query[:2000]}})
+    return out
+
+
+def _judge(memory, turn: Turn) -> None:
+    judged = _given_to(memory, turn)
+    if judged is not None:
+        ids, query = judged
+        memory.judge_feedback(turn.tenant, turn.user_id, turn.user_text, turn.prior_reply, retrieved=ids,
+                              now=turn.received, query=query or None)
+
+
+def _guarded(turn: Turn, what: str, call, *args) -> bool:
+    try:
+        call(*args)
+        return True
+    except InvalidInputError as exc:
+        _failed(turn, what, exc)
+        return False
+
+
+def _failed(turn: Turn, what: str, exc: Exception) -> None:
+    log.error("proxy_record_refused", what=what, tenant=turn.tenant, user_id=turn.user_id,
+              conversation_id=turn.conversation_id, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
 
 def _given_to(memory, turn: Turn) -> tuple[list[str], str] | None:
@@ -95,42 +136,52 @@ def _given_to(memory, turn: Turn) -> tuple[list[str], str] | None:
 
 
 class Recorder:
-    """The recordings of one replica's event loop, chained per user (tenant, user)."""
+    """The recordings of one replica's event loop: queued as calls are answered, written in batches one after
+    another (each batch every call answered while the one before was written), so a user's calls are recorded in
+    the order they were answered."""
 
-    def __init__(self) -> None:
-        self._last: dict[tuple[str, str], asyncio.Task] = {}
+    def __init__(self, memory) -> None:
+        self.memory = memory
+        self._queue: list[tuple[Turn, asyncio.Future]] = []
+        self._last: dict[tuple[str, str], asyncio.Future] = {}  # per user: the recording of their latest call
+        self._writer: asyncio.Task | None = None
 
     async def settled(self, stream: tuple[str, str]) -> None:
-        """Return once every recording of ``stream`` started before now is done (failed ones were logged)."""
-        task = self._last.get(stream)
-        if task is not None:
-            await asyncio.wait([task])
+        """Return once every call of ``stream`` answered before now is recorded (or its failure logged)."""
+        done = self._last.get(stream)
+        if done is not None:
+            await asyncio.wait([done])
 
-    def record(self, memory, turn: Turn) -> None:
-        """Record ``turn`` after the user's earlier recordings, without waiting for it."""
-        before = self._last.get(turn.stream)
-        task = asyncio.get_running_loop().create_task(self._run(before, memory, turn))
-        self._last[turn.stream] = task
-        task.add_done_callback(lambda t: self._last.pop(turn.stream) if self._last.get(turn.stream) is t else None)
+    def record(self, turn: Turn) -> None:
+        """Queue ``turn``; it is written after everything queued before it, without anyone waiting for it."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        self._queue.append((turn, done))
+        self._last[turn.stream] = done
+        done.add_done_callback(lambda f: self._last.pop(turn.stream) if self._last.get(turn.stream) is f else None)
+        if self._writer is None or self._writer.done():
+            self._writer = loop.create_task(self._write())
 
-    async def _run(self, before: asyncio.Task | None, memory, turn: Turn) -> None:
-        if before is not None:
-            await asyncio.wait([before])
-        try:
-            await run_in_threadpool(record, memory, turn)
-        except Exception as exc:  # noqa: BLE001 - the answer has gone: the failure is logged, with what it lost
-            log.error("proxy_record_failed", tenant=turn.tenant, user_id=turn.user_id,
-                      conversation_id=turn.conversation_id, error=str(exc).splitlines()[0] if str(exc) else
-                      type(exc).__name__, exc_info=exc)
+    async def _write(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+            try:
+                await run_in_threadpool(record, self.memory, [turn for turn, _ in batch])
+            except Exception as exc:  # noqa: BLE001 - the answers have gone: the failure is logged with what it lost
+                log.error("proxy_record_failed", turns=len(batch), users=sorted({t.user_id for t, _ in batch})[:20],
+                          error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__, exc_info=exc)
+            finally:
+                for _, done in batch:
+                    done.set_result(None)
 
 
 _recorders: dict[int, tuple[asyncio.AbstractEventLoop, Recorder]] = {}
 
 
-def recorder() -> Recorder:
-    """The running event loop's recorder (the loop of this replica's HTTP server)."""
+def recorder(memory) -> Recorder:
+    """The recorder of the running event loop (the loop of this replica's HTTP server) for ``memory``."""
     loop = asyncio.get_running_loop()
     held = _recorders.get(id(loop))
-    if held is None or held[0] is not loop:
-        held = _recorders[id(loop)] = (loop, Recorder())
+    if held is None or held[0] is not loop or held[1].memory is not memory:
+        held = _recorders[id(loop)] = (loop, Recorder(memory))
     return held[1]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request
@@ -36,6 +37,8 @@ from palimpsest.server.proxy_record import Turn, recorder
 USER_HEADER = "X-Palimpsest-User"
 CONVERSATION_HEADER = "X-Palimpsest-Conversation"
 MEMORIES_HEADER = "X-Palimpsest-Memories"  # on the answer: how many memories the request was given
+# also on the answer, ``Server-Timing``: the wait for the user's earlier recordings (settle), reading the memory
+# (memory) and the upstream until its answer began (upstream), in ms
 CONTEXT_HEADER = "What you remember about this user from earlier conversations (use it if it helps):\n"
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
           404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
@@ -99,15 +102,21 @@ async def chat_completions(request: Request) -> Response:
     query = _text(messages[users[-1]]) if users else ""
     turn = Turn(who.tenant, user_id, conversation_id, query if users and users[-1] == len(messages) - 1 else "",
                 _prior_reply(messages, users), received)
-    await recorder().settled(turn.stream)  # this user's earlier calls are recorded before their memory is read
+    clock = [time.perf_counter()]
+    await recorder(who.memory).settled(turn.stream)  # the user's earlier calls recorded before the read
+    clock.append(time.perf_counter())
     context = None
     if query.strip() and who.knows(who.tenant, user_id):
         context = await run_in_threadpool(who.memory.build_context, who.tenant, user_id, query,
                                           token_budget=upstream.context_tokens)
         context = context if context.items else None
     forwarded = {**body, "messages": _with_context(messages, context)}
-    headers = {MEMORIES_HEADER: str(len(context.items) if context else 0), CONVERSATION_HEADER: conversation_id}
+    clock.append(time.perf_counter())
     answer = await up.send(upstream, forwarded, stream=bool(body.get("stream")))
+    clock.append(time.perf_counter())
+    headers = {MEMORIES_HEADER: str(len(context.items) if context else 0), CONVERSATION_HEADER: conversation_id,
+               "Server-Timing": ", ".join(f"{name};dur={(b - a) * 1000:.1f}" for name, a, b in
+                                          zip(("settle", "memory", "upstream"), clock, clock[1:]))}
     if answer.status_code >= 400:
         raw = await answer.aread() if body.get("stream") else answer.content
         await answer.aclose()
@@ -141,7 +150,7 @@ async def _relay(who: Caller, turn: Turn, answer, context):
 
 def _record(who: Caller, turn: Turn, reply: str, context) -> None:
     if turn.user_text.strip() or reply.strip():
-        recorder().record(who.memory, turn.finished(reply, context))
+        recorder(who.memory).record(turn.finished(reply, context))
 
 
 def _passed(answer, ours: dict[str, str]) -> dict[str, str]:

@@ -108,7 +108,7 @@ class FakeOpenAI:
 
     def start(self) -> FakeOpenAI:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True  # a handler still sleeping out a scripted delay must not block stop()
         # A short poll interval: stop() waits for the serve loop to notice, and tests stop servers often.
         self._thread = threading.Thread(
@@ -150,6 +150,10 @@ def schema_name(body: dict[str, Any]) -> str | None:
     """The name of the JSON schema a request asks its answer to match (``EpisodeTitle``, ...), if it names one."""
     response_format = body.get("response_format") or {}
     return (response_format.get("json_schema") or {}).get("name")
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # many clients connecting at once (a benchmark's) are queued, not refused
 
 
 class _Handler(BaseHTTPRequestHandler):

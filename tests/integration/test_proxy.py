@@ -27,7 +27,12 @@ from openai import (  # noqa: E402
 )
 
 from palimpsest.server.proxy_record import GIVEN, QUERY  # noqa: E402
-from palimpsest.server.routes_proxy import CONTEXT_HEADER, CONVERSATION_HEADER, MEMORIES_HEADER, USER_HEADER  # noqa: E402
+from palimpsest.server.routes_proxy import (  # noqa: E402
+    CONTEXT_HEADER,
+    CONVERSATION_HEADER,
+    MEMORIES_HEADER,
+    USER_HEADER,
+)
 from tests.fakes.openai_server import Reply  # noqa: E402
 from tests.integration.proxy_server import TENANT, bench  # noqa: E402
 

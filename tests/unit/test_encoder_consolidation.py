@@ -1,4 +1,4 @@
-"""Node merges read label cosines on the store's encoder's scale (projections.decisions.graph_consolidate)."""
+"""Graph merges and episode topic shifts read cosines on the vectors' encoder's scale."""
 
 from __future__ import annotations
 
@@ -16,3 +16,15 @@ def test_e5_merges_only_above_its_own_scales_quantiles():
     assert (e5.candidate_above, e5.merge_above) == (0.967, 0.982)
     assert DEFAULT_CONSOLIDATION.merge_above < e5.candidate_above < e5.merge_above < 1.0
     assert e5.neighbourhood_jaccard == DEFAULT_CONSOLIDATION.neighbourhood_jaccard  # the rest unchanged
+
+
+def test_the_episode_fold_reads_topic_shifts_on_the_vectors_models_scale():
+    from dataclasses import replace
+
+    from projections.folds.episodes import DEFAULT_SEGMENTATION, topic_threshold
+
+    assert topic_threshold(DEFAULT_SEGMENTATION, MINILM_ID) == 0.4
+    assert topic_threshold(DEFAULT_SEGMENTATION, E5_ID) == 0.92  # e5's windows of one topic sit near 0.95
+    assert topic_threshold(DEFAULT_SEGMENTATION, "openai:some-model") == 0.4
+    chosen = replace(DEFAULT_SEGMENTATION, topic_threshold=0.5)  # set by hand: applied as given
+    assert topic_threshold(chosen, E5_ID) == 0.5

@@ -1,9 +1,11 @@
 """The integration guides run as written: the Python blocks of each page, in order, in a fresh process on a store
-of its own (the packaged encoder, a Ray of its own), the Agents SDK one against the scripted chat server."""
+of its own (the packaged encoder, a Ray of its own), the Agents SDK one against the scripted chat server, the
+proxy one against `palimpsest serve` started as its page says, with the scripted chat server upstream."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.serve_helpers import free_port
 from tests.unit.test_docs import DOCS, ROOT, python_blocks
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -55,3 +58,42 @@ def test_the_agents_session_guide_runs_and_the_second_session_is_given_the_first
     recalled = [m["content"] for m in friday if m["role"] == "system"][1]
     assert recalled.startswith("What you remember about this user") and "allergic to peanuts" in recalled
     assert friday[-1] == {"role": "user", "content": "Which snacks should I avoid?"}
+
+
+def test_the_proxy_guide_runs_against_a_server_started_as_the_page_says(tmp_path):
+    pytest.importorskip("openai")
+    from palimpsest.server.routes_proxy import CONTEXT_HEADER
+
+    def answer(body: dict) -> Reply:
+        told = " ".join(m["content"] for m in body["messages"] if m["role"] == "system")
+        return Reply.text("Avoid anything with peanuts." if "peanuts" in told else "Noted.")
+
+    with FakeOpenAI(responder=answer) as upstream:
+        port, store = free_port(), tmp_path / "chat-store"
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT),
+               "PALIMPSEST_PROXY_UPSTREAM_URL": upstream.base_url, "PALIMPSEST_PROXY_UPSTREAM_API_KEY": "sk-upstream"}
+        cli = [sys.executable, "-m", "palimpsest.cli", "--store", str(store)]
+        server = subprocess.Popen([*cli, "serve", "--port", str(port)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path)
+        try:
+            said = ""
+            while "memory proxy" not in said:  # after the URL: where the proxy forwards
+                said = server.stdout.readline()
+                assert said, "palimpsest serve exited before it said where its proxy forwards"
+            assert f"http://127.0.0.1:{port}/v1" in said and upstream.base_url in said, said
+            made = subprocess.run([*cli, "keys", "create", "--tenant", "acme"], capture_output=True, text=True,
+                                  env=env, cwd=tmp_path, timeout=300)
+            assert made.returncode == 0, made.stderr
+            out = run_page("proxy.md", tmp_path, PALIMPSEST_URL=f"http://127.0.0.1:{port}",
+                           PALIMPSEST_API_KEY=made.stdout.splitlines()[-1], CHAT_MODEL="fake-model").splitlines()
+        finally:
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=300) == 0
+    assert out[:2] == ["monday: Noted.", "friday: Avoid anything with peanuts."]
+    assert out[2] in ("streamed: Avoid anything with peanuts.", "streamed: Noted.")
+    friday = upstream.requests[1]
+    assert friday.headers["authorization"] == "Bearer sk-upstream" and friday.body["model"] == "fake-model"
+    system, memory, question = friday.body["messages"]
+    assert memory["content"].startswith(CONTEXT_HEADER) and "allergic to peanuts" in memory["content"]
+    assert question == {"role": "user", "content": "Which snacks should I avoid?"}
+    assert upstream.requests[2].body["stream"] is True

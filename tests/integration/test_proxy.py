@@ -201,3 +201,14 @@ def test_a_malformed_request_is_a_400_in_openais_shape(b, body, param):
     assert answer.status_code == 400
     error = answer.json()["error"]
     assert error["type"] == "invalid_request_error" and error["param"] == param and error["message"]
+
+
+def test_replies_recorded_together_are_refused_one_by_one(b):
+    """What the proxy records its calls' replies with: a refused reply is reported alone, the others recorded."""
+    from events.errors import InvalidInputError
+
+    outcomes = b.memory.record_replies([(TENANT, "alice", "You are allergic to peanuts.", [b.allergy_id]),
+                                        (TENANT, "alice", "You are allergic to peanuts.", ["no-such-memory"]),
+                                        (TENANT, "alice", "Peanuts: you are allergic to them.", [b.allergy_id])])
+    assert isinstance(outcomes[1], InvalidInputError) and "no-such-memory" in str(outcomes[1].problems)
+    assert [o[0]["memory_id"] for o in (outcomes[0], outcomes[2])] == [b.allergy_id, b.allergy_id]

@@ -1,8 +1,8 @@
 """What the OpenAI-compatible memory proxy adds to a chat call: ``python -m benchmarks.proxy --out bench/proxy.json``
 (``--quick``: the hash encoder, fewer calls).
 
-1. Starts the project's scripted OpenAI-compatible chat server (answers at once, the same short reply each time)
-   and a served store (local Ray, Ray Serve, the store's encoder) whose proxy forwards to it.
+1. Starts the project's scripted OpenAI-compatible chat server in a process of its own, as a real upstream is
+   (it answers at once, the same short reply each time), and a served store (local Ray, Ray Serve, the store's encoder) whose proxy forwards to it.
 2. Gives each simulated client a user of its own holding a short history (English and Chinese turns, so the
    proxy's context holds notes and turns).
 3. At each number of concurrent clients and each think time, every client sends the same chat request alternately
@@ -22,7 +22,9 @@ before and after is in the report.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -134,21 +136,52 @@ def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: s
             "errors": len(errors), "error_samples": errors[:5], "wall_seconds": round(wall, 1)}
 
 
+def _answer(body: dict):
+    from tests.fakes.openai_server import Reply
+
+    return Reply.text(REPLY)
+
+
+def _serve_upstream(sent, stop) -> None:
+    from tests.fakes.openai_server import FakeOpenAI
+
+    with FakeOpenAI(responder=_answer) as upstream:
+        sent.send(upstream.base_url)
+        stop.wait()
+
+
+@contextlib.contextmanager
+def upstream_process():
+    """The scripted chat server in a process of its own (the clients' threads do not share its interpreter); its
+    API root."""
+    context = multiprocessing.get_context("spawn")
+    receive, sent = context.Pipe(duplex=False)
+    stop = context.Event()
+    process = context.Process(target=_serve_upstream, args=(sent, stop), daemon=True)
+    process.start()
+    try:
+        if not receive.poll(120):
+            raise RuntimeError("the scripted chat server did not start within 120 s")
+        yield receive.recv()
+    finally:
+        stop.set()
+        process.join(timeout=10)
+
+
 def run(args: argparse.Namespace) -> dict:
     from actors.ray_init import ensure_ray, shutdown_ray
     from palimpsest.server.keys import KeyRing
     from palimpsest.server.proxy_upstream import Upstream
     from palimpsest.server.run import start
     from palimpsest.server.settings import ServeSettings
-    from tests.fakes.openai_server import FakeOpenAI, Reply
     from tests.serve_helpers import free_port
 
     store = Path(tempfile.mkdtemp(prefix="palimpsest-proxy-bench-")) / "store"
     load_before, started = os.getloadavg(), time.perf_counter()
     ensure_ray()
-    with FakeOpenAI(responder=lambda body: Reply.text(REPLY)) as upstream:
+    with upstream_process() as upstream_url:
         settings = ServeSettings(store=str(store), port=free_port(), rate_per_s=0,
-                                 upstream=Upstream(upstream.base_url, api_key="upstream-key"))
+                                 upstream=Upstream(upstream_url, api_key="upstream-key"))
         running = start(settings, embedder=args.embedder)
         try:
             running.memory.consolidate_every = 0  # consolidation rounds would land inside the timed levels
@@ -162,7 +195,7 @@ def run(args: argparse.Namespace) -> dict:
             for think_ms in args.think_ms:
                 for clients in args.levels:
                     print(f"{clients} clients x {args.calls} calls per route, think {think_ms:g} ms", file=sys.stderr)
-                    levels.append(level(clients, think_ms, upstream.base_url, running.url + "/v1", key, args))
+                    levels.append(level(clients, think_ms, upstream_url, running.url + "/v1", key, args))
         finally:
             running.stop()
             shutdown_ray()

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from events.errors import LlmError
+from palimpsest.server.errors import ApiError
 
 ENV_URL = "PALIMPSEST_PROXY_UPSTREAM_URL"
 ENV_API_KEY = "PALIMPSEST_PROXY_UPSTREAM_API_KEY"
@@ -118,25 +119,24 @@ def request(upstream: Upstream, body: dict) -> httpx.Request:
     return client(upstream).build_request("POST", upstream.completions_url, content=content, headers=headers)
 
 
-class UpstreamUnreachable(Exception):
-    """The upstream could not be reached or did not answer in time (``status``: 502 or 504)."""
-
-    def __init__(self, upstream: Upstream, exc: httpx.HTTPError) -> None:
-        timed_out = isinstance(exc, httpx.TimeoutException)
-        self.status = 504 if timed_out else 502
-        what = f"no answer within {upstream.timeout_s:g} s" if timed_out else type(exc).__name__
-        super().__init__(f"the upstream LLM at {upstream.base_url} could not be reached ({what})")
-        self.fix = (f"check that it is running and that {ENV_URL} names its API root"
-                    + (f", or raise {ENV_TIMEOUT}" if timed_out else ""))
+def unreachable(upstream: Upstream, exc: httpx.HTTPError) -> ApiError:
+    """The answer when the upstream could not be reached (502) or did not answer in time (504)."""
+    timed_out = isinstance(exc, httpx.TimeoutException)
+    what = f"no answer within {upstream.timeout_s:g} s" if timed_out else type(exc).__name__
+    fix = f"check that it is running and that {ENV_URL} names its API root" + (
+        f", or raise {ENV_TIMEOUT}" if timed_out else "")
+    return ApiError(504 if timed_out else 502, "upstream_unreachable",
+                    f"the upstream LLM at {upstream.base_url} could not be reached ({what}); nothing was recorded",
+                    [("upstream", fix)])
 
 
 async def send(upstream: Upstream, body: dict, *, stream: bool) -> httpx.Response:
-    """The upstream's response to ``body`` (read whole unless ``stream``: then the caller closes it)."""
-    http = client(upstream)
+    """The upstream's response to ``body`` (read whole unless ``stream``: then the caller closes it); an
+    :class:`ApiError` (502, 504) when it cannot be had."""
     try:
-        return await http.send(request(upstream, body), stream=stream)
+        return await client(upstream).send(request(upstream, body), stream=stream)
     except httpx.HTTPError as exc:
-        raise UpstreamUnreachable(upstream, exc) from exc
+        raise unreachable(upstream, exc) from exc
 
 
 def error_body(status: int, raw: bytes) -> bytes:

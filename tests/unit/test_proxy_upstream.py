@@ -1,14 +1,18 @@
-"""The memory proxy's upstream settings (read from the environment, bad values named) and the pieces that read
-its answers: the assistant text of a completion and of a stream, and an error made OpenAI-shaped."""
+"""The memory proxy's upstream settings (read from the environment, bad values named), an upstream that cannot
+be reached, and the pieces that read its answers: the assistant text of a completion and of a stream, and an
+error made OpenAI-shaped."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 
 import pytest
 
 from events.errors import LlmError
-from palimpsest.server.proxy_upstream import StreamedReply, Upstream, error_body, reply_text
+from palimpsest.server.errors import ApiError
+from palimpsest.server.proxy_upstream import StreamedReply, Upstream, error_body, reply_text, send
 from palimpsest.server.routes_proxy import CONTEXT_HEADER, _with_context
 
 
@@ -88,3 +92,20 @@ def test_the_memory_goes_after_the_requests_own_system_messages():
     assert given[2]["content"] == CONTEXT_HEADER + Context.text
     assert _with_context([{"role": "user", "content": "q"}], Context())[0]["role"] == "system"
     assert _with_context(messages, None) is messages
+
+
+def test_an_upstream_nobody_answers_at_is_a_502_and_a_silent_one_a_504_each_naming_the_setting():
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]  # closed again: nothing listens there
+    with pytest.raises(ApiError) as refused:
+        asyncio.run(send(Upstream(f"http://127.0.0.1:{port}/v1"), {"messages": []}, stream=False))
+    assert (refused.value.status, refused.value.code) == (502, "upstream_unreachable")
+    assert "PALIMPSEST_PROXY_UPSTREAM_URL" in refused.value.problems[0][1]
+    with socket.socket() as silent:  # accepts connections (the backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        upstream = Upstream(f"http://127.0.0.1:{silent.getsockname()[1]}/v1", timeout_s=0.3)
+        with pytest.raises(ApiError) as waited:
+            asyncio.run(send(upstream, {"messages": []}, stream=False))
+    assert waited.value.status == 504 and "PALIMPSEST_PROXY_UPSTREAM_TIMEOUT_S" in waited.value.problems[0][1]

@@ -43,16 +43,17 @@ import numpy as np
 from events.envelope import Envelope
 from events.errors import InvalidInputError, PalimpsestError
 from events.model import EmbedderSwitched, MessageEmbedded, MessageRecorded
-from projections.adapters.embedding import E5_ID
 
 BoundaryReason = Literal["start", "role_reset", "marker", "conversation_change", "time_gap", "topic_shift", "max_size"]
 HARD_REASONS = frozenset({"start", "role_reset", "marker", "conversation_change", "time_gap"})
 
 
 DEFAULT_TOPIC_THRESHOLD = 0.4
-# The default topic threshold on another encoder's cosine scale: the same share of window similarities inside the
-# LoCoMo dev sessions (16 %) falls below it as below 0.4 with MiniLM (``python -m benchmarks.similarity_scale``).
-MODEL_TOPIC = {E5_ID: 0.92}
+# The default topic threshold on another encoder's cosine scale (none measured to help yet). For e5 the value at
+# which the same share of LoCoMo dev window similarities (16 %) falls below it as below 0.4 with MiniLM is 0.92
+# (``python -m benchmarks.similarity_scale``), but episodes cut there cost MemDaily dev 2.6 points of recall@10
+# (79.57 against 82.15): e5 stores keep 0.4, where only time gaps, conversations and size cut their episodes.
+MODEL_TOPIC: dict[str, float] = {}
 
 
 def topic_threshold(config: SegmentationConfig, model: str) -> float:

@@ -63,6 +63,7 @@ def test_a_search_over_the_channel_answers_what_ray_answers_and_a_shard_error_co
 
 def test_an_idle_shard_warms_its_users_read_indexes_and_writes_nothing(mem):
     actor = mem.shards.of("acme", "alice")
+    mem.embed_labels()  # the labels' reactor's pass (the ingest's, not the idle shard's), done before counting
     events = mem.stats()["events"]
     deadline = time.monotonic() + 30
     while get(actor.warmed.remote()) < 1 and time.monotonic() < deadline:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from urllib.parse import urldefrag, urlsplit
 import httpx
 import pytest
 
+from tests.integration.browser import chromium
 from tests.integration.inspector_pages import new_page
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright: `make install`")
@@ -30,10 +30,7 @@ pytest.importorskip("mkdocs", reason="the site needs mkdocs: pip install -e '.[d
 pytest.importorskip("material", reason="the site needs mkdocs-material: pip install -e '.[docs]'")
 pytest.importorskip("mkdocstrings", reason="the site needs mkdocstrings: pip install -e '.[docs]'")
 
-# Where `make install` can install Chromium itself (root with apt-get) a missing browser is a failure, not a skip.
-INSTALLABLE = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get") is not None
 pytestmark = pytest.mark.integration
-CHROMIUM = os.environ.get("PALIMPSEST_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("index.html", "getting-started/", "benchmarks/", "benchmarks/results/", "reference/python/",
          "reference/cli/", "reference/http/", "reference/configuration/", "reference/settings/",
@@ -73,16 +70,7 @@ def served(site):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM and INSTALLABLE and not os.environ.get("PALIMPSEST_SKIP_BROWSER"):
-        pytest.fail("no Chromium although `make install` runs as root with apt-get here: run `make browser` and read "
-                    "why apt-get could not install chromium (or set PALIMPSEST_SKIP_BROWSER=1 to skip on purpose)")
-    if not CHROMIUM:
-        pytest.skip("no Chromium found: `apt-get install -y chromium` (make install does it) or set "
-                    "PALIMPSEST_CHROMIUM")
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
+    yield from chromium(sync_api)
 
 
 def visit(browser, url: str):

@@ -12,7 +12,6 @@ Screenshots go to ``$PALIMPSEST_SCREENSHOTS`` (default: a temporary directory).
 from __future__ import annotations
 
 import os
-import shutil
 from importlib import resources
 from pathlib import Path
 
@@ -26,14 +25,11 @@ from palimpsest.server.settings import ServeSettings
 from tests.integration.inspector_pages import (
     graph_boxes, inside, new_page, open_view, overlapping_labels, sign_in, tab_to,
 )
+from tests.integration.browser import chromium
 from tests.serve_helpers import free_port
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright: `make install`")
-# Where `make install` can install Chromium itself (root with apt-get, as in CI) a missing browser is a failure, not a
-# skip: a green run there means these tests ran.
-INSTALLABLE = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get") is not None
 pytestmark = pytest.mark.integration
-CHROMIUM = os.environ.get("PALIMPSEST_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 JUNE = "2024-06-01T00:00:00+00:00"
 BETA = ["BETAMARK I prefer oolong tea in the morning", "BETAMARK we decided to use Kotlin for Orion",
         "BETAMARK 我喜欢周末去海边散步"]
@@ -80,15 +76,7 @@ class _Api:
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM and INSTALLABLE and not os.environ.get("PALIMPSEST_SKIP_BROWSER"):
-        pytest.fail("no Chromium although `make install` runs as root with apt-get here: run `make browser` and read "
-                    "why apt-get could not install chromium (or set PALIMPSEST_SKIP_BROWSER=1 to skip on purpose)")
-    if not CHROMIUM:
-        pytest.skip("no Chromium found: `apt-get install -y chromium` (make install does it) or set PALIMPSEST_CHROMIUM")
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
+    yield from chromium(sync_api)
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,22 @@
 """The graph labels' reactor: ingest stages graph memories without label vectors; this embeds them afterwards.
 
 An ingest leaves the encoder to the turns: the graph memories it stages carry
-no label vectors. :class:`LabelReactor` reacts to those commits (the driver
-tells it which users it staged for) once the ingest has paused for
-``idle_s``: one pass of the encoder over every label still without a vector,
-recorded as ``graph_labels_embedded`` events (:meth:`GraphApiMixin.embed_labels
+no label vectors. :class:`LabelReactor` keeps which users they were staged
+for, and one pass of the encoder over every label still without a vector
+records them as ``graph_labels_embedded`` events (:meth:`GraphApiMixin.embed_labels
 <palimpsest.memory_graph.GraphApiMixin.embed_labels>`). A graph read or a
-consolidation does not write: it waits until the reactor has caught up with
-the user it reads (:meth:`caught_up`, which does the pass at once if the
-reactor has not yet). One pass at a time; a failed background pass is logged
-and the users stay due.
+consolidation asks the reactor to have caught up with the user it reads
+(:meth:`caught_up`: the pass, if one is due). With ``idle_s`` (for a
+long-lived process: ``PALIMPSEST_LABELS_IDLE_S`` seconds) the reactor also
+runs the pass on a thread of its own once an ingest has paused that long, so
+a later graph read finds the labels embedded. Off by default: a short script
+or a test then sees no event it did not cause by a call. One pass at a time;
+a failed background pass is logged and the users stay due.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -21,13 +24,23 @@ from collections.abc import Callable, Iterable
 import structlog
 
 log = structlog.get_logger("palimpsest.labels")
-IDLE_S = 1.0  # the ingest pause after which staged labels are embedded in the background
+IDLE_S_ENV = "PALIMPSEST_LABELS_IDLE_S"  # seconds of ingest pause before a background pass (unset: no thread)
+
+
+def idle_s_from_env(environ=os.environ) -> float | None:
+    """The background pass's pause from ``PALIMPSEST_LABELS_IDLE_S`` (None: unset, empty or not a positive
+    number, which turns the background pass off)."""
+    try:
+        value = float(environ.get(IDLE_S_ENV, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 class LabelReactor:
     """Embeds staged graph labels with ``embed(tenant, user_id)`` (None, None: every user's) off the caller's path."""
 
-    def __init__(self, embed: Callable[[str | None, str | None], int], *, idle_s: float = IDLE_S) -> None:
+    def __init__(self, embed: Callable[[str | None, str | None], int], *, idle_s: float | None = None) -> None:
         self._embed = embed
         self.idle_s = idle_s
         self._due: set[tuple[str, str]] = set()  # users whose staged labels may lack vectors
@@ -47,7 +60,7 @@ class LabelReactor:
             self._due |= users
             self._clean -= users
             self._last_staged = time.monotonic()
-            if self._thread is None and not self._closed:
+            if self._thread is None and not self._closed and self.idle_s is not None:
                 self._thread = threading.Thread(target=self._run, name="graph-labels", daemon=True)
                 self._thread.start()
             self._state.notify()

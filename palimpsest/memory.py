@@ -38,7 +38,7 @@ from palimpsest.memory_operations import DeclaredReadsMixin
 from palimpsest.memory_signals import SignalsApiMixin
 from palimpsest.remote import aware as _aware
 from palimpsest.ingest import send_batches
-from palimpsest.label_reactor import LabelReactor
+from palimpsest.label_reactor import LabelReactor, idle_s_from_env
 from palimpsest.query_vectors import QueryVectors
 from palimpsest.reports import IngestReport
 from palimpsest.settings import StoreSettings, record_settings
@@ -110,7 +110,8 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         except OSError:
             self._config_mtime = 0
         self._labels: dict[str, np.ndarray] = {}  # graph node label → its embedding (labels repeat a lot)
-        self._label_reactor = LabelReactor(self._embed_labels_now)  # staged labels embedded once an ingest pauses
+        # staged labels embedded when a graph read or a consolidation needs them (or once an ingest pauses)
+        self._label_reactor = LabelReactor(self._embed_labels_now, idle_s=idle_s_from_env())
         self._query_vectors = QueryVectors()  # search, then context, for one question: encoded once
         self.consolidate_every = CONSOLIDATE_EVERY  # staged graph memories between automatic rounds; 0: on demand
         self._since_consolidation = 0

@@ -76,3 +76,22 @@ def test_forget_makes_every_user_due_for_the_next_read():
     reactor.caught_up("acme", "alice")
     assert passes.calls == [("acme", "alice")] * 2
     reactor.close()
+
+
+def test_without_a_pause_set_no_thread_runs_and_a_read_does_the_pass():
+    passes = Passes()
+    reactor = LabelReactor(passes)  # the default: no background pass
+    reactor.staged([("acme", "alice")])
+    time.sleep(0.3)
+    assert passes.calls == [] and reactor._thread is None and reactor.pending == 1
+    assert reactor.caught_up("acme", "alice") == 3 and passes.calls == [("acme", "alice")]
+    reactor.close()
+
+
+def test_the_pause_comes_from_the_environment_and_anything_but_a_positive_number_turns_it_off():
+    from palimpsest.label_reactor import IDLE_S_ENV, idle_s_from_env
+
+    assert idle_s_from_env({IDLE_S_ENV: "1.5"}) == 1.5
+    for value in ("", "0", "-2", "soon", "nan"):
+        assert idle_s_from_env({IDLE_S_ENV: value}) is None, value
+    assert idle_s_from_env({}) is None

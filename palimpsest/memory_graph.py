@@ -22,7 +22,7 @@ from palimpsest.remote import aware as _aware
 from palimpsest.remote import get as _get
 from projections.adapters.embedding import encode_labels
 from projections.decisions.graph_consolidate import consolidation_for
-from projections.decisions.graph_staging import candidates_for, labels_of, staged_event
+from projections.decisions.graph_staging import candidates_for, staged_event
 
 log = structlog.get_logger("palimpsest")
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from projections.folds.episodes import Episode
 from projections.folds.state import UserMemory
-from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig, rank_episodes
+from projections.queries.candidates import ranked_episodes
+from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,7 @@ def search_episodes(
     if not episodes or k < 1:
         return []
     parts: dict[str, dict] = {}
-    for rank, (episode, sim) in enumerate(rank_episodes(memory, query_vector, len(episodes)), start=1):
+    for rank, (episode, sim) in enumerate(ranked_episodes(memory, query_vector, len(episodes)), start=1):
         parts.setdefault(episode.episode_id, {})["dense"] = (rank, sim)
     membership = memory.episodes.membership()
     lexical_rank = 0

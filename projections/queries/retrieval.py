@@ -12,7 +12,6 @@ from datetime import datetime
 
 import numpy as np
 
-from projections.folds.episodes import Episode
 from projections.folds.lexical import BM25Params
 from projections.folds.policy import RetentionPolicy
 from projections.folds.state import UserMemory
@@ -158,11 +157,6 @@ DEFAULT_FUSION = FusionConfig()
 # The breakdown figures a hit shows rounded (fuse keeps them exact until then); rank features read them so too.
 ROUNDED = {"dense_similarity": 6, "bm25": 6, "facts_bm25": 6, "context_bm25": 6, "context_prev_bm25": 6,
            "subwords_bm25": 6, "episode_similarity": 6, "note_bm25": 6, "retention": 6, "rrf": 8}
-
-
-def rank_episodes(memory: UserMemory, query_vector: np.ndarray, limit: int) -> list[tuple[Episode, float]]:
-    """The user's episodes closest to the query by centroid cosine, best first (ties: log order)."""
-    return candidates.ranked_episodes(memory, query_vector, limit)
 
 
 def list_weights(config: FusionConfig, query: str) -> dict[str, float]:

@@ -25,12 +25,13 @@ def selected(state: ShardState, tenant: str | None, user_id: str | None):
 
 def decide_sweep(state: ShardState, cmd: SweepArchive, deps: Deps) -> Decision:
     """One ``memory_archived`` event per user and reason for the memories whose retention at ``now`` fell
-    below the policy's floor (or passed its age limit); already archived ones are left alone. ``dry_run``
-    reports without writing."""
+    below the policy's floor (or passed its age limit); already archived ones, and the messages that state a
+    constraint in force then, are left alone. ``dry_run`` reports without writing."""
     policy = state.policy
     pending, report = [], []
     for t, u, memory in selected(state, cmd.tenant, cmd.user_id):
-        rows = [r for r in archival_candidates(memory.retention, cmd.now, policy)
+        pinned = memory.notes.constraint_sources(cmd.now)
+        rows = [r for r in archival_candidates(memory.retention, cmd.now, policy, pinned)
                 if not memory.archive.is_archived(r.memory_id)]
         for reason in ("retention_floor", "category_rule"):
             chosen = [r for r in rows if r.archive_reason == reason]

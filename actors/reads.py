@@ -63,7 +63,7 @@ def fused_hits(core, q: Search | BuildContext, k: int, scope: str = "active") ->
 def search(core, q: Search) -> Answer:
     """Fused top-``k``; ``now`` is the query time for the retention term, ``scope`` active/archive/all."""
     hits = fused_hits(core, q, q.k, q.scope)
-    recorded = touches(q.tenant, q.user_id, q.query, hits, q.touch_reason) if q.touch_reason else []
+    recorded = touches(q.tenant, q.user_id, q.query, current(hits), q.touch_reason) if q.touch_reason else []
     return Answer(hits, recorded)
 
 
@@ -73,14 +73,21 @@ def context(core, q: BuildContext) -> Answer:
     memory = core.state.user(q.tenant, q.user_id)
     notes = note_entries(memory, hits, q.fusion, q.now, q.query) if memory is not None and q.fusion.note_tokens else []
     ctx = assemble(q.query, hits, q.token_budget, core.count_tokens, notes, q.fusion.note_tokens,
-                   q.fusion.note_share)
+                   q.fusion.note_share, q.fusion.note_coverage)
     used = {i.memory_id for i in ctx.items}
-    return Answer(ctx, touches(q.tenant, q.user_id, q.query, [h for h in hits if h.memory_id in used], "context"))
+    return Answer(ctx, touches(q.tenant, q.user_id, q.query, [h for h in current(hits) if h.memory_id in used],
+                               "context"))
+
+
+def current(hits: list[Hit]) -> list[Hit]:
+    """The hits a later statement has not superseded: reading a superseded memory does not reinforce it."""
+    return [h for h in hits if "superseded" not in h.breakdown]
 
 
 def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | None = None,
                  query: str | None = None) -> list[NoteEntry]:
-    """Active notes for a context: the notes stated by the best hits (in hit order), then core notes.
+    """Active notes for a context: the notes stated by the best hits (in hit order), then the constraints and the
+    core notes (a constraint is offered whatever the question).
 
     ``now``: the notes valid then (time travel), else those active now. With the learning loop on
     (``fusion.feedback``), a note the dispatcher invalidated stays out and a penalised note's score is scaled
@@ -107,7 +114,7 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
             factor = memory.adjustments.factor(note.note_id, now, query) if adjusted(fusion) else 1.0
             chosen.setdefault(note.note_id, hit.score * factor)
     for note in active:
-        if note.lifecycle == "core":
+        if note.lifecycle == "core" or note.category == "constraint":
             chosen.setdefault(note.note_id, 0.0)
     entries = []
     by_id = memory.messages.by_id
@@ -132,7 +139,7 @@ def retention(core, q: Retention) -> Answer:
     return Answer([
         {**asdict(row), "text": by_id[row.memory_id].text, "turn_id": by_id[row.memory_id].turn_id,
          "archived": archived[row.memory_id].reason if row.memory_id in archived else None}
-        for row in retention_table(memory.retention, q.now, core.state.policy)
+        for row in retention_table(memory.retention, q.now, core.state.policy, memory.notes.constraint_sources(q.now))
     ])
 
 

@@ -35,7 +35,8 @@ def memory_retention(core, q: MemoryRetention) -> Answer:
                    "client_message_id": msg.client_message_id, "memory_type": item.memory_type,
                    "category": item.category, "classifier": item.classifier},
         "policy": policy.name,
-        "retention": asdict(assess(then, q.now, policy)) if then is not None else None,
+        "retention": (asdict(assess(then, q.now, policy, memory.notes.constraint_sources(q.now)))
+                      if then is not None else None),
         "curve": curve(item, policy, q.now, until=q.until, points=q.points),
         "touches": {"count": stats.count if stats else 0, "by_reason": dict(stats.by_reason) if stats else {},
                     "last_touched_at": stats.last_touched_at.isoformat() if stats and stats.last_touched_at else None},

@@ -81,6 +81,9 @@ category and the complete new text; the old note is closed, not erased.
 - delete: the user says a note is wrong or no longer holds, and nothing replaces it. Give target_note_id.
 - skip: a line holds nothing worth remembering (small talk, questions, one-off requests).
 Rules:
+- Health, diet, allergy and safety statements ("I'm vegetarian", "I am allergic to peanuts", "我对花生过敏", \
+"I have diabetes", "I can't swim") are constraints. A line that states several things gets one add per statement, \
+so that the notes carry all of it ("I'm vegetarian and I hate cilantro": a constraint and a preference).
 - A change over time is not a contradiction. "I was tense ten days ago" and "I am relaxed now" are both true, each \
 at its own time: add the new state and leave the old note alone.
 - Use only target_note_id values from the current notes. Never add a note that repeats a current note: boost it.

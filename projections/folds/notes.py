@@ -28,7 +28,7 @@ Importance (seed 002 KnowledgeMonitor / MemoryManager), computed by
 :func:`importance` from the note and a :class:`NotePolicy`: a note starts at
 1.0; every boost or use adds 0.3 to its value at that moment; a ``fact`` note
 left idle (no reinforcement) is multiplied by 0.95 for each full 7 days idle
-(none in the first 7 days); ``core`` and ``system`` notes never decay. The
+(none in the first 7 days); ``core`` and ``system`` notes, and constraints, never decay. The
 reinforcement times are kept in the note, so re-reading the same state under
 another policy needs no new fold.
 """
@@ -138,6 +138,11 @@ class NoteState:
         while chain[-1].superseded_by in self.notes and chain[-1].superseded_by not in {n.note_id for n in chain}:
             chain.append(self.notes[chain[-1].superseded_by])
         return chain
+
+    def constraint_sources(self, at: datetime | None = None) -> frozenset[str]:
+        """The messages that state a constraint in force (active now, or valid at ``at``): retention keeps them at
+        full strength and never archives them while the constraint holds."""
+        return frozenset(m for n in self.active(at) if n.category == "constraint" for m in n.source_message_ids)
 
     def by_source(self, message_id: str) -> list[Note]:
         """Notes (any status) stated or reinforced by message ``message_id``, in log order."""
@@ -309,12 +314,13 @@ def importance(note: Note, now: datetime, policy: NotePolicy = DEFAULT_NOTE_POLI
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
+    lifecycle = "core" if note.category == "constraint" else note.lifecycle  # a constraint does not fade
     if note.importance_reset_at is not None:
         value, since = policy.retraction_reset, note.importance_reset_at
     else:
         value, since = policy.initial_importance, note.valid_from
     # Log order decides what counts after a reset; a reinforcement dated before the start counts at the start.
     for at in sorted(max(t, since) for t in note.reinforced_at[note.reset_mark:] if t <= now):
-        value = value * policy.decay(note.lifecycle, _days(at, since)) + policy.reinforcement
+        value = value * policy.decay(lifecycle, _days(at, since)) + policy.reinforcement
         since = at
-    return round(value * policy.decay(note.lifecycle, _days(now, since)), 9)
+    return round(value * policy.decay(lifecycle, _days(now, since)), 9)

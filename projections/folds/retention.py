@@ -8,8 +8,9 @@ counted accesses. Queries compute, for a given ``now``,
     R = base · e^(−Δt / S) · (1 + w · ln(1 + access_count)) · category factor
 
 with Δt in days since the last counted access (else since creation). Exempt
-items (metadata flag, exempt type, or a category that never decays) keep
-R = base and are never archived.
+items (metadata flag, exempt type, a category that never decays, or a
+message stating a constraint in force: the queries' ``pinned`` ids, read from
+the notes) keep R = base and are never archived.
 
 Stability depends on the policy, so the state remembers the fold digest of
 the policy it was folded with (:meth:`RetentionPolicy.fold_digest`: stability,
@@ -28,7 +29,7 @@ from __future__ import annotations
 import bisect
 import math
 import weakref
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from itertools import chain
@@ -230,7 +231,9 @@ def _days(now: datetime, then: datetime) -> float:
     return max(0.0, (now - then).total_seconds() / SECONDS_PER_DAY)
 
 
-def _exempt_reason(item: MemoryItem, policy: RetentionPolicy) -> str | None:
+def _exempt_reason(item: MemoryItem, policy: RetentionPolicy, pinned: Collection[str] = ()) -> str | None:
+    if item.memory_id in pinned:
+        return "states a constraint in force"
     if item.exempt:
         return "exempt by its message metadata"
     if item.memory_type in policy.exempt_types:
@@ -250,10 +253,10 @@ class _Terms(NamedTuple):
     value: float
 
 
-def _terms(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> _Terms:
+def _terms(item: MemoryItem, now: datetime, policy: RetentionPolicy, pinned: Collection[str] = ()) -> _Terms:
     delta = _days(now, item.reference_time)
     age = _days(now, item.created_at)
-    exempt = _exempt_reason(item, policy)
+    exempt = _exempt_reason(item, policy, pinned)
     if exempt is not None:
         return _Terms(delta, age, exempt, 1.0, 1.0, policy.base_retention)
     bonus = 1.0 + policy.access_bonus_weight * math.log1p(item.access_count)
@@ -263,14 +266,16 @@ def _terms(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> _Terms:
     return _Terms(delta, age, None, bonus, factor, value)
 
 
-def retention(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> float:
-    """R of one item at ``now`` (the item must come from a state folded with ``policy``)."""
-    return _terms(item, now, policy).value
+def retention(item: MemoryItem, now: datetime, policy: RetentionPolicy, pinned: Collection[str] = ()) -> float:
+    """R of one item at ``now`` (the item must come from a state folded with ``policy``); ``pinned``: the ids of
+    messages stating a constraint in force (:meth:`~projections.folds.notes.NoteState.constraint_sources`)."""
+    return _terms(item, now, policy, pinned).value
 
 
-def assess(item: MemoryItem, now: datetime, policy: RetentionPolicy) -> RetentionRow:
-    """Retention of one item at ``now`` under ``policy``, whether it is to be archived, and why."""
-    t = _terms(item, now, policy)
+def assess(item: MemoryItem, now: datetime, policy: RetentionPolicy, pinned: Collection[str] = ()) -> RetentionRow:
+    """Retention of one item at ``now`` under ``policy``, whether it is to be archived, and why (``pinned``: as
+    :func:`retention`)."""
+    t = _terms(item, now, policy, pinned)
     base = policy.base_retention
     row = {"memory_id": item.memory_id, "memory_type": item.memory_type, "category": item.category,
            "retention": t.value, "stability": item.stability, "delta_days": t.delta, "age_days": t.age,
@@ -314,13 +319,14 @@ def _items_at(state: RetentionState, now: datetime, policy: RetentionPolicy) -> 
     return [item for item in items if item is not None]
 
 
-def retention_table(state: RetentionState, now: datetime, policy: RetentionPolicy) -> list[RetentionRow]:
+def retention_table(state: RetentionState, now: datetime, policy: RetentionPolicy,
+                    pinned: Collection[str] = ()) -> list[RetentionRow]:
     """Every item's retention at ``now``, in log order: the explainability view.
 
     Items created after ``now`` are absent and accesses after ``now`` are not
     counted, so ``--at`` in the past shows the memory as it was then.
     """
-    return [assess(item, now, policy) for item in _items_at(state, now, policy)]
+    return [assess(item, now, policy, pinned) for item in _items_at(state, now, policy)]
 
 
 _EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
@@ -351,12 +357,13 @@ def _prepare(item: MemoryItem, policy: RetentionPolicy) -> tuple:
 
 
 def retention_scores(
-    state: RetentionState, now: datetime, policy: RetentionPolicy, memory_ids=None
+    state: RetentionState, now: datetime, policy: RetentionPolicy, memory_ids=None, pinned: Collection[str] = ()
 ) -> dict[str, float]:
-    """memory id → R at ``now`` (of ``memory_ids`` only, when given), for the ranking's retention term."""
+    """memory id → R at ``now`` (of ``memory_ids`` only, when given), for the ranking's retention term
+    (``pinned``: as :func:`retention`)."""
     _check_policy(state, policy)
     if memory_ids is None:
-        return {item.memory_id: retention(item, now, policy) for item in _items_at(state, now, policy)}
+        return {item.memory_id: retention(item, now, policy, pinned) for item in _items_at(state, now, policy)}
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
     now = now.astimezone(UTC)  # the items' times are UTC: same tzinfo, no utcoffset call per comparison
@@ -371,7 +378,7 @@ def retention_scores(
         _, _, created, exempt, rule, reference, last, bonus, first, stability_before, bonus_before = entry
         if created > now_us:
             continue
-        if exempt:
+        if exempt or mid in pinned:
             out[mid] = base
             continue
         # retention(as_of(item, now), now) with no past item built: :func:`_terms`'s operations, so the same float
@@ -390,11 +397,12 @@ def retention_scores(
     return out
 
 
-def archival_candidates(state: RetentionState, now: datetime, policy: RetentionPolicy) -> list[RetentionRow]:
-    """Items to archive at ``now`` (below their floor, or past their category's age limit).
+def archival_candidates(state: RetentionState, now: datetime, policy: RetentionPolicy,
+                        pinned: Collection[str] = ()) -> list[RetentionRow]:
+    """Items to archive at ``now`` (below their floor, or past their category's age limit; never a ``pinned`` one).
 
     Weakest first: sorted by (R, creation time, memory id), so ties are deterministic.
     """
-    rows = [row for row in retention_table(state, now, policy) if row.archive]
+    rows = [row for row in retention_table(state, now, policy, pinned) if row.archive]
     created = {i.memory_id: i.created_at for i in state.items.values()}
     return sorted(rows, key=lambda r: (r.retention, created[r.memory_id], r.memory_id))

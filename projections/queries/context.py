@@ -5,6 +5,12 @@ Notes come first, grouped by category (constraints, decisions, preferences,
 facts), within their share of the budget; the retrieved turns fill the rest
 in rank order, and the text shows them by day (a date header, then that day's
 turns in time order). A note's provenance names its version and its source turns.
+
+Nothing a turn said is lost to its notes: a turn is left out for its notes only
+when they carry all of it (:mod:`projections.queries.note_coverage`). A turn a
+later statement superseded (:mod:`projections.queries.stages.supersession`) is
+left out when the version in force is in the context, and otherwise shown with
+its label (``superseded by "…" on …``).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from projections.queries.note_coverage import carried_share
 from projections.queries.results import Context, ContextItem, Hit, day_header
 
 
@@ -43,9 +50,11 @@ def format_line(hit: Hit) -> str:
 
 
 def body_line(hit: Hit) -> str:
-    """A turn's line under its day's header in :attr:`Context.text`: who said it and what."""
+    """A turn's line under its day's header in :attr:`Context.text`: who said it and what (and, for a superseded
+    turn, by what and when)."""
     who = f"{hit.speaker}: " if hit.speaker else f"{hit.role}: "
-    return f"{who}{hit.text}"
+    label = hit.breakdown.get("superseded")
+    return f"{who}{hit.text}" + (f" ({label})" if label else "")
 
 
 def _notes_first(
@@ -73,6 +82,22 @@ def _notes_first(
     return items
 
 
+def _not_stated(hits: list[Hit], items: list[ContextItem], notes: dict[str, NoteEntry],
+                coverage: float) -> list[Hit]:
+    """The hits the context's notes do not state in full (each hit's notes carry less than ``coverage`` of it)."""
+    by_source: dict[str, list[str]] = {}
+    for item in items:
+        for source in item.provenance["event_ids"][1:]:
+            by_source.setdefault(source, []).append(notes[item.memory_id].text)
+    return [h for h in hits if h.memory_id not in by_source or carried_share(h.text, by_source[h.memory_id]) < coverage]
+
+
+def _current_taken(hit: Hit, taken: set[str]) -> bool:
+    """Whether ``hit`` is superseded and the version in force (its note or one of its turns) is already taken."""
+    b = hit.breakdown
+    return "superseded" in b and (b.get("superseded_by_note") in taken or any(m in taken for m in b["superseded_by"]))
+
+
 def assemble(
     query: str,
     hits: list[Hit],
@@ -81,30 +106,35 @@ def assemble(
     notes: Sequence[NoteEntry] = (),
     note_tokens: int = 0,
     note_share: float = 0.25,
+    note_coverage: float = 1.0,
 ) -> Context:
     """Notes first (at most ``note_tokens`` and ``note_share`` of the budget), then turns in rank order.
 
-    A turn whose note is already in the context is not repeated: the note
-    states it in fewer tokens and its provenance points to the turn. A line
-    that does not fit is skipped and smaller ones may follow. The text shows
-    each day's date once, above that day's turns (:attr:`Context.text`), so a
-    turn costs its date only when it is the first of its day taken.
+    A turn whose notes in the context carry at least ``note_coverage`` of its
+    content terms is not repeated: the notes state it in fewer tokens and
+    their provenance points to the turn; a turn they carry only in part stays.
+    A superseded turn whose version in force (its note or one of its turns)
+    is in the context is left out. A line that does not fit is skipped and
+    smaller ones may follow. The text shows each day's date once, above that
+    day's turns (:attr:`Context.text`), so a turn costs its date only when it
+    is the first of its day taken.
     """
     share = min(note_tokens, int(budget * note_share))
     items: list[ContextItem] = _notes_first(notes, share, count_tokens) if share > 0 else []
     used = sum(i.tokens for i in items)
-    stated = {m for i in items for m in i.provenance["event_ids"][1:]}
-    hits = [h for h in hits if h.memory_id not in stated]
+    hits = _not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage)
     days = [h.occurred_at.date().isoformat() for h in hits]
     headers = list(dict.fromkeys(days))
     bodies = [body_line(h) for h in hits]
     sizes = count_tokens(bodies + [day_header(d) for d in headers]) if hits else []
     header_size = dict(zip(headers, sizes[len(bodies):]))
     shown: set[str] = set()
+    taken = {i.memory_id for i in items}
     for hit, day, size in zip(hits, days, sizes):
         cost = size + (0 if day in shown else header_size[day])  # a day's header is paid by its first turn
-        if used + cost > budget:
+        if used + cost > budget or _current_taken(hit, taken):
             continue
+        taken.add(hit.memory_id)
         used += cost
         shown.add(day)
         items.append(

@@ -80,9 +80,11 @@ def _retention(memory: UserMemory, memory_id: str, at: datetime, policy: Retenti
     item = memory.retention.items.get(memory_id)
     if item is None or (item := ret.as_of(item, at, policy)) is None:
         return None
-    row = ret.assess(item, at, policy)
+    pinned = memory.notes.constraint_sources(at)  # a constraint in force now is assumed to hold on the curve
+    row = ret.assess(item, at, policy, pinned)
     curve = [{"day": d, "at": (at + timedelta(days=d)).isoformat(),
-              "retention": round(ret.assess(item, at + timedelta(days=d), policy).retention, 6)} for d in CURVE_DAYS]
+              "retention": round(ret.assess(item, at + timedelta(days=d), policy, pinned).retention, 6)}
+             for d in CURVE_DAYS]
     archival = None
     start = item.reference_time  # R only falls from the last access on: bisect the first archival time
     end = at + timedelta(days=HORIZON_DAYS)

@@ -86,6 +86,9 @@ class FusionConfig:
     note_candidates: int = 10
     note_tokens: int = 500  # the notes' share of a context (seed 000: under ~500 tokens); 0 leaves notes out
     note_share: float = 0.5  # and at most this share of its budget (context.assemble)
+    # A context leaves out a turn its notes state only when they carry at least this share of its content terms
+    # (projections.queries.note_coverage); above 1.0 every turn stays beside its notes.
+    note_coverage: float = 1.0
     graph_weight: float = 0.5  # candidates the graph reaches from the best hits: a fifth term
     graph_seeds: int = 5  # the best hits whose graph memories seed the expansion
     graph_candidates: int = 100  # at most this many reached turns get the term
@@ -119,6 +122,9 @@ class FusionConfig:
     feedback: bool = True
     feedback_adjustments: bool = True
     feedback_policy: bool = True
+    # Supersession (projections.queries.stages.supersession): a turn whose notes a later statement superseded is
+    # multiplied by this and labelled, and the turns of the version in force take its place. 1.0 turns it off.
+    supersession_factor: float = 0.5
     # Coverage-aware selection (projections.queries.coverage), last: the best coverage_depth rows re-ordered by MMR
     # over their non-query terms, so list questions get one turn per item. 0 turns it off.
     coverage_weight: float = 0.0

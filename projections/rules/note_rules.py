@@ -50,9 +50,51 @@ _ZH_NOT_IDENTITY = r"(?!说|不是|觉得|这么|那么|在|想|真的|来|因�
 IMPERATIVES = (r"(?:use|store|keep|run|deploy|commit|push|share|send|call|check|ask|write|test|log|delete|remove"
                r"|merge|put|save|back\s+up|make\s+sure|include|mention|book|schedule|eat|drink)\b")
 
-# First match wins, in this order: preference, decision, constraint, fact.
+# Health, diet, allergy and safety statements in the first person: constraints (what an agent must respect whatever
+# it is asked), tried before every other rule. Non-exclusive slots: a second allergy adds, "no longer vegetarian"
+# (the same value negated) supersedes.
+_EN_DIET = (r"vegetarian|vegan|pescatarian|pescetarian|lactose[-\s]intolerant|gluten[-\s]intolerant|gluten[-\s]free"
+            r"|celiac|coeliac|kosher|halal|teetotal|diabetic|pregnant|epileptic|asthmatic|hypoglycemic|anemic")
+_EN_CONDITION = (r"(?:type\s+[12]\s+)?diabetes|asthma|epilepsy|c[o]?eliac\s+disease|high\s+blood\s+pressure|hypertension"
+                 r"|a\s+heart\s+condition|heart\s+disease|a\s+pacemaker|migraines|gout|kidney\s+disease|crohn's(?:\s+disease)?"
+                 r"|(?:an?\s+)?(?:[\w-]+\s+){0,2}?(?:allerg(?:y|ies)|intolerance|intolerances)")
+_EN_RISKY = r"(?:drive|swim|lift|climb|fly|drink\s+alcohol|eat|drink|take|be\s+(?:in|near|around))"
+EN_SAFETY_RULES = (
+    ("constraint", "{s} is allergic to {o}", "positive", 0.85, "allergy",
+     r"\bi(?:'m|\s+am)\s+(?:(?:also|very|severely|highly|extremely|deathly|seriously|really)\s+)*allergic\s+to\s+(?P<o>.+)"),
+    ("constraint", "{s} is no longer {o}", "negative", 0.85, "diet",
+     r"\bi(?:'m|\s+am)\s+(?:not|no\s+longer)\s+(?:a\s+|an\s+)?(?P<o>(?:" + _EN_DIET + r")\b)"),
+    ("constraint", "{s} is {o}", "positive", 0.85, "diet",
+     r"\bi(?:'m|\s+am)\s+(?:(?:a|an|strictly|strict|fully|now|also|still)\s+)*(?P<o>(?:" + _EN_DIET + r")\b.*)"),
+    ("constraint", "{s} has {o}", "positive", 0.85, "health",
+     (r"\bi\s+(?:have|'ve\s+got|suffer\s+from|(?:was|have\s+been|'ve\s+been)\s+diagnosed\s+with)\s+"
+      r"(?P<o>(?:a\s+)?(?:severe\s+|mild\s+|bad\s+)?(?:" + _EN_CONDITION + r")\b.*)")),
+    ("constraint", "{s} {v} {o}", "negative", 0.8, "safety",
+     (r"\bi\s+(?P<v>can't|cannot|can\s+not|mustn't|must\s+not|must\s+never|should\s+never|shouldn't|should\s+not"
+      r"|(?:am|'m)\s+not\s+allowed\s+to)\s+(?P<o>" + _EN_RISKY + r"\b.*)")),
+    ("constraint", "{s} must avoid {o}", "negative", 0.8, "safety",
+     r"\bi\s+(?:must|have\s+to|need\s+to|should|always)\s+avoid\s+(?P<o>.+)"),
+)
+ZH_SAFETY_RULES = (
+    ("constraint", "{s}对{o}过敏", "positive", 0.85, "allergy",
+     r"我(?:也|还|有点|非常|特别|严重)?(?:对)?(?P<o>[^，。！？,.!?对我]{1,12}?)(?:严重|有点|非常)?过敏"),
+    ("constraint", "{s}{o}", "positive", 0.85, "diet",
+     r"我(?:一直|现在|从小|只|也)?(?P<o>吃素|吃全素|吃清真|只吃清真|不吃肉|不吃猪肉|不吃荤)"),
+    ("constraint", "{s}是{o}", "positive", 0.85, "diet",
+     r"我是(?P<o>(?:严格的?)?(?:素食者|素食主义者|纯素食者|纯素主义者|吃素的|穆斯林|孕妇))"),
+    ("constraint", "{s}有{o}", "positive", 0.85, "health",
+     (r"我(?:有|患有|得了|确诊了?|查出了?)(?P<o>(?:[一二12]型)?(?:糖尿病|高血压|哮喘|心脏病|癫痫|乳糖不耐受?|痛风|胃病|低血糖"
+      r"|贫血|过敏性鼻炎|肾病|心脏起搏器))")),
+    ("constraint", "{s}{o}", "positive", 0.85, "health", r"我(?:已经)?(?P<o>乳糖不耐受?|怀孕了|怀孕|有身孕)"),
+    ("constraint", "{s}{v}{o}", "negative", 0.8, "safety",
+     (r"我(?P<v>(?:绝对|千万|一定)?(?:不能|不可以|不宜|不适合|要避免|必须避免|得避免|不会))"
+      r"(?P<o>(?:游泳|开车|骑车|爬高|剧烈运动|喝酒|饮酒|吃|喝|服用|碰)[^，。！？]*)")),
+)
+
+# First match wins, in this order: safety, preference, decision, constraint, fact.
 EN_RULES = _rules(
     "en",
+    *EN_SAFETY_RULES,
     ("preference", "{s} does not {b} {o}", "negative", 0.8, None,
      r"\bi\s+(?:really\s+|just\s+|still\s+)?" + _NOT + r"\s+(?:really\s+)?(?P<v>like|love|enjoy|prefer)\s+(?P<o>.+)"),
     ("preference", "{s} {v} {o}", "negative", 0.8, None,
@@ -123,6 +165,7 @@ EN_TRIGGER = re.compile(r"\b(?:i|my|we|decision|verdict|project|decided|agreed|l
                         r"|prohibited|ever|never|always)\b", re.IGNORECASE)
 ZH_RULES = _rules(
     "zh",
+    *ZH_SAFETY_RULES,
     ("preference", "{s}{v}{o}", "negative", 0.8, None,
      r"我(?P<v>(?:也|还是|一直|真的|其实|并)?(?:不太|不是很|不怎么|一点也不|不再|不)(?:喜欢|爱))(?P<o>.+)"),
     ("preference", "{s}{v}{o}", "negative", 0.8, None, r"我(?P<v>(?:很|非常|特别|最|真的)?(?:讨厌|受不了|反感))(?P<o>.+)"),

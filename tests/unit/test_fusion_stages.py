@@ -90,4 +90,4 @@ def test_the_ablations_name_real_fields_and_unknown_stages_are_refused():
         stages.without(DEFAULT_FUSION, "graphs")
     assert [s.name for s in stages.STAGES] == ["conversations", "clauses", "speakers", "times", "sessions",
                                                "neighbours", "graph", "prf", "list_expansion", "ranker", "feedback",
-                                               "coverage"]
+                                               "supersession", "coverage"]

@@ -119,12 +119,21 @@ def test_a_reinforced_note_is_kept_and_restarts_at_0_5():
     assert (later.decision, later.importance) == ("keep", 0.475)
 
 
-@pytest.mark.parametrize("said", ["My name is Ann", "Never deploy on Fridays"])
-def test_who_the_user_is_and_constraints_are_not_forgotten_for_lack_of_use(said):
+def test_who_the_user_is_is_not_forgotten_for_lack_of_use():
     log = Log()
-    log.note("n", said)
+    log.note("n", "My name is Ann")
     (review,) = log.review(day(98))
     assert (review.trigger, review.decision) == ("retraction", "keep")
+    assert log.state.notes["n"].status == "active"
+
+
+@pytest.mark.parametrize("said", ["Never deploy on Fridays", "I am allergic to peanuts", "我对花生过敏"])
+def test_a_constraint_does_not_fade_so_no_retraction_review_is_ever_due(said):
+    log = Log()
+    log.note("n", said)
+    assert log.state.notes["n"].category == "constraint"
+    assert importance(log.state.notes["n"], day(500)) == 1.0
+    assert log.review(day(98)) == [] and log.review(day(500)) == []
     assert log.state.notes["n"].status == "active"
 
 

@@ -5,7 +5,7 @@ and derived keys, episodes, notes) and the retention term. ``STAGES``: what
 runs after the fusion, each adding a term or re-ordering: conversations,
 clauses, speakers, times, sessions, neighbours, the memory graph,
 pseudo-relevance feedback, list expansion, the learned ranker, the learning
-loop's adjustments, coverage. Each module holds its stage's behaviour, the
+loop's adjustments, supersession, coverage. Each module holds its stage's behaviour, the
 :class:`~projections.queries.retrieval.FusionConfig` fields it reads, and its
 ablation (``STAGE.off``: the fields that switch it off; :func:`without`).
 """
@@ -16,12 +16,12 @@ from dataclasses import replace
 
 from projections.queries.stages import (
     clauses, conversations, coverage, dense, episodes, feedback, graph, lexical, list_expansion, neighbours, notes,
-    prf, ranker, retention, sessions, speakers, times,
+    prf, ranker, retention, sessions, speakers, supersession, times,
 )
 
 LISTS = tuple(m.STAGE for m in (dense, lexical, episodes, notes, retention))
 STAGES = tuple(m.STAGE for m in (conversations, clauses, speakers, times, sessions, neighbours, graph, prf,
-                                 list_expansion, ranker, feedback, coverage))
+                                 list_expansion, ranker, feedback, supersession, coverage))
 BY_NAME = {stage.name: stage for stage in (*LISTS, *STAGES)}
 
 

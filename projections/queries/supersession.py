@@ -1,0 +1,62 @@
+"""Which turns a later statement superseded, read from the notes (a pure function of the note state and a time).
+
+A note closed by an ``update`` (status ``superseded``, :mod:`projections.folds.notes`) was replaced by a later
+version. The turns it was read from are **superseded** at a time ``at`` when the note was closed by then and no
+note read from them is still in force at ``at`` (a turn that also states something still true is not). Each gets
+the version in force at ``at`` (following the chain of versions), the turns that version was read from, and a
+label for people: ``superseded by "…" on YYYY-MM-DD``. With ``at`` before the change, nothing is superseded yet:
+time travel sees the history as it stood.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from projections.folds.notes import Note, NoteState
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """Why a turn is no longer current: the note read from it, the version in force, and when it changed."""
+
+    memory_id: str
+    note_id: str  # the closed version read from the turn
+    current_note_id: str  # the version in force at the time asked (the last one, when the chain ended)
+    current_text: str
+    current_sources: tuple[str, ...]  # the turns the version in force was read from (without this one)
+    at: datetime  # when the turn's note was superseded
+
+    @property
+    def label(self) -> str:
+        return f'superseded by "{self.current_text}" on {self.at.date().isoformat()}'
+
+
+def _in_force(notes: NoteState, note: Note, at: datetime | None) -> Note:
+    """The version of ``note``'s chain in force at ``at`` (now, when None); the last version when none is."""
+    seen = {note.note_id}
+    while note.superseded_by in notes.notes and note.superseded_by not in seen:
+        note = notes.notes[note.superseded_by]
+        seen.add(note.note_id)
+        if note.valid_at(at) if at is not None else note.status == "active":
+            return note
+    return note
+
+
+def superseded_turns(notes: NoteState, at: datetime | None = None) -> dict[str, Supersession]:
+    """memory id → its supersession at ``at`` (now, when None), for every superseded turn; the latest change wins."""
+    closed = [n for n in notes.notes.values() if n.status == "superseded" and n.valid_to is not None
+              and (at is None or n.valid_to <= at)]
+    if not closed:
+        return {}
+    current = {m for n in notes.active(at) for m in n.source_message_ids}
+    out: dict[str, Supersession] = {}
+    for note in sorted(closed, key=lambda n: (n.valid_to, n.seq)):
+        sources = [m for m in note.source_message_ids if m not in current]
+        if not sources:
+            continue
+        latest = _in_force(notes, note, at)
+        for memory_id in sources:
+            out[memory_id] = Supersession(memory_id, note.note_id, latest.note_id, latest.text,
+                                          tuple(m for m in latest.source_message_ids if m != memory_id), note.valid_to)
+    return out

@@ -1,0 +1,151 @@
+"""Memory that stays true, on pure folds and queries: superseded turns demoted and labelled (the version in force
+lifted, time travel unchanged), contexts that keep a turn its notes carry only in part, constraints that never
+fade, and reads of superseded turns that reinforce nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import pytest
+
+from events.model import NoteContent, NoteOperation
+from projections.folds.policy import RetentionPolicy
+from projections.folds.retention import archival_candidates, retention_scores, retention_table
+from projections.folds.state import ShardState, fold
+from projections.queries import stages
+from projections.queries.context import NoteEntry, assemble
+from projections.queries.note_coverage import carried_share
+from projections.queries.retrieval import FusionConfig, fuse
+from projections.queries.supersession import superseded_turns
+from projections.rules.extraction import extract_notes
+from tests.builders import STAGES_OFF, T0, message, stream
+
+SWITCH = T0 + timedelta(days=30)
+PLAIN = FusionConfig(episode_weight=0.0, note_weight=0.0, graph_weight=0.0, retention_weight=0.0, **STAGES_OFF)
+
+
+def _words(lines: list[str]) -> list[int]:
+    return [len(line.split()) for line in lines]
+
+
+def _note(op: str, text: str, source: str, at, category: str = "decision", target: str | None = None):
+    content = NoteContent(category=category, text=text, key_terms=tuple(text.lower().split()[-2:]))
+    return NoteOperation(op=op, note=content, target_note_id=target, source_message_ids=(source,), valid_from=at,
+                         reason="test", decider="rules-v1")
+
+
+@pytest.fixture
+def memory():
+    envs = stream(
+        ("old", message("We decided to use PostgreSQL for the Atlas database", "c1", turn_id="D1:1")),
+        ("new", message("Change of plan: Atlas moves to MySQL", "c2", turn_id="D2:1", occurred_at=SWITCH)),
+        ("rule", message("We must not store phone numbers", "c3", turn_id="D2:2", occurred_at=SWITCH)),
+        ("n1", _note("add", "Decision: use PostgreSQL for Atlas", "old", T0)),
+        ("n2", _note("update", "Decision: switch Atlas to MySQL", "new", SWITCH, target="n1")),
+        ("n3", _note("add", "Constraint: must not store phone numbers", "rule", SWITCH, category="constraint")),
+    )
+    return fold(ShardState(), envs).user("acme", "alice")
+
+
+def test_a_superseded_turn_is_demoted_and_labelled_and_the_version_in_force_takes_its_place(memory):
+    hits = fuse(memory, "PostgreSQL database for Atlas", [], k=3, config=PLAIN, now=SWITCH + timedelta(days=1))
+    assert [h.memory_id for h in hits][:2] == ["new", "old"]
+    new, old = hits[:2]
+    assert old.breakdown["superseded"] == f'superseded by "Decision: switch Atlas to MySQL" on {SWITCH.date()}'
+    assert old.breakdown["superseded_by"] == ["new"] and old.breakdown["superseded_by_note"] == "n2"
+    assert new.breakdown["supersedes"] == "old" and "superseded" not in new.breakdown
+    # the ablation leaves the lexical order: the old turn first, unlabelled
+    off = fuse(memory, "PostgreSQL database for Atlas", [], k=3, config=stages.without(PLAIN, "supersession"))
+    assert off[0].memory_id == "old" and "superseded" not in off[0].breakdown
+
+
+def test_time_travel_before_the_change_sees_the_old_turn_as_current(memory):
+    before = fuse(memory, "PostgreSQL database for Atlas", [], k=3, config=PLAIN, now=SWITCH - timedelta(days=1))
+    assert [h.memory_id for h in before] == ["old"] and "superseded" not in before[0].breakdown
+    assert superseded_turns(memory.notes, SWITCH - timedelta(seconds=1)) == {}
+    assert set(superseded_turns(memory.notes, SWITCH)) == {"old"}
+
+
+def test_the_history_is_still_reached_with_every_scope(memory):
+    everything = fuse(memory, "PostgreSQL", [], k=5, config=PLAIN, now=SWITCH, scope="all")
+    assert "old" in [h.memory_id for h in everything]
+
+
+def test_a_turn_that_also_states_something_still_true_is_not_superseded():
+    envs = stream(
+        ("m", message("We use PostgreSQL and we must not store phone numbers", "c1")),
+        ("n1", _note("add", "Decision: use PostgreSQL", "m", T0)),
+        ("n2", _note("add", "Constraint: must not store phone numbers", "m", T0, category="constraint")),
+        ("m2", message("We switched to MySQL", "c2", occurred_at=SWITCH)),
+        ("n3", _note("update", "Decision: switch to MySQL", "m2", SWITCH, target="n1")),
+    )
+    memory = fold(ShardState(), envs).user("acme", "alice")
+    assert superseded_turns(memory.notes) == {}
+
+
+def _entry(note_id: str, text: str, source: str, category: str = "preference") -> NoteEntry:
+    return NoteEntry(note_id, category, text, 1, T0, (source,), (source,), "conv-1", 1.0)
+
+
+def test_a_turn_stays_in_the_context_unless_its_notes_carry_all_of_it(memory):
+    [hit] = fuse(memory, "Atlas MySQL", [], k=1, config=PLAIN)
+    only_half = [_entry("a", "Decision: Atlas plans", hit.memory_id)]
+    kept = assemble("q", [hit], 100, _words, only_half, note_tokens=50, note_share=0.5)
+    assert [i.memory_id for i in kept.items] == ["a", hit.memory_id]
+    whole = [_entry("a", "Decision: Atlas moves to MySQL, a change of plan", hit.memory_id)]
+    stated = assemble("q", [hit], 100, _words, whole, note_tokens=50, note_share=0.5)
+    assert [i.memory_id for i in stated.items] == ["a"]
+
+
+def test_a_superseded_turn_leaves_the_context_when_the_version_in_force_is_in_it(memory):
+    hits = fuse(memory, "PostgreSQL database for Atlas", [], k=3, config=PLAIN, now=SWITCH)
+    ctx = assemble("q", hits, 200, _words)
+    assert "new" in [i.memory_id for i in ctx.items] and "old" not in [i.memory_id for i in ctx.items]
+    alone = assemble("q", [h for h in hits if h.memory_id == "old"], 200, _words)
+    assert alone.items[0].line.endswith(f'(superseded by "Decision: switch Atlas to MySQL" on {SWITCH.date()})')
+
+
+@pytest.mark.parametrize(("text", "notes", "share"), [
+    ("I'm vegetarian and I hate cilantro", ["Alice hates cilantro"], 0.5),
+    ("I'm vegetarian and I hate cilantro", ["Alice hates cilantro", "Alice is vegetarian"], 1.0),
+    ("我叫小李。我对花生过敏", ["小李叫小李"], 0.6),
+    ("我叫小李。我对花生过敏", ["小李叫小李", "小李对花生过敏"], 1.0),
+    ("ok", [], 1.0),
+])
+def test_the_share_of_a_turn_its_notes_carry_in_english_and_chinese(text, notes, share):
+    assert carried_share(text, notes) == pytest.approx(share)
+
+
+@pytest.mark.parametrize(("said", "note"), [
+    ("I'm vegetarian and I hate cilantro", "Alice is vegetarian"),
+    ("I have a severe peanut allergy", "Alice has a severe peanut allergy"),
+    ("I am allergic to shellfish", "Alice is allergic to shellfish"),
+    ("I have type 2 diabetes", "Alice has type 2 diabetes"),
+    ("I can't swim", "Alice can't swim"),
+    ("我对花生过敏", "Alice对花生过敏"),
+    ("我是素食者", "Alice是素食者"),
+    ("我有高血压", "Alice有高血压"),
+    ("我不能喝酒", "Alice不能喝酒"),
+])
+def test_health_diet_allergy_and_safety_statements_are_constraints(said, note):
+    assert ("constraint", note) in [(n.category, n.text) for n in extract_notes(said, speaker="Alice")]
+
+
+def test_a_message_stating_a_constraint_in_force_never_fades_nor_is_archived(memory):
+    policy = RetentionPolicy()
+    late = SWITCH + timedelta(days=400)
+    pinned = memory.notes.constraint_sources(late)
+    assert pinned == {"rule"}
+    rows = {r.memory_id: r for r in retention_table(memory.retention, late, policy, pinned)}
+    assert rows["rule"].exempt and rows["rule"].retention == policy.base_retention
+    assert "constraint" in rows["rule"].why and rows["old"].archive
+    assert "rule" not in {r.memory_id for r in archival_candidates(memory.retention, late, policy, pinned)}
+    assert "rule" in {r.memory_id for r in archival_candidates(memory.retention, late, policy)}  # without the pin
+    assert retention_scores(memory.retention, late, policy, ["rule"], pinned) == {"rule": policy.base_retention}
+    assert memory.notes.constraint_sources(T0) == frozenset()  # not yet stated then
+
+
+def test_the_supersession_factor_is_a_fusion_field_and_its_ablation_names_it():
+    assert dataclasses.fields(FusionConfig) and FusionConfig().supersession_factor < 1.0
+    assert stages.BY_NAME["supersession"].off == {"supersession_factor": 1.0}

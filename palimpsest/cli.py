@@ -16,10 +16,10 @@ from pathlib import Path
 from events.errors import InvalidInputError, PalimpsestError
 from palimpsest import (
     __version__, cli_archive, cli_backup, cli_erasure, cli_feedback, cli_graph, cli_learning, cli_mcp, cli_notes,
-    cli_operations, cli_search, cli_serve, cli_style,
+    cli_operations, cli_serve, cli_style,
 )
 from palimpsest.cli_common import (
-    DEFAULT_STORE, EMBEDDER_HELP, SCOPES, open_store, parse_when, print_json, read_options, remote, stream_args,
+    DEFAULT_STORE, EMBEDDER_HELP, open_store, parse_when, print_json, read_options, remote, stream_args,
 )
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -45,29 +45,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"ingested {report.received} messages ({report.created} new, {report.duplicates} already stored) "
         f"from {path} [{fmt}] in {report.seconds:.1f}s ({report.messages_per_s:.0f} msg/s)"
     )
-    return 0
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        hits = mem.search(args.tenant, args.user, args.query, k=args.k, now=args.at, scope=args.scope)
-        hidden = 0 if args.json or not hits else cli_search.hidden_below(mem, args, len(hits))
-    if args.json:
-        print_json([h.to_dict() for h in hits])
-    elif not hits:
-        print(f"no memories for tenant {args.tenant!r}, user {args.user!r}")
-    else:
-        cli_search.print_hits(hits, args.query, args, hidden)
-    return 0
-
-
-def cmd_context(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        ctx = mem.build_context(args.tenant, args.user, args.query, token_budget=args.budget, now=args.at)
-    if args.json:
-        print_json(ctx.to_dict())
-    else:
-        cli_search.print_context(ctx, args)
     return 0
 
 
@@ -343,23 +320,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--embedder", metavar="KIND", default=None, help=EMBEDDER_HELP)
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=cmd_ingest)
-
-    for name, func, help_ in (("search", cmd_search, "hybrid search of one user's memory"),
-                              ("context", cmd_context, "prompt-ready context within a token budget")):
-        sp = sub.add_parser(name, help=help_)
-        stream_args(sp)
-        sp.add_argument("query")
-        read_options(sp)
-        sp.add_argument("--at", type=parse_when, help="when the question is asked (ISO with offset; default now)")
-        if name == "search":
-            sp.add_argument("-k", type=int, default=10, help="how many memories (default 10)")
-            sp.add_argument("--scope", choices=SCOPES, default="active",
-                            help="active memories (default), the archive, or all")
-            sp.add_argument("-v", "--verbose", action="store_true",
-                            help="also each hit's ids, source events, score terms and whole score breakdown")
-        else:
-            sp.add_argument("--budget", type=int, default=1000)
-        sp.set_defaults(func=func)
 
     sp = sub.add_parser("replay", help="rebuild every projection from the log and compare digests")
     sp.add_argument("--policy", metavar="FILE_OR_PRESET",

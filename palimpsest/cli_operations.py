@@ -10,14 +10,14 @@ it.
 from __future__ import annotations
 
 import argparse
-import importlib
+import inspect
 import json
 from collections.abc import Callable
 from datetime import datetime
 
 from palimpsest.cli_common import parse_when, print_json, read_options, stream_args
 from palimpsest.cli_style import more
-from palimpsest.operation import Operation, Param, base_type
+from palimpsest.operation import Operation, Param, base_type, load
 from palimpsest.operations import OPERATIONS
 
 
@@ -52,6 +52,8 @@ def _argument(sp: argparse.ArgumentParser, p: Param) -> None:
     elif kind is list:
         options["nargs"] = "+"
         options["metavar"] = flag.lstrip("-").replace("-", "_").upper().removesuffix("S")
+    elif p.choices:
+        options["choices"] = p.choices
     else:
         options["type"] = {int: int, str: str, datetime: parse_when, dict: json_object}[kind]
         options["metavar"] = flag.lstrip("-").replace("-", "_").upper()
@@ -75,8 +77,11 @@ def show(op: Operation, result, args: argparse.Namespace, mem=None) -> None:
     if args.json or op.cli.render is None:
         print_json(result)
         return
-    module, _, function = op.cli.render.partition(":")
-    getattr(importlib.import_module(module), function)(result, args)
+    render = load(op.cli.render)
+    if "mem" in inspect.signature(render).parameters:
+        render(result, args, mem=mem)
+    else:
+        render(result, args)
     if op.cli.counted and mem is not None and isinstance(result, list):
         param, count = op.cli.counted
         if len(result) == getattr(args, param):
@@ -98,5 +103,7 @@ def register(sub, run: Callable[[Operation, argparse.Namespace], int]) -> None:
         stream_args(sp, required=op.user == "required")
         for p in op.params:
             _argument(sp, p)
+        for *flags, help_ in op.cli.switches:
+            sp.add_argument(*flags, action="store_true", help=help_)
         read_options(sp)
         sp.set_defaults(func=lambda args, op=op: run(op, args))

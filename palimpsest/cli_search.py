@@ -193,6 +193,14 @@ def print_hits(hits, query: str, args: argparse.Namespace, hidden: int = 0) -> N
         print(line)
 
 
+def print_search(hits, args: argparse.Namespace, mem=None) -> None:
+    """``palimpsest search``: the hits (:func:`print_hits`) and how many rank below them, or that there are none."""
+    if not hits:
+        print(f"no memories for tenant {args.tenant!r}, user {args.user!r}")
+        return
+    print_hits(hits, args.query, args, 0 if mem is None else hidden_below(mem, args, len(hits)))
+
+
 def hidden_below(mem, args: argparse.Namespace, shown: int) -> int:
     """How many of the user's memories in the search's scope rank below the ``shown`` hits (0 unless the list
     was cut at ``-k``)."""

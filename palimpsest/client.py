@@ -113,22 +113,6 @@ class RemoteMemory:
         return report
 
     # -- reading one user ----------------------------------------------
-    def search(self, tenant: str, user_id: str, query: str, k: int = 10, *, now: datetime | None = None,
-               scope: str = "active") -> list[Hit]:
-        body = self.http.call("POST", self._user(tenant, user_id) + "/search",
-                              body={"query": query, "k": k, "scope": scope, **_when("now", now)})
-        # A hit's JSON may carry more than the record (the inspector's score ``terms``): the record's fields only.
-        return [Hit(**{k: h[k] for k in HIT_FIELDS if k in h}, occurred_at=datetime.fromisoformat(h["occurred_at"]))
-                for h in body["hits"]]
-
-    def build_context(self, tenant: str, user_id: str, query: str, token_budget: int = 1000, *,
-                      now: datetime | None = None) -> Context:
-        body = self.http.call("POST", self._user(tenant, user_id) + "/context",
-                              body={"query": query, "token_budget": token_budget, **_when("now", now)})
-        items = tuple(ContextItem(**{**i, "occurred_at": datetime.fromisoformat(i["occurred_at"])
-                                     if i.get("occurred_at") else None}) for i in body["items"])
-        return Context(body["query"], body["budget"], body["tokens"], items)
-
     def users(self, tenant: str | None = None) -> list[str]:
         """The users of the key's tenant, by id."""
         self._own(tenant)
@@ -137,8 +121,8 @@ class RemoteMemory:
     def _get(self, tenant: str, user_id: str, path: str, **params):
         return self.http.call("GET", self._user(tenant, user_id) + path, params=params)
 
-    # notes, note_history, episodes, retention, get_user_profile, tiers, archived, adjustments, feedback,
-    # user_stats: generated from their declarations (palimpsest.operations), below the class
+    # search, build_context, notes, note_history, episodes, retention, get_user_profile, tiers, archived, ...:
+    # generated from their declarations (palimpsest.operations), below the class
 
     def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:
         return self._get(tenant, user_id, "/graph")
@@ -252,6 +236,19 @@ class RemoteMemory:
     def __getattr__(self, name: str):
         raise PalimpsestError(f"this command ({name}) does not work through --server; run it with --store on "
                               "the machine that holds the store, or use the HTTP API (see /docs)")
+
+
+def hits_of(answer: list[dict]) -> list[Hit]:
+    """A search's hits rebuilt from their JSON (the record's fields, the ``terms`` the shard computed included)."""
+    return [Hit(**{k: h[k] for k in HIT_FIELDS if k in h}, occurred_at=datetime.fromisoformat(h["occurred_at"]))
+            for h in answer]
+
+
+def context_of(answer: dict) -> Context:
+    """A context rebuilt from its JSON."""
+    items = tuple(ContextItem(**{**i, "occurred_at": datetime.fromisoformat(i["occurred_at"])
+                                 if i.get("occurred_at") else None}) for i in answer["items"])
+    return Context(answer["query"], answer["budget"], answer["tokens"], items)
 
 
 def _remote(op: Operation):

@@ -20,7 +20,7 @@ import re
 import types
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 from urllib.parse import quote
 
 from events.errors import InvalidInputError
@@ -52,8 +52,8 @@ def base_type(annotation: Any) -> tuple[type, bool]:
 @dataclass(frozen=True)
 class Param:
     """One parameter: its name, type (``str``, ``int``, ``bool``, ``datetime``, or ``dict``: a JSON object, which only
-    a POST takes; each ``| None`` allowed), default (none: required), help, integer bounds, and how the surfaces
-    spell it. A ``{name}`` in the operation's HTTP path makes it a path segment; otherwise a GET takes it as a query
+    a POST takes; each ``| None`` allowed), default (none: required), help, bounds (an integer's value, a text's or a
+    list's length), the texts it may be (``choices``), and how the surfaces spell it. A ``{name}`` in the operation's HTTP path makes it a path segment; otherwise a GET takes it as a query
     parameter, a POST in its JSON body."""
 
     name: str
@@ -64,6 +64,7 @@ class Param:
     le: int | None = None
     positional: bool = False  # Python: may be given by position (after tenant and user_id)
     flag: str | None = None  # CLI: its spelling (default --name-with-dashes); without a leading dash, positional
+    choices: tuple[str, ...] | None = None  # a text: one of these (an enum in the MCP schema, choices on the CLI)
 
     @property
     def required(self) -> bool:
@@ -88,6 +89,10 @@ class Param:
         elif kind is list:
             text = 'give a list of texts, e.g. ["id-1", "id-2"]' + (
                 f" ({self.ge} to {self.le} of them)" if self.ge is not None and self.le is not None else "")
+        elif self.choices:
+            text = "give one of " + ", ".join(self.choices)
+        elif self.ge:
+            text = "give a non-empty text" if self.le is None else f"give a text of {self.ge} to {self.le} characters"
         else:
             text = "give a text"
         return text + (", or leave it out" if nullable or not self.required else "")
@@ -99,7 +104,9 @@ class Param:
                                            datetime: "string", dict: "object", list: "array"}[kind]}
         if kind is list:
             schema["items"] = {"type": "string"}
-        bounds = ("minItems", "maxItems") if kind is list else ("minimum", "maximum")
+        if self.choices:
+            schema["enum"] = list(self.choices)
+        bounds = {list: ("minItems", "maxItems"), str: ("minLength", "maxLength")}.get(kind, ("minimum", "maximum"))
         if self.ge is not None:
             schema[bounds[0]] = self.ge
         if self.le is not None:
@@ -123,6 +130,9 @@ class Http:
     answer: str | None = None  # the key the result is answered under ({"notes": [...]}); None: the result itself
     tenant_summary: str | None = None  # an operation whose user is optional also answers at /v1{path}, tenant-wide
     name: str | None = None  # the route's name in its OpenAPI operationId, when not the operation's
+    # RemoteMemory: a ``module:function`` rebuilding the Python result from the answer's JSON (hits, a context);
+    # None: the JSON is the result. (The route answers a result with ``to_dict`` as that: a list of them, each.)
+    decode: str | None = None
 
     def path_params(self) -> tuple[str, ...]:
         return tuple(re.findall(r"\{(\w+)\}", self.path))
@@ -135,7 +145,9 @@ class Cli:
 
     command: str
     help: str
-    render: str | None = None
+    render: str | None = None  # called with (result, args), and ``mem=`` the store or client if it takes it
+    # Switches only the renderer reads (e.g. ``("-v", "--verbose", "also the ids")``): store_true options.
+    switches: tuple[tuple[str, ...], ...] = ()
     # A list cut by a parameter: (that parameter, the ``user_stats`` count of the whole list); the text then ends
     # with "… and N more (use -k)" when the list was cut.
     counted: tuple[str, str] | None = None
@@ -223,6 +235,9 @@ def check(op: Operation) -> Operation:
     kinds = {p.name: _kind(p) for p in op.params}
     if op.handler is not None and op.handler.encodes is not None and kinds.get(op.handler.encodes) is not str:
         problems.append(f"handler encodes {op.handler.encodes!r}: name a text (str) parameter")
+    for p in op.params:
+        if p.choices and (kinds[p.name] is not str or (not p.required and p.default not in (None, *p.choices))):
+            problems.append(f"param {p.name} choices: only a text has choices, and its default is one of them")
     objects = [name for name, kind in kinds.items() if kind in (dict, list)]
     if objects and op.http is not None and op.http.method == "GET":
         problems.append(f"params {objects}: a JSON object or list travels in a POST's body; declare http POST")
@@ -303,7 +318,9 @@ def request_model(op: Operation, body: bool = False) -> type:
                 continue
             kind, nullable = base_type(p.type)
             annotation = {datetime: AwareDatetime, dict: dict[str, Any], list: list[str]}.get(kind, kind)
-            bounds = {"min_length": p.ge, "max_length": p.le} if kind is list else {"ge": p.ge, "le": p.le}
+            if p.choices:
+                annotation = Literal[p.choices]
+            bounds = {"min_length": p.ge, "max_length": p.le} if kind in (list, str) else {"ge": p.ge, "le": p.le}
             fields[p.name] = (annotation | None if nullable else annotation,
                               Field(... if p.required else p.default, **bounds, description=p.help or None))
         title = "".join(w.capitalize() for w in op.name.split("_")) + ("Body" if body else "Request")
@@ -359,5 +376,14 @@ def http_request(op: Operation, values: dict[str, Any], user_path: str | None) -
 
 
 def answer_of(op: Operation, body: Any) -> Any:
-    """The operation's result from its HTTP answer."""
-    return body[op.http.answer] if op.http.answer else body
+    """The operation's result from its HTTP answer (rebuilt by the declared ``decode``, if any)."""
+    value = body[op.http.answer] if op.http.answer else body
+    return load(op.http.decode)(value) if op.http.decode else value
+
+
+def load(where: str):
+    """The function a ``module:function`` names (a renderer, a decoder)."""
+    import importlib
+
+    module, _, function = where.partition(":")
+    return getattr(importlib.import_module(module), function)

@@ -14,6 +14,35 @@ from datetime import datetime
 from palimpsest.operation import READ, WRITE, Cli, Http, Operation, Param, ShardReader, registry
 
 OPERATIONS: dict[str, Operation] = registry(
+    # -- one user's recall ------------------------------------------------------------------------------------------
+    Operation(
+        "search", READ,
+        (Param("query", str, help="what to look for, in natural language", ge=1, positional=True, flag="query"),
+         Param("k", int, 10, "how many memories (default 10)", ge=1, le=1000, positional=True, flag="-k"),
+         Param("now", datetime | None, None, "when the question is asked (default: now)", flag="--at"),
+         Param("scope", str, "active", "active memories (default), the archive, or all",
+               choices=("active", "archive", "all"))),
+        doc="The ``k`` best memories of one user for ``query``, each with its score breakdown, the score's terms "
+            "(computed by the shard with the fusion that ranked it) and provenance.",
+        http=Http("POST", "/search", "The k best memories for a query, with score breakdown, its terms and "
+                                     "provenance", answer="hits", decode="palimpsest.client:hits_of"),
+        cli=Cli("search", "hybrid search of one user's memory", render="palimpsest.cli_search:print_search",
+                switches=(("-v", "--verbose", "also each hit's ids, source events, score terms and whole score "
+                                              "breakdown"),)),
+    ),
+    Operation(
+        "build_context", READ,
+        (Param("query", str, help="the user's current message or question", ge=1, positional=True, flag="query"),
+         Param("token_budget", int, 1000, "at most this many tokens of context (default 1000)", ge=1, le=200_000,
+               positional=True, flag="--budget"),
+         Param("now", datetime | None, None, "when the question is asked (default: now)", flag="--at")),
+        doc="Prompt-ready memory text for ``query``, at most ``token_budget`` tokens, provenance per line.",
+        http=Http("POST", "/context", "Prompt-ready memory text within a token budget, provenance per line",
+                  name="context", decode="palimpsest.client:context_of"),
+        mcp="Prompt-ready memory for a query: the relevant memories, notes and profile as text within a token "
+            "budget, each line with its provenance. Use it to fill the memory part of a system prompt.",
+        cli=Cli("context", "prompt-ready context within a token budget", render="palimpsest.cli_search:print_context"),
+    ),
     Operation(
         "notes", READ,
         (Param("at", datetime | None, None, "the notes valid at this time (ISO with offset)"),

@@ -2,9 +2,10 @@
 
 Written here: MemoryOS's ``add_memory`` and ``retrieve_memory``, MoFox's ``create_memory``, ``link_memories``
 and ``search_memories`` (the memory-graph tools, their JSON schemas exported by
-:mod:`projections.rules.tool_schema`), and ``build_context``; generated from their declarations: the declared
-operations exposed to MCP (:mod:`palimpsest.operations`: ``get_user_profile``, after MemoryOS, and
-``user_stats``). A tool call
+:mod:`projections.rules.tool_schema`); generated from their declarations: the declared
+operations exposed to MCP (:mod:`palimpsest.operations`: ``build_context``, ``get_user_profile``, after
+MemoryOS, ``user_stats``, …); ``retrieve_memory`` and ``add_memory`` keep MemoryOS's names and arguments and
+send the declared ``search`` and ``add_messages`` requests. A tool call
 becomes the HTTP request of the same operation, sent with the caller's own
 ``Authorization`` header, so both MCP transports share the HTTP routes'
 checks, validation and error mapping and no business logic lives here:
@@ -114,16 +115,6 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     _graph_tool("create_memory"),
     _graph_tool("link_memories"),
     _graph_tool("search_memories"),
-    Tool("build_context",
-         "Prompt-ready memory for a query: the relevant memories, notes and profile as text within a token "
-         "budget, each line with its provenance. Use it to fill the memory part of a system prompt.",
-         {"query": {"type": "string", "minLength": 1, "description": "The user's current message or question."},
-          "token_budget": {"type": "integer", "minimum": 1, "maximum": 200000, "default": 1000,
-                           "description": "At most this many tokens of context."},
-          "now": _WHEN},
-         ("query",),
-         lambda user, a: ("POST", f"{user}/context", {"query": a.get("query"),
-                                                      **{k: a[k] for k in ("token_budget", "now") if k in a}}, None)),
 )}
 
 

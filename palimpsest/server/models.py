@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -19,19 +19,6 @@ class AddMessages(Body):
 
     messages: list[dict[str, Any]] = Field(min_length=1, max_length=5000)
     extract_graph: bool = True
-
-
-class SearchBody(Body):
-    query: str = Field(min_length=1)
-    k: int = Field(default=10, ge=1, le=1000)
-    scope: Literal["active", "archive", "all"] = "active"
-    now: AwareDatetime | None = None
-
-
-class ContextBody(Body):
-    query: str = Field(min_length=1)
-    token_budget: int = Field(default=1000, ge=1, le=200_000)
-    now: AwareDatetime | None = None
 
 
 class ReplyBody(Body):

@@ -10,11 +10,12 @@ declaration names a key.
 from __future__ import annotations
 
 import inspect
+from typing import Literal
 
 from fastapi import APIRouter, Query
 
 from events.commands import canonical_id
-from palimpsest.operation import ADMIN, WRITE, Operation, request_model
+from palimpsest.operation import ADMIN, WRITE, Operation, base_type, request_model
 from palimpsest.operations import OPERATIONS
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.responses import JsonRoute
@@ -34,7 +35,13 @@ def _signature(op: Operation, tenant_wide: bool) -> inspect.Signature:
         for p in rest:
             bounds = {k: v for k, v in (("ge", p.ge), ("le", p.le)) if v is not None}
             default = {} if p.required else {"default": p.default}
-            params.append(P(p.name, P.KEYWORD_ONLY, annotation=p.type,
+            kind, nullable = base_type(p.type)
+            annotation = p.type
+            if p.choices:
+                annotation = Literal[p.choices] | None if nullable else Literal[p.choices]
+            if kind is str:  # a text's bounds are its length's
+                bounds = {{"ge": "min_length", "le": "max_length"}[k]: v for k, v in bounds.items()}
+            params.append(P(p.name, P.KEYWORD_ONLY, annotation=annotation,
                             default=Query(**default, **bounds, description=p.help or None)))
     elif rest:  # a body with nothing required may be left out
         model = request_model(op, body=True)
@@ -58,12 +65,19 @@ def _endpoint(op: Operation, tenant_wide: bool):
             user = {"user_id": canonical_id(values.pop("user_id"))}
         else:
             user = {"user_id": who.user(values.pop("user_id"))}
-        result = getattr(who.memory, op.name)(tenant=who.tenant, **user, **values)
+        result = plain(getattr(who.memory, op.name)(tenant=who.tenant, **user, **values))
         return {op.http.answer: result} if op.http.answer else result
 
     endpoint.__name__ = endpoint.__qualname__ = op.http.name or op.name
     endpoint.__signature__ = _signature(op, tenant_wide)
     return endpoint
+
+
+def plain(result):
+    """A result as its JSON: a record with ``to_dict`` (a hit, a context) as that, a list of them each."""
+    if isinstance(result, list):
+        return [r.to_dict() if hasattr(r, "to_dict") else r for r in result]
+    return result.to_dict() if hasattr(result, "to_dict") else result
 
 
 def add_routes(target: APIRouter, ops) -> None:

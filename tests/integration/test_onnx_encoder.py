@@ -270,8 +270,8 @@ def test_the_int8_check_encodes_each_probe_alone_as_queries_run(tmp_path, monkey
     seen: list[float] = []
     original = onnx_query.query_graph
 
-    def recording(path, check):
-        chosen = original(path, check)
+    def recording(path, check, source=None):
+        chosen = original(path, check, source)
         seen.append(check(chosen))
         return chosen
 

@@ -9,7 +9,7 @@ export NO_MKDOCS_2_WARNING := 1
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback serve install browser docs docs-serve clean
+.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback bench-truth serve install browser docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -109,6 +109,10 @@ bench-feedback: $(STAMP)
 		$(BIN)/python -m benchmarks.feedback --data $$f --out bench/feedback_$$n.json --ingested bench/ingested-$$n || exit 1; \
 	done
 	$(BIN)/python -m benchmarks.feedback_stale --out bench/feedback_stale.json
+
+# Memory truth (EN+ZH): current facts first, superseded ones out of the context, constraints in a 300-token context
+bench-truth: $(STAMP)
+	$(BIN)/python -m benchmarks.truth --out bench/truth.json
 
 clean:
 	rm -rf $(VENV) demo-store bench .pytest_cache

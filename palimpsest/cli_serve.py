@@ -20,9 +20,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from palimpsest.server.run import serve_forever  # imports Ray Serve: only for this command
     from palimpsest.server.settings import ServeSettings
 
+    from dataclasses import replace
+
+    from palimpsest.server.admission import AdmissionSettings
+
+    given = {f: getattr(args, f) for f in ("read_slots", "write_slots", "queue", "wait_ms")
+             if getattr(args, f) is not None}
+    admission = replace(AdmissionSettings.from_env(), **given)  # the options over the environment's defaults
     settings = ServeSettings(store=args.store, host=args.host, port=args.port, replicas=args.replicas,
                              rate_per_s=args.rate_limit, burst=args.burst, max_body_bytes=args.max_body_bytes,
-                             ingress=args.ingress, upstream=Upstream.from_env())
+                             ingress=args.ingress, upstream=Upstream.from_env(), admission=admission)
     return serve_forever(settings, embedder=args.embedder, num_shards=args.num_shards)
 
 
@@ -91,6 +98,17 @@ def register(sub) -> None:
     sp.add_argument("--rate-limit", type=float, default=100.0, help="requests/s per key, shared by every replica (0: no limit)")
     sp.add_argument("--burst", type=int, default=200, help="requests a key may send at once before the rate applies")
     sp.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024, help="request size cap (413 above)")
+    sp.add_argument("--read-slots", type=int,
+                    help="reads each replica runs at once (default 8; PALIMPSEST_READ_SLOTS); more wait in a "
+                         "bounded queue, fair across tenants")
+    sp.add_argument("--write-slots", type=int,
+                    help="writes each replica runs at once (default 4; PALIMPSEST_WRITE_SLOTS)")
+    sp.add_argument("--queue", type=int,
+                    help="requests of a class that may wait for a slot (default 32; PALIMPSEST_ADMISSION_QUEUE); "
+                         "past it, 503 with Retry-After at once")
+    sp.add_argument("--wait-ms", type=float,
+                    help="longest wait for a slot before a request is refused 503 (default 100; "
+                         "PALIMPSEST_ADMISSION_WAIT_MS)")
     sp.add_argument("--num-shards", type=int, help="shards of a new store (default: CPU count)")
     sp.add_argument("--embedder", metavar="KIND", default=None, help=EMBEDDER_HELP)
     sp.set_defaults(func=cmd_serve)

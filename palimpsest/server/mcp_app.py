@@ -22,6 +22,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from palimpsest.server import access, errors
+from palimpsest.server.admission_http import InProcess
 from palimpsest.server.mcp_tools import build_server
 
 PATH = "/mcp"
@@ -60,7 +61,7 @@ class _Endpoint:
 
     @contextlib.asynccontextmanager
     async def running(self):
-        transport = httpx.ASGITransport(app=self.app)
+        transport = httpx.ASGITransport(app=InProcess(self.app))  # admitted as the /mcp request it serves
         async with httpx.AsyncClient(transport=transport, base_url="http://palimpsest", timeout=None) as client:
             manager = StreamableHTTPSessionManager(build_server(client, _headers_of), json_response=True,
                                                    stateless=True)

@@ -1,9 +1,11 @@
-"""How a store is served: where, by how many replicas, through which ingress, and the per-key limits."""
+"""How a store is served: where, by how many replicas, through which ingress, the per-key limits and admission."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from palimpsest.server.admission import AdmissionSettings
 
 if TYPE_CHECKING:
     from palimpsest.server.proxy_upstream import Upstream
@@ -28,6 +30,8 @@ class ServeSettings:
     # where the OpenAI-compatible memory proxy (/v1/chat/completions) forwards to; None: no proxy
     # (``palimpsest serve`` reads it from the environment: Upstream.from_env)
     upstream: Upstream | None = None
+    # each replica's admission: slots for reads, writes and proxy calls, the queue, the wait budget
+    admission: AdmissionSettings = field(default_factory=AdmissionSettings)
 
     @property
     def url(self) -> str:

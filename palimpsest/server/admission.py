@@ -1,0 +1,216 @@
+"""Admission control: how much work a replica takes on at once, in which order, and what it refuses at once.
+
+Each class of request (reads, writes, the memory proxy) has a :class:`Gate`:
+at most ``slots`` requests of the class run at a time; the others wait in a
+bounded queue. The queue is fair across tenants: a freed slot goes to the
+tenants in turn (round robin, first come first served within a tenant), and
+no tenant holds more than its share of the queue, so one tenant's flood
+fills its own part and is refused there while another tenant's request
+still gets the next slot. Reads and writes have gates of their own, so a
+flood of ingests never takes a search's slot.
+
+A request is refused (:class:`Overloaded`) before any work is spent on it:
+
+- at once, when the queue (or the tenant's share of it) is full, or when the
+  wait its place in the queue predicts (places ahead × the slots' mean hold
+  time ÷ slots) is longer than its budget;
+- when it has waited its budget without getting a slot (the deadline).
+
+The server answers a refusal 503 with ``Retry-After``; nothing was done.
+Single event loop, no locks: every method runs on the loop that serves the
+requests. No Ray, no HTTP here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from events.errors import InvalidInputError
+
+READ, WRITE, PROXY = "read", "write", "proxy"
+CLASSES = (READ, WRITE, PROXY)
+_EWMA = 0.1  # weight of one request's slot time in the class's mean
+
+
+@dataclass(frozen=True)
+class AdmissionSettings:
+    """A replica's admission limits (``palimpsest serve`` options; the environment variables set their defaults)."""
+
+    read_slots: int = 8  # reads running at once (search, context, notes, ...)
+    write_slots: int = 4  # writes running at once (messages, replies, archive, ...)
+    proxy_slots: int = 32  # memory-proxy calls at once (each mostly waits on the upstream model)
+    queue: int = 32  # requests of one class waiting for a slot; past it, refused at once
+    tenant_share: float = 0.5  # of a class's queue, at most this share waits for one tenant
+    wait_ms: float = 100.0  # longest wait for a slot (the budget); a client may ask for less
+    retry_after_s: int = 1  # what a refusal's Retry-After says
+    enabled: bool = True
+
+    ENV = {"read_slots": "PALIMPSEST_READ_SLOTS", "write_slots": "PALIMPSEST_WRITE_SLOTS",
+           "proxy_slots": "PALIMPSEST_PROXY_SLOTS", "queue": "PALIMPSEST_ADMISSION_QUEUE",
+           "wait_ms": "PALIMPSEST_ADMISSION_WAIT_MS"}
+
+    def __post_init__(self) -> None:
+        problems = [(f, f"{getattr(self, f)}; give at least 1") for f in
+                    ("read_slots", "write_slots", "proxy_slots", "retry_after_s") if getattr(self, f) < 1]
+        problems += [(f, f"{getattr(self, f)}; give 0 or more") for f in ("queue", "wait_ms") if getattr(self, f) < 0]
+        if not 0 < self.tenant_share <= 1:
+            problems.append(("tenant_share", f"{self.tenant_share}; give a share in (0, 1]"))
+        if problems:
+            raise InvalidInputError(problems, what="admission settings")
+
+    @classmethod
+    def from_env(cls, env=None) -> AdmissionSettings:
+        """The defaults, each replaced by its environment variable when set (``PALIMPSEST_ADMISSION=off``: none)."""
+        env = os.environ if env is None else env
+        values = {}
+        for field, name in cls.ENV.items():
+            if env.get(name):
+                try:
+                    values[field] = (float if field == "wait_ms" else int)(env[name])
+                except ValueError:
+                    raise InvalidInputError([(name, f"{env[name]!r} is not a number; give one")],
+                                            what="admission settings") from None
+        if env.get("PALIMPSEST_ADMISSION", "").lower() in ("0", "off", "false"):
+            values["enabled"] = False
+        return cls(**values)
+
+    def slots(self, klass: str) -> int:
+        return {READ: self.read_slots, WRITE: self.write_slots, PROXY: self.proxy_slots}[klass]
+
+    @property
+    def capacity(self) -> int:
+        """Requests one replica holds at most (running or waiting): what Ray Serve may hand it at once."""
+        return sum(self.slots(c) + self.queue for c in CLASSES)
+
+
+class Overloaded(Exception):
+    """A request refused by admission: nothing was done; retry after ``retry_after_s``."""
+
+    def __init__(self, klass: str, reason: str, retry_after_s: int) -> None:
+        super().__init__(f"{klass} capacity: {reason}")
+        self.klass, self.reason, self.retry_after_s = klass, reason, retry_after_s
+
+
+class _Waiter:
+    __slots__ = ("future", "tenant")
+
+    def __init__(self, future: asyncio.Future, tenant: str) -> None:
+        self.future, self.tenant = future, tenant
+
+
+class Gate:
+    """The slots and the fair queue of one class of request."""
+
+    def __init__(self, klass: str, slots: int, queue: int, tenant_share: float, retry_after_s: int) -> None:
+        self.klass, self.slots, self.queue = klass, slots, queue
+        self.tenant_queue = max(1, int(queue * tenant_share)) if queue else 0
+        self.retry_after_s = retry_after_s
+        self.running = 0
+        self.queued = 0
+        self.waiting: dict[str, deque[_Waiter]] = {}  # tenant → its waiters; insertion order is the turn order
+        self.hold_s = 0.0  # mean time a request held a slot (0 until one has)
+        self.refused = 0
+
+    def _refuse(self, reason: str) -> Overloaded:
+        self.refused += 1
+        return Overloaded(self.klass, reason, self.retry_after_s)
+
+    def predicted_wait_s(self, tenant: str) -> float:
+        """The wait a new request of ``tenant`` would have: the places ahead of it in the turn order."""
+        own = len(self.waiting.get(tenant, ()))
+        tenants = len(self.waiting) + (tenant not in self.waiting)
+        ahead = min(self.queued, own * tenants + tenants - 1)
+        return (ahead + 1) * self.hold_s / self.slots
+
+    async def enter(self, tenant: str, budget_s: float) -> float:
+        """Wait for a slot (at most ``budget_s``); the time it was taken. :class:`Overloaded` if refused."""
+        if self.running < self.slots and not self.queued:
+            self.running += 1
+            return time.monotonic()
+        if self.queued >= self.queue:
+            raise self._refuse(f"{self.queued} requests already wait for a slot")
+        mine = self.waiting.get(tenant)
+        if mine is not None and len(mine) >= self.tenant_queue:
+            raise self._refuse(f"your tenant already has {len(mine)} requests waiting")
+        if self.predicted_wait_s(tenant) > budget_s:
+            raise self._refuse(f"the wait for a slot would exceed {budget_s * 1000:.0f} ms")
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(loop.create_future(), tenant)
+        self.waiting.setdefault(tenant, deque()).append(waiter)
+        self.queued += 1
+        timer = loop.call_later(budget_s, self._expire, waiter)
+        try:
+            granted = await waiter.future
+        except asyncio.CancelledError:  # the client went away: give back what it held or was about to
+            if waiter.future.cancelled():
+                self._remove(waiter)
+            elif waiter.future.result():
+                self.leave(time.monotonic())
+            raise
+        finally:
+            timer.cancel()
+        if not granted:
+            raise self._refuse(f"no slot within {budget_s * 1000:.0f} ms")
+        return time.monotonic()
+
+    def leave(self, entered: float) -> None:
+        """Give back a slot taken at ``entered``; it goes to the next tenant in turn."""
+        held = time.monotonic() - entered
+        self.hold_s = held if self.hold_s == 0.0 else self.hold_s + _EWMA * (held - self.hold_s)
+        self.running -= 1
+        while self.queued and self.running < self.slots:
+            tenant = next(iter(self.waiting))
+            queue = self.waiting.pop(tenant)
+            waiter = queue.popleft()
+            if queue:
+                self.waiting[tenant] = queue  # to the back of the turn order
+            self.queued -= 1
+            self.running += 1
+            waiter.future.set_result(True)
+
+    def _remove(self, waiter: _Waiter) -> None:
+        queue = self.waiting.get(waiter.tenant)
+        if queue is None or waiter not in queue:
+            return
+        queue.remove(waiter)
+        if not queue:
+            del self.waiting[waiter.tenant]
+        self.queued -= 1
+
+    def _expire(self, waiter: _Waiter) -> None:
+        if not waiter.future.done():
+            self._remove(waiter)
+            waiter.future.set_result(False)
+
+    def state(self) -> dict:
+        return {"slots": self.slots, "running": self.running, "queued": self.queued,
+                "hold_ms": round(self.hold_s * 1000, 2), "refused": self.refused}
+
+
+class Admission:
+    """A replica's gates, one per class of request."""
+
+    def __init__(self, settings: AdmissionSettings) -> None:
+        self.settings = settings
+        self.gates = {c: Gate(c, settings.slots(c), settings.queue, settings.tenant_share, settings.retry_after_s)
+                      for c in CLASSES}
+
+    def budget_s(self, asked_ms: float | None) -> float:
+        """The wait budget of a request: the server's, or less when the client asks for less."""
+        budget = self.settings.wait_ms
+        if asked_ms is not None and 0 <= asked_ms < budget:
+            budget = asked_ms
+        return budget / 1000
+
+    async def enter(self, klass: str, tenant: str, asked_ms: float | None = None) -> float:
+        return await self.gates[klass].enter(tenant, self.budget_s(asked_ms))
+
+    def leave(self, klass: str, entered: float) -> None:
+        self.gates[klass].leave(entered)
+
+    def state(self) -> dict:
+        return {c: g.state() for c, g in self.gates.items()}

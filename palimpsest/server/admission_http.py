@@ -1,0 +1,159 @@
+"""Admission at the HTTP entry of a replica: each request classed (read, write, proxy), admitted or refused 503.
+
+:class:`AdmissionMiddleware` is the app's outermost layer but one (the body
+cap is outside it), so it holds for direct ingress and behind Ray Serve's
+proxy alike, before any body is parsed or any thread is taken. A request's
+tenant is its key's (a request without a valid key is let through to be
+answered 401 by the route, and costs no slot); the verified key is left in
+the scope for the route's own check (:func:`palimpsest.server.access.caller`).
+
+``/mcp`` is admitted by what the JSON-RPC call does: a tool that writes
+(``add_memory``, ``create_memory``, ...) as a write, anything else as a read.
+Its tool call then runs as an in-process request to the same app
+(:mod:`palimpsest.server.mcp_app`), marked by :class:`InProcess` as already
+admitted. ``/health``, the API docs and the inspector's static pages are
+never held back.
+
+A refusal is answered at once: 503, the API's error body (``overloaded``,
+naming the class and what to do) and ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from starlette.responses import JSONResponse
+
+from events.errors import InvalidInputError
+from palimpsest.operation import READ as READ_OP
+from palimpsest.operations import OPERATIONS
+from palimpsest.server import access, errors
+from palimpsest.server.admission import PROXY, READ, WRITE, Admission, Overloaded
+
+ADMITTED = "palimpsest.admitted"  # scope key of a request already admitted (an MCP tool's in-process call)
+KEY = "palimpsest.key"  # scope key of the (Authorization header, verified key) the entry checked
+WAIT_HEADER = b"x-palimpsest-wait-ms"  # a client's own, shorter, budget for the wait for a slot
+_EXEMPT = ("/health", "/docs", "/redoc", "/openapi.json", "/ui")
+# POST routes that only read (the others write): hand-written ones, and the declared read operations sent as POST
+_READ_POSTS = ["/v1/users/{user_id}/search", "/v1/users/{user_id}/context", "/v1/users/{user_id}/tools/search_memories",
+               "/v1/audit/sql", "/v1/counterfactual"]
+_READ_POSTS += [path for op in OPERATIONS.values() if op.kind == READ_OP and op.http.method == "POST"
+                for path, _, _ in op.routes()]
+_READ_POST = re.compile("|".join("^" + re.sub(r"\\\{[a-z_]+\\\}", "[^/]+", re.escape(p)) + "$" for p in _READ_POSTS))
+
+
+def request_class(method: str, path: str) -> str | None:
+    """The admission class of an HTTP request; None for what is never held back (health, docs, static pages)."""
+    if path == "/" or path.startswith(_EXEMPT):
+        return None
+    if path == "/v1/chat/completions":
+        return PROXY
+    if method in ("GET", "HEAD", "OPTIONS") or _READ_POST.match(path):
+        return READ
+    return WRITE
+
+
+def mcp_class(body: bytes) -> str:
+    """The class of an ``/mcp`` call: a write when a tool it calls writes, else a read (listing tools, searching)."""
+    from palimpsest.server.mcp_tools import TOOLS
+
+    try:
+        calls = json.loads(body)
+    except ValueError:
+        return READ  # answered as a JSON-RPC parse error, no work
+    for call in calls if isinstance(calls, list) else [calls]:
+        params = call.get("params") if isinstance(call, dict) and call.get("method") == "tools/call" else None
+        tool = TOOLS.get(params.get("name")) if isinstance(params, dict) else None
+        if tool is None:
+            continue
+        args = {k: v for k, v in (params.get("arguments") or {}).items() if k != "user_id"}
+        try:
+            method, path, _, _ = tool.request("/v1/users/u", args)
+        except (InvalidInputError, TypeError, ValueError, AttributeError):  # refused by the tool itself: no work
+            continue
+        if request_class(method, path) == WRITE:
+            return WRITE
+    return READ
+
+
+def overloaded(exc: Overloaded) -> JSONResponse:
+    what = {READ: "reads", WRITE: "writes", PROXY: "memory-proxy calls"}[exc.klass]
+    body = errors.body("overloaded", f"the server is at capacity for {what} ({exc.reason}); nothing was done",
+                       [("request", f"retry after {exc.retry_after_s} s (Retry-After); the server refuses work past "
+                                    "its capacity instead of queueing it")])
+    return JSONResponse(body, status_code=503, headers={"Retry-After": str(exc.retry_after_s)})
+
+
+def _tenant(scope) -> str | None:
+    """The tenant of the request's key, the verified key left in the scope; None without a valid key."""
+    header = next((v for k, v in scope["headers"] if k == b"authorization"), b"").decode("latin-1")
+    try:
+        key = access.verified(header)
+    except errors.ApiError:
+        return None
+    scope[KEY] = (header, key)
+    return key.tenant
+
+
+def _asked_ms(scope) -> float | None:
+    raw = next((v for k, v in scope["headers"] if k == WAIT_HEADER), None)
+    try:
+        return float(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+class AdmissionMiddleware:
+    """Plain ASGI: classify, admit (or refuse 503), run the request, give its slot back when it is answered."""
+
+    def __init__(self, app, admission: Admission) -> None:
+        self.app, self.admission = app, admission
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope.get(ADMITTED) or not self.admission.settings.enabled:
+            return await self.app(scope, receive, send)
+        klass = request_class(scope["method"], scope["path"])
+        if klass is None:
+            return await self.app(scope, receive, send)
+        if scope["path"] == "/mcp" and scope["method"] == "POST":
+            messages = await _read_body(receive)
+            klass = mcp_class(b"".join(m.get("body", b"") for m in messages))
+            receive = _replay(messages, receive)
+        tenant = _tenant(scope)
+        if tenant is None:  # answered 401 by the route, no work
+            return await self.app(scope, receive, send)
+        try:
+            entered = await self.admission.enter(klass, tenant, _asked_ms(scope))
+        except Overloaded as exc:
+            return await overloaded(exc)(scope, receive, send)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.admission.leave(klass, entered)
+
+
+class InProcess:
+    """An app as seen by an in-process caller whose request was admitted already (the MCP tool calls)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        await self.app({**scope, ADMITTED: True}, receive, send)
+
+
+async def _read_body(receive) -> list[dict]:
+    messages = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return messages
+
+
+def _replay(messages: list[dict], receive):
+    async def replay():
+        return messages.pop(0) if messages else await receive()
+
+    return replay

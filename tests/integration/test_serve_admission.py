@@ -1,0 +1,100 @@
+"""Admission on a served store (local Ray, Ray Serve, direct ingress, hash embedder): one write slot, no queue.
+
+A burst of concurrent ingests saturates the write slot: the excess is
+refused 503 with ``Retry-After`` and the API's error body, every refused
+batch left nothing in the log and every acknowledged one is there exactly
+once; searches sent during the burst are all answered (reads have slots of
+their own).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import httpx
+import pytest
+
+from palimpsest.server.admission import AdmissionSettings
+from palimpsest.server.keys import KeyRing
+from palimpsest.server.run import start
+from palimpsest.server.settings import ServeSettings
+from tests.serve_helpers import free_port
+
+pytestmark = pytest.mark.integration
+WHEN = "2024-05-01T09:00:00+00:00"
+WRITERS, BATCH = 12, 40
+
+
+@pytest.fixture(scope="module")
+def served(ray_cluster, tmp_path_factory):
+    store = tmp_path_factory.mktemp("admission") / "store"
+    admission = AdmissionSettings(read_slots=4, write_slots=1, queue=0)
+    running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0, admission=admission),
+                    embedder="hash", num_shards=1)
+    key = KeyRing(store).create("acme")[0]
+    yield running, {"Authorization": f"Bearer {key}"}
+    running.stop()
+
+
+def _batch(writer: int) -> list[dict]:
+    return [{"text": f"writer {writer} says fact number {i} about green tea", "occurred_at": WHEN,
+             "client_message_id": f"w{writer}-{i}"} for i in range(BATCH)]
+
+
+def test_a_write_burst_is_refused_past_its_slot_reads_go_on_and_nothing_refused_is_written(served):
+    running, auth = served
+    with httpx.Client(base_url=running.url, timeout=60) as client:
+        seed = client.post("/v1/users/alice/messages", headers=auth, json={"messages": [
+            {"text": "alice drinks green tea", "occurred_at": WHEN, "client_message_id": "seed"}]})
+        assert seed.status_code == 200, seed.text
+
+    writes: dict[int, httpx.Response] = {}
+    searches: list[int] = []
+    start_together = threading.Barrier(WRITERS + 1)
+    burst_over = threading.Event()
+
+    def write(i: int) -> None:
+        with httpx.Client(base_url=running.url, timeout=60) as c:
+            start_together.wait()
+            writes[i] = c.post("/v1/users/alice/messages", headers=auth, json={"messages": _batch(i)})
+
+    def search() -> None:
+        with httpx.Client(base_url=running.url, timeout=60) as c:
+            start_together.wait()
+            while not burst_over.is_set() or not searches:
+                searches.append(c.post("/v1/users/alice/search", headers=auth,
+                                       json={"query": "what does alice drink", "k": 3}).status_code)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(WRITERS)]
+    reader = threading.Thread(target=search)
+    for t in threads + [reader]:
+        t.start()
+    for t in threads:
+        t.join()
+    burst_over.set()
+    reader.join()
+
+    refused = {i: r for i, r in writes.items() if r.status_code == 503}
+    acked = {i: r for i, r in writes.items() if r.status_code == 200}
+    assert len(refused) + len(acked) == WRITERS, Counter(r.status_code for r in writes.values())
+    assert refused and acked
+    for r in refused.values():
+        body = r.json()
+        assert r.headers["Retry-After"] == "1"
+        assert body["error"] == "overloaded" and "writes" in body["message"] and "nothing was done" in body["message"]
+        assert body["problems"][0]["field"] == "request" and "Retry-After" in body["problems"][0]["fix"]
+    assert searches and set(searches) == {200}
+
+    stored = Counter(e.event.client_message_id for e in running.memory.events("acme", "alice",
+                                                                              kinds=["message_recorded"]))
+    for i in acked:
+        assert all(stored[m["client_message_id"]] == 1 for m in _batch(i))
+    for i in refused:
+        assert not any(stored[m["client_message_id"]] for m in _batch(i))  # nothing half-written
+
+
+def test_health_reports_the_gates_and_is_never_held_back(served):
+    running, _ = served
+    gates = httpx.get(running.url + "/health", timeout=10).json()["admission"]
+    assert gates["write"]["slots"] == 1 and gates["write"]["refused"] >= 1 and gates["read"]["slots"] == 4

@@ -1,0 +1,172 @@
+"""Admission control (palimpsest.server.admission): bounded slots per class, a fair bounded queue, a deadline.
+
+The gates are driven directly on an event loop: a request that holds a slot
+is an ``enter`` without its ``leave`` yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from events.errors import InvalidInputError
+from palimpsest.server.admission import READ, WRITE, Admission, AdmissionSettings, Gate, Overloaded
+from palimpsest.server.admission_http import mcp_class, request_class
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_past_the_slots_and_the_queue_a_request_is_refused_at_once():
+    async def scenario():
+        gate = Gate(READ, slots=2, queue=0, tenant_share=1.0, retry_after_s=1)
+        await gate.enter("acme", 1.0)
+        await gate.enter("acme", 1.0)
+        t0 = time.perf_counter()
+        with pytest.raises(Overloaded) as refused:
+            await gate.enter("acme", 1.0)
+        return refused.value, time.perf_counter() - t0, gate.state()
+
+    exc, seconds, state = run(scenario())
+    assert exc.klass == READ and exc.retry_after_s == 1 and "wait for a slot" in exc.reason
+    assert seconds < 0.01  # not after the budget: at once
+    assert state == {"slots": 2, "running": 2, "queued": 0, "hold_ms": 0.0, "refused": 1}
+
+
+def test_reads_are_admitted_while_writes_are_saturated():
+    async def scenario():
+        admission = Admission(AdmissionSettings(read_slots=2, write_slots=1, queue=1, wait_ms=1000))
+        await admission.enter(WRITE, "acme")  # the one write slot
+        queued = asyncio.create_task(admission.enter(WRITE, "acme"))  # the one place in the write queue
+        await asyncio.sleep(0)
+        with pytest.raises(Overloaded):
+            await admission.enter(WRITE, "beta")
+        started = time.perf_counter()
+        await admission.enter(READ, "beta")
+        read_wait = time.perf_counter() - started
+        queued.cancel()
+        await asyncio.gather(queued, return_exceptions=True)
+        return read_wait, admission.state()
+
+    read_wait, state = run(scenario())
+    assert read_wait < 0.01
+    assert state[READ]["running"] == 1 and state[WRITE]["refused"] == 1
+    assert state[WRITE]["queued"] == 0  # the cancelled waiter left the queue
+
+
+def test_a_flooding_tenant_fills_only_its_share_and_the_other_tenant_gets_the_next_slot():
+    async def scenario():
+        gate = Gate(READ, slots=1, queue=4, tenant_share=0.5, retry_after_s=1)
+        first = await gate.enter("flood", 5.0)
+        order = []
+
+        async def one(tenant, name):
+            await gate.enter(tenant, 5.0)
+            order.append(name)
+
+        flood = [asyncio.create_task(one("flood", f"flood-{i}")) for i in range(2)]
+        await asyncio.sleep(0)
+        with pytest.raises(Overloaded) as own_share:  # its share of the queue (2 of 4) is full
+            await gate.enter("flood", 5.0)
+        modest = asyncio.create_task(one("modest", "modest"))
+        await asyncio.sleep(0)
+        entered = first
+        for _ in range(3):  # each request that ran gives its slot back: the next in turn gets it
+            gate.leave(entered)
+            await asyncio.sleep(0)
+            entered = time.monotonic()
+        await asyncio.gather(*flood, modest)
+        return order, own_share.value
+
+    order, refused = run(scenario())
+    assert "your tenant already has 2 requests waiting" in refused.reason
+    assert order == ["flood-0", "modest", "flood-1"]  # turns alternate between tenants, not arrival order
+
+
+def test_a_request_that_waits_past_its_budget_is_refused_and_leaves_the_queue():
+    async def scenario():
+        gate = Gate(WRITE, slots=1, queue=8, tenant_share=1.0, retry_after_s=2)
+        entered = await gate.enter("acme", 1.0)
+        t0 = time.perf_counter()
+        with pytest.raises(Overloaded) as late:
+            await gate.enter("acme", 0.05)
+        waited = time.perf_counter() - t0
+        state = gate.state()
+        gate.leave(entered)
+        return late.value, waited, state, gate.state()
+
+    exc, waited, during, after = run(scenario())
+    assert "no slot within 50 ms" in exc.reason and exc.retry_after_s == 2
+    assert 0.04 <= waited < 0.5
+    assert during["queued"] == 0 and during["running"] == 1
+    assert after["running"] == 0  # the slot it never got is not given back twice
+
+
+def test_a_wait_predicted_past_the_budget_is_refused_without_waiting():
+    async def scenario():
+        gate = Gate(READ, slots=1, queue=8, tenant_share=1.0, retry_after_s=1)
+        entered = await gate.enter("acme", 1.0)
+        await asyncio.sleep(0.05)
+        gate.leave(entered)  # a slot is held ~50 ms: the gate learns it
+        await gate.enter("acme", 1.0)
+        waiting = asyncio.create_task(gate.enter("acme", 1.0))
+        await asyncio.sleep(0)
+        t0 = time.perf_counter()
+        with pytest.raises(Overloaded) as predicted:  # second in line: ~100 ms predicted, 60 ms allowed
+            await gate.enter("acme", 0.06)
+        waiting.cancel()
+        return predicted.value, time.perf_counter() - t0
+
+    exc, seconds = run(scenario())
+    assert "would exceed 60 ms" in exc.reason and seconds < 0.01
+
+
+def test_a_client_may_ask_for_a_shorter_budget_never_a_longer_one():
+    admission = Admission(AdmissionSettings(wait_ms=100))
+    assert admission.budget_s(None) == 0.1
+    assert admission.budget_s(20) == 0.02
+    assert admission.budget_s(5000) == 0.1
+
+
+def test_settings_out_of_range_are_refused_naming_the_field_and_the_environment_sets_defaults():
+    with pytest.raises(InvalidInputError) as bad:
+        AdmissionSettings(read_slots=0, tenant_share=1.5)
+    assert {f for f, _ in bad.value.problems} == {"read_slots", "tenant_share"}
+    env = {"PALIMPSEST_READ_SLOTS": "3", "PALIMPSEST_ADMISSION_WAIT_MS": "40", "PALIMPSEST_ADMISSION": "off"}
+    assert AdmissionSettings.from_env(env) == AdmissionSettings(read_slots=3, wait_ms=40, enabled=False)
+    with pytest.raises(InvalidInputError) as nan:
+        AdmissionSettings.from_env({"PALIMPSEST_WRITE_SLOTS": "many"})
+    assert nan.value.problems[0][0] == "PALIMPSEST_WRITE_SLOTS"
+
+
+@pytest.mark.parametrize(("method", "path", "klass"), [
+    ("POST", "/v1/users/alice/search", READ),
+    ("POST", "/v1/users/alice/context", READ),
+    ("POST", "/v1/users/alice/items/search", READ),
+    ("GET", "/v1/users/alice/notes", READ),
+    ("POST", "/v1/users/alice/messages", WRITE),
+    ("POST", "/v1/users/alice/reply", WRITE),
+    ("POST", "/v1/users/alice/archive", WRITE),
+    ("POST", "/v1/users/alice/tools/create_memory", WRITE),
+    ("POST", "/v1/chat/completions", "proxy"),
+    ("GET", "/health", None),
+    ("GET", "/ui/app.js", None),
+])
+def test_requests_are_classed_by_what_they_do(method, path, klass):
+    assert request_class(method, path) == klass
+
+
+def test_an_mcp_call_is_classed_by_its_tool():
+    def call(name, **arguments):
+        return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": name, "arguments": {"user_id": "alice", **arguments}}}).encode()
+
+    assert mcp_class(call("add_memory", user_input="hi")) == WRITE
+    assert mcp_class(call("retrieve_memory", query="tea")) == READ
+    assert mcp_class(call("build_context", query="tea")) == READ
+    assert mcp_class(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}') == READ
+    assert mcp_class(b"not json") == READ

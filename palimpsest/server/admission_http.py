@@ -78,11 +78,17 @@ def mcp_class(body: bytes) -> str:
 
 
 def overloaded(exc: Overloaded) -> JSONResponse:
+    """The refusal: 503 with Retry-After and the API's error body (OpenAI's shape for the memory proxy's route)."""
     what = {READ: "reads", WRITE: "writes", PROXY: "memory-proxy calls"}[exc.klass]
     body = errors.body("overloaded", f"the server is at capacity for {what} ({exc.reason}); nothing was done",
                        [("request", f"retry after {exc.retry_after_s} s (Retry-After); the server refuses work past "
                                     "its capacity instead of queueing it")])
-    return JSONResponse(body, status_code=503, headers={"Retry-After": str(exc.retry_after_s)})
+    response = JSONResponse(body, status_code=503, headers={"Retry-After": str(exc.retry_after_s)})
+    if exc.klass == PROXY:
+        from palimpsest.server.routes_proxy import _openai_shaped  # its clients read errors in OpenAI's shape
+
+        return _openai_shaped(response)
+    return response
 
 
 def _tenant(scope) -> str | None:

@@ -170,3 +170,16 @@ def test_an_mcp_call_is_classed_by_its_tool():
     assert mcp_class(call("build_context", query="tea")) == READ
     assert mcp_class(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}') == READ
     assert mcp_class(b"not json") == READ
+
+
+def test_a_refusal_is_503_with_retry_after_in_the_api_shape_and_openai_shape_for_the_memory_proxy():
+    from palimpsest.server.admission_http import overloaded
+
+    api = overloaded(Overloaded(WRITE, "4 requests already wait for a slot", 1))
+    body = json.loads(api.body)
+    assert api.status_code == 503 and api.headers["retry-after"] == "1"
+    assert body["error"] == "overloaded" and "writes" in body["message"] and body["problems"][0]["field"] == "request"
+    proxy = overloaded(Overloaded("proxy", "4 requests already wait for a slot", 2))
+    error = json.loads(proxy.body)["error"]
+    assert proxy.status_code == 503 and proxy.headers["retry-after"] == "2"
+    assert error["code"] == "overloaded" and "memory-proxy calls" in error["message"]

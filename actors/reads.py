@@ -25,6 +25,7 @@ from projections.queries.learned import adjusted, hidden, learned_fusion
 from projections.queries.retrieval import FusionConfig, Hit, fuse
 from projections.queries.score_terms import score_terms
 from projections.queries.summaries import summarize
+from projections.rules.note_rules import SAFETY_SLOTS
 
 
 def touches(tenant: str, user_id: str, query: str, hits, reason: str) -> list[PendingEvent]:
@@ -113,9 +114,11 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
         for note in by_source.get(hit.memory_id, ()):
             factor = memory.adjustments.factor(note.note_id, now, query) if adjusted(fusion) else 1.0
             chosen.setdefault(note.note_id, hit.score * factor)
+    offered = set()
     for note in active:
-        if note.lifecycle == "core" or note.category == "constraint":
-            chosen.setdefault(note.note_id, 0.0)
+        if (note.lifecycle == "core" or note.category == "constraint") and note.note_id not in chosen:
+            chosen[note.note_id] = 0.0
+            offered.add(note.note_id)
     entries = []
     by_id = memory.messages.by_id
     for note_id, score in chosen.items():
@@ -124,7 +127,8 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
         entries.append(NoteEntry(
             note_id, note.category, note.text, note.version, note.valid_from, sources,
             tuple(t for t in (by_id[m].turn_id for m in sources) if t),
-            by_id[sources[0]].conversation_id if sources else "", score,
+            by_id[sources[0]].conversation_id if sources else "", score, note_id in offered,
+            note.category == "constraint" and note.slot in SAFETY_SLOTS,
         ))
     return entries
 

@@ -1,8 +1,10 @@
 """Context assembly: the text an agent puts in its prompt, cut to a token budget,
 with the provenance of every line kept.
 
-Notes come first, grouped by category (constraints, decisions, preferences,
-facts), within their share of the budget; the retrieved turns fill the rest
+Notes come first, within their share of the budget: the constraints the
+question reaches and every health, diet, allergy or safety constraint, then the
+other notes the question reaches grouped by category (decisions, preferences,
+facts), then the other constraints and the core notes; the retrieved turns fill the rest
 in rank order, and the text shows them by day (a date header, then that day's
 turns in time order). A note's provenance names its version and its source turns.
 
@@ -39,6 +41,18 @@ class NoteEntry:
     turn_ids: tuple[str, ...]
     conversation_id: str
     score: float
+    offered: bool = False  # offered whatever the question (a constraint or a core note), not read from a hit
+    safety: bool = False  # a health, diet, allergy or safety constraint
+
+
+def _tier(note: NoteEntry) -> int:
+    """Which notes a context takes first: the constraints the question reaches and every safety constraint, then
+    the other notes the question reaches, then the other constraints, then core notes."""
+    if note.category == "constraint" and (note.safety or not note.offered):
+        return 0
+    if not note.offered:
+        return 1
+    return 2 if note.category == "constraint" else 3
 
 
 def note_line(note: NoteEntry) -> str:
@@ -60,9 +74,10 @@ def body_line(hit: Hit) -> str:
 def _notes_first(
     notes: Sequence[NoteEntry], share: int, count_tokens: Callable[[list[str]], list[int]]
 ) -> list[ContextItem]:
-    """The notes that fit in ``share`` tokens, grouped by category, best-matching first within a category."""
+    """The notes that fit in ``share`` tokens, in the order of :func:`_tier`, then grouped by category,
+    best-matching first within a category."""
     rank = {c: i for i, c in enumerate(CATEGORY_ORDER)}
-    ordered = sorted(enumerate(notes), key=lambda p: (rank.get(p[1].category, len(rank)), p[0]))
+    ordered = sorted(enumerate(notes), key=lambda p: (_tier(p[1]), rank.get(p[1].category, len(rank)), p[0]))
     lines = [note_line(n) for _, n in ordered]
     items, used = [], 0
     for (_, note), line, size in zip(ordered, lines, count_tokens(lines) if lines else []):

@@ -53,6 +53,7 @@ IMPERATIVES = (r"(?:use|store|keep|run|deploy|commit|push|share|send|call|check|
 # Health, diet, allergy and safety statements in the first person: constraints (what an agent must respect whatever
 # it is asked), tried before every other rule. Non-exclusive slots: a second allergy adds, "no longer vegetarian"
 # (the same value negated) supersedes.
+SAFETY_SLOTS = ("allergy", "diet", "health", "safety")  # the slots of these constraints
 _EN_DIET = (r"vegetarian|vegan|pescatarian|pescetarian|lactose[-\s]intolerant|gluten[-\s]intolerant|gluten[-\s]free"
             r"|celiac|coeliac|kosher|halal|teetotal|diabetic|pregnant|epileptic|asthmatic|hypoglycemic|anemic")
 _EN_CONDITION = (r"(?:type\s+[12]\s+)?diabetes|asthma|epilepsy|c[o]?eliac\s+disease|high\s+blood\s+pressure|hypertension"

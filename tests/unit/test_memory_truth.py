@@ -149,3 +149,16 @@ def test_a_message_stating_a_constraint_in_force_never_fades_nor_is_archived(mem
 def test_the_supersession_factor_is_a_fusion_field_and_its_ablation_names_it():
     assert dataclasses.fields(FusionConfig) and FusionConfig().supersession_factor < 1.0
     assert stages.BY_NAME["supersession"].off == {"supersession_factor": 1.0}
+
+
+def test_a_context_takes_safety_constraints_and_what_the_question_reaches_before_other_constraints():
+    notes = [
+        dataclasses.replace(_entry("junk", "Constraint: the soup must be hot", "m1", "constraint"), offered=True),
+        _entry("pref", "Alice hates cilantro", "m2"),
+        dataclasses.replace(_entry("nuts", "Alice is allergic to peanuts", "m3", "constraint"), offered=True,
+                            safety=True),
+    ]
+    ctx = assemble("q", [], 100, _words, notes, note_tokens=100, note_share=1.0)
+    assert [i.memory_id for i in ctx.items] == ["nuts", "pref", "junk"]
+    tight = assemble("q", [], 14, _words, notes, note_tokens=100, note_share=1.0)
+    assert [i.memory_id for i in tight.items] == ["nuts"]  # 10 words: neither other line fits beside it

@@ -18,19 +18,12 @@ def _print(s: dict) -> None:
         print(f"   context: {' '.join(m[:12] for m in s['memory_ids'])}")
 
 
-def cmd_judge(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        verdict = mem.judge_feedback(args.tenant, args.user, args.input, args.reply,
-                                     context_window=args.context or (), retrieved=args.memory_id or (), now=args.at,
-                                     query=args.query)
-    if args.json:
-        print_json(verdict)
-    else:
-        _print(verdict)
-        for a in verdict["adjustments"]:
-            print(f"   adjusted: {a['layer']} {a['action']} {' '.join(t[:12] for t in a['target_ids']) or a['skill']}"
-                  f" · {a['adjustment_id'][:12]} · {a['reason']}")
-    return 0
+def print_verdict(verdict: dict, args: argparse.Namespace) -> None:
+    """``feedback judge`` (a declared operation, :mod:`palimpsest.operations`) as text: the signal, its adjustments."""
+    _print(verdict)
+    for a in verdict["adjustments"]:
+        print(f"   adjusted: {a['layer']} {a['action']} {' '.join(t[:12] for t in a['target_ids']) or a['skill']}"
+              f" · {a['adjustment_id'][:12]} · {a['reason']}")
 
 
 def print_adjustment(a: dict) -> None:
@@ -72,18 +65,8 @@ def print_signals(signals: list[dict], args: argparse.Namespace) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("feedback", help="the feedback judge: judge a user's reaction, list signals")
-    fsub = p.add_subparsers(dest="feedback_command", required=True)
-    sp = fsub.add_parser("judge", help="judge the user's turn that answers an agent reply; records the signal")
-    stream_args(sp)
-    sp.add_argument("--input", required=True, help="the user's turn")
-    sp.add_argument("--reply", required=True, help="the agent's reply it reacts to")
-    sp.add_argument("--context", action="append", help="an earlier turn (repeatable, oldest first)")
-    sp.add_argument("--memory-id", action="append", help="a memory or note id the reply's context held (repeatable)")
-    sp.add_argument("--at", type=parse_when, help="when the user reacted, ISO with offset (default: now)")
-    sp.add_argument("--query", help="the question the reply answered: a penalty then applies to that topic only")
-    read_options(sp)
-    sp.set_defaults(func=cmd_judge)
+    sub.add_parser("feedback", help="the feedback judge: judge a user's reaction, list signals")  # its commands:
+    # judge and list, declared operations (palimpsest.operations)
 
     p = sub.add_parser("adjustments", help="the learning loop's adjustments (penalties, invalidations, skills): list, revert")
     asub = p.add_subparsers(dest="adjustments_command", required=True)

@@ -42,6 +42,13 @@ def json_object(text: str) -> dict:
     return value
 
 
+class Append(argparse.Action):
+    """A repeated option's texts as a list (argparse's own ``append`` cannot start from a tuple default)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or ()), values])
+
+
 def _argument(sp: argparse.ArgumentParser, p: Param) -> None:
     """``p`` as an option (``--name`` or its declared flag) or, declared with a flag without a dash, positional."""
     kind, _ = base_type(p.type)
@@ -49,8 +56,11 @@ def _argument(sp: argparse.ArgumentParser, p: Param) -> None:
     options: dict = {"help": p.help or None}
     if kind is bool:
         options["action"] = argparse.BooleanOptionalAction if p.default is True else "store_true"
-    elif kind is list:
-        options["nargs"] = "+"
+    elif kind is list:  # positional: the words that are left; an option: repeated, once per text
+        if flag.startswith("-"):
+            options["action"] = Append
+        else:
+            options["nargs"] = "+"
         options["metavar"] = flag.lstrip("-").replace("-", "_").upper().removesuffix("S")
     elif p.choices:
         options["choices"] = p.choices
@@ -67,7 +77,7 @@ def _argument(sp: argparse.ArgumentParser, p: Param) -> None:
 
 def call(op: Operation, mem, args: argparse.Namespace):
     """The operation's method on ``mem`` (a Memory, or a RemoteMemory with ``--server``) with the parsed arguments."""
-    return getattr(mem, op.name)(tenant=args.tenant, user_id=args.user, **{p.name: getattr(args, p.name)
+    return getattr(mem, op.name)(tenant=args.tenant, user_id=args.user, **{p.arg: getattr(args, p.name)
                                                                            for p in op.params})
 
 

@@ -251,6 +251,17 @@ def context_of(answer: dict) -> Context:
     return Context(answer["query"], answer["budget"], answer["tokens"], items)
 
 
+def _given(values: dict) -> dict:
+    """A :class:`Context` given for a list of memory ids (what an agent was given) as its ids, and its query for a
+    ``query`` left out, as :class:`palimpsest.Memory` reads it."""
+    for name, value in list(values.items()):
+        if isinstance(value, Context):
+            values[name] = [i.memory_id for i in value.items]
+            if values.get("query", "") is None:
+                values["query"] = value.query
+    return values
+
+
 def _remote(op: Operation):
     """The declared operation's method: its HTTP request under the user's path (tenant-wide without a user)."""
 
@@ -259,7 +270,7 @@ def _remote(op: Operation):
         user_path = self._user(tenant, user_id) if user_id else None
         if user_path is None:
             self._own(tenant)
-        method, path, body, params = http_request(op, values, user_path)
+        method, path, body, params = http_request(op, op.wire(_given(values)), user_path)
         return answer_of(op, self.http.call(method, path, body=body, params=params))
 
     return as_method(op, signature(op), run)

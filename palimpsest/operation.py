@@ -65,6 +65,12 @@ class Param:
     positional: bool = False  # Python: may be given by position (after tenant and user_id)
     flag: str | None = None  # CLI: its spelling (default --name-with-dashes); without a leading dash, positional
     choices: tuple[str, ...] | None = None  # a text: one of these (an enum in the MCP schema, choices on the CLI)
+    python: str | None = None  # the name the Python method takes it by, when not ``name`` (HTTP, MCP, CLI: name)
+
+    @property
+    def arg(self) -> str:
+        """Its name in the Python method's signature."""
+        return self.python or self.name
 
     @property
     def required(self) -> bool:
@@ -91,8 +97,9 @@ class Param:
                 f" ({self.ge} to {self.le} of them)" if self.ge is not None and self.le is not None else "")
         elif self.choices:
             text = "give one of " + ", ".join(self.choices)
-        elif self.ge:
-            text = "give a non-empty text" if self.le is None else f"give a text of {self.ge} to {self.le} characters"
+        elif self.ge or self.le is not None:
+            text = ("give a non-empty text" if self.le is None else f"give a text of at most {self.le} characters"
+                    if not self.ge else f"give a text of {self.ge} to {self.le} characters")
         else:
             text = "give a text"
         return text + (", or leave it out" if nullable or not self.required else "")
@@ -173,10 +180,27 @@ class Operation:
     params: tuple[Param, ...] = ()
     doc: str = ""  # the generated Python method's docstring
     user: str = "required"  # "optional": tenant-wide without a user (tenant and user_id then keywords)
+    # Over HTTP, whether the call may name a user the tenant does not have yet (None: a write may, a read may not;
+    # False: 404 for an unknown user, as for a read).
+    new_user: bool | None = None
     handler: ShardReader | None = None  # None: the palimpsest.Memory method of this name
     http: Http | None = None
     mcp: str | None = None  # the MCP tool's description; the tool sends the HTTP request
     cli: Cli | None = None
+
+    @property
+    def starts_user(self) -> bool:
+        """Whether an HTTP call may name a user its tenant does not have yet."""
+        return self.kind == WRITE if self.new_user is None else self.new_user
+
+    def wire(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Python arguments (by :attr:`Param.arg`) under their HTTP names."""
+        return {p.name: values[p.arg] for p in self.params if p.arg in values}
+
+    def python(self, values: dict[str, Any]) -> dict[str, Any]:
+        """HTTP values under the Python method's argument names."""
+        return {self.param(name).arg if name in {p.name for p in self.params} else name: value
+                for name, value in values.items()}
 
     @property
     def exposure(self) -> frozenset[str]:
@@ -213,8 +237,11 @@ def check(op: Operation) -> Operation:
     if op.user not in ("required", "optional"):
         problems.append(f"user {op.user!r}: required or optional")
     names = [p.name for p in op.params]
-    if len(set(names)) != len(names) or {"tenant", "user_id", "self"} & set(names):
+    args = [p.arg for p in op.params]
+    if len(set(names)) != len(names) or len(set(args)) != len(args) or {"tenant", "user_id", "self"} & {*names, *args}:
         problems.append(f"params {names}: distinct, and none named tenant, user_id or self")
+    if op.handler is not None and names != args:
+        problems.append("params: a shard reader takes each parameter by its name; give none a python name")
     for p in op.params:
         try:
             base_type(p.type)
@@ -271,9 +298,9 @@ def signature(op: Operation) -> inspect.Signature:
     if op.user == "required":
         head += [P("tenant", P.POSITIONAL_OR_KEYWORD, annotation=str), P("user_id", P.POSITIONAL_OR_KEYWORD,
                                                                           annotation=str)]
-    positional = [P(p.name, P.POSITIONAL_OR_KEYWORD, default=p.default, annotation=p.type)
+    positional = [P(p.arg, P.POSITIONAL_OR_KEYWORD, default=p.default, annotation=p.type)
                   for p in op.params if p.positional]
-    keywords = [P(p.name, P.KEYWORD_ONLY, default=p.default, annotation=p.type) for p in op.params if not p.positional]
+    keywords = [P(p.arg, P.KEYWORD_ONLY, default=p.default, annotation=p.type) for p in op.params if not p.positional]
     if op.user == "optional":
         keywords = [P("tenant", P.KEYWORD_ONLY, default=None, annotation=str | None),
                     P("user_id", P.KEYWORD_ONLY, default=None, annotation=str | None)] + keywords
@@ -302,13 +329,14 @@ def as_method(op: Operation, sig: inspect.Signature, run) -> Any:
 
 
 # -- validation (pydantic, built on first use) -------------------------------
-_MODELS: dict[tuple[str, bool], type] = {}
+_MODELS: dict[tuple[str, bool, bool], type] = {}
 
 
-def request_model(op: Operation, body: bool = False) -> type:
+def request_model(op: Operation, body: bool = False, scoped: bool = False) -> type:
     """The frozen pydantic model of the operation's parameters (unknown ones refused; times need an offset);
-    ``body``: of those a POST takes in its body (all but the path's)."""
-    model = _MODELS.get((op.name, body))
+    ``body``: of those a POST takes in its body (all but the path's); ``scoped``: and an optional ``user_id`` (a
+    tenant-wide POST narrowed to one user)."""
+    model = _MODELS.get((op.name, body, scoped))
     if model is None:
         from pydantic import AwareDatetime, ConfigDict, Field, create_model
 
@@ -321,10 +349,14 @@ def request_model(op: Operation, body: bool = False) -> type:
             if p.choices:
                 annotation = Literal[p.choices]
             bounds = {"min_length": p.ge, "max_length": p.le} if kind in (list, str) else {"ge": p.ge, "le": p.le}
+            default = ... if p.required else list(p.default) if isinstance(p.default, tuple) else p.default
             fields[p.name] = (annotation | None if nullable else annotation,
-                              Field(... if p.required else p.default, **bounds, description=p.help or None))
-        title = "".join(w.capitalize() for w in op.name.split("_")) + ("Body" if body else "Request")
-        model = _MODELS[op.name, body] = create_model(title, __config__=ConfigDict(frozen=True, extra="forbid"),
+                              Field(default, **bounds, description=p.help or None))
+        if scoped:
+            fields["user_id"] = (str | None, Field(None, min_length=1, description="only this user of your tenant"))
+        title = "".join(w.capitalize() for w in op.name.split("_")) + ("Body" if body else "Request") + (
+            "Scoped" if scoped else "")
+        model = _MODELS[op.name, body, scoped] = create_model(title, __config__=ConfigDict(frozen=True, extra="forbid"),
                                                       **fields)
     return model
 

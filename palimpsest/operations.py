@@ -43,6 +43,53 @@ OPERATIONS: dict[str, Operation] = registry(
             "budget, each line with its provenance. Use it to fill the memory part of a system prompt.",
         cli=Cli("context", "prompt-ready context within a token budget", render="palimpsest.cli_search:print_context"),
     ),
+    # -- the learning loop: what the agent did with what it was given ------------------------------------------------
+    Operation(
+        "record_reply", WRITE,
+        (Param("reply", str, help="the agent's reply, verbatim", ge=1, positional=True, flag="reply"),
+         Param("memory_ids", list[str], (), "the ids of the retrieved notes and turns the agent was given", le=10_000,
+               positional=True, flag="memory_ids", python="retrieved"),
+         Param("query", str, "", "the question the reply answered")),
+        doc="Tell the memory what the agent replied: the retrieved notes and turns it drew on are reinforced; the "
+            "ids judged used, with their scores. ``retrieved`` is the context the agent was given, or its ids.",
+        new_user=False,
+        http=Http("POST", "/reply", "Tell the memory what the agent replied; the memories it used are reinforced",
+                  answer="used", name="reply"),
+        cli=Cli("reply", "record the agent's reply: retrieved memories it drew on are reinforced",
+                render="palimpsest.cli_notes:print_reply"),
+    ),
+    Operation(
+        "judge_feedback", WRITE,
+        (Param("user_input", str, help="the user's turn", ge=1, positional=True, flag="--input"),
+         Param("agent_response", str, help="the agent's reply it reacts to", ge=1, positional=True, flag="--reply"),
+         Param("context_window", list[str], (), "the earlier turns, oldest first", le=1000, flag="--context"),
+         Param("memory_ids", list[str], (), "the memory and note ids the reply's context held", le=10_000,
+               flag="--memory-id", python="retrieved"),
+         Param("now", datetime | None, None, "when the user reacted (default: now)", flag="--at"),
+         Param("query", str | None, None, "the question the reply answered: a penalty then applies to that topic "
+                                          "only (default: the context's)", le=20_000)),
+        doc="The Feedback Judge on the user's turn answering ``agent_response``; records the signal and returns "
+            "the verdict with the adjustments the dispatcher made from it. ``retrieved`` is the context the judged "
+            "reply was given, or its ids.",
+        new_user=False,
+        http=Http("POST", "/feedback/judge", "Judge the user's turn that answers an agent reply; records the signal",
+                  name="judge"),
+        cli=Cli("feedback judge", "judge the user's turn that answers an agent reply; records the signal",
+                render="palimpsest.cli_feedback:print_verdict"),
+    ),
+    Operation(
+        "review_notes", WRITE,
+        (Param("now", datetime | None, None, "the review's time (default: now)", positional=True, flag="--at"),),
+        doc="Run the note reviewer: promotion at importance ≥ 2.5, retraction below 0.5; its decisions are events. "
+            "Of one user, or tenant-wide (every tenant's users when ``tenant`` is left out too).",
+        user="optional", new_user=False,
+        http=Http("POST", "/notes/review", "Run the note reviewer (promotion and retraction, as events)",
+                  answer="decisions", tenant_summary="Run the note reviewer for your tenant (or one user of it)",
+                  name="review_notes"),
+        cli=Cli("notes review", "promotion / retraction review of notes whose importance crossed a threshold",
+                render="palimpsest.cli_notes:print_reviews"),
+    ),
+    # -- one user's notes, episodes, retention, profile, tiers, archive ------------------------------------------------
     Operation(
         "notes", READ,
         (Param("at", datetime | None, None, "the notes valid at this time (ISO with offset)"),

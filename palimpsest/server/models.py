@@ -21,25 +21,10 @@ class AddMessages(Body):
     extract_graph: bool = True
 
 
-class ReplyBody(Body):
-    reply: str = Field(min_length=1)
-    memory_ids: list[str] = Field(default_factory=list)
-    query: str = ""
-
-
-class MemoryIds(Body):
-    memory_ids: list[str] = Field(min_length=1, max_length=10_000)
-    reason: str | None = None
-
-
 class SweepBody(Body):
     user_id: str | None = None
     now: AwareDatetime | None = None
     dry_run: bool = False
-
-
-class ReviewBody(Body):
-    now: AwareDatetime | None = None
 
 
 class ConsolidateBody(Body):

@@ -3,7 +3,8 @@
 Each route is the operation's method on the served :class:`palimpsest.Memory` with the tenant taken from the
 key and the user checked by :meth:`Caller.user` (404 before any shard is asked for a user the tenant does not
 have; a write may start a new user); an admin operation needs an admin key. A GET takes the parameters as query parameters, a POST as a
-JSON body (the operation's request model); the answer is the result, or ``{answer: result}`` when the
+JSON body (the operation's request model; tenant-wide, it may also name one ``user_id`` of the tenant, which
+then must exist); the answer is the result (a record with ``to_dict`` as that), or ``{answer: result}`` when the
 declaration names a key.
 """
 
@@ -15,7 +16,7 @@ from typing import Literal
 from fastapi import APIRouter, Query
 
 from events.commands import canonical_id
-from palimpsest.operation import ADMIN, WRITE, Operation, base_type, request_model
+from palimpsest.operation import ADMIN, Operation, base_type, request_model
 from palimpsest.operations import OPERATIONS
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.responses import JsonRoute
@@ -43,8 +44,8 @@ def _signature(op: Operation, tenant_wide: bool) -> inspect.Signature:
                 bounds = {{"ge": "min_length", "le": "max_length"}[k]: v for k, v in bounds.items()}
             params.append(P(p.name, P.KEYWORD_ONLY, annotation=annotation,
                             default=Query(**default, **bounds, description=p.help or None)))
-    elif rest:  # a body with nothing required may be left out
-        model = request_model(op, body=True)
+    elif rest or tenant_wide:  # a body with nothing required may be left out
+        model = request_model(op, body=True, scoped=tenant_wide)
         if any(p.required for p in rest):
             params.append(P("body", P.KEYWORD_ONLY, annotation=model))
         else:
@@ -58,14 +59,15 @@ def _endpoint(op: Operation, tenant_wide: bool):
         if op.kind == ADMIN:
             who.require_admin(op.name.replace("_", " "))
         if "body" in values:
-            values.update((values.pop("body") or request_model(op, body=True)()).model_dump())
-        if tenant_wide:
+            values.update((values.pop("body") or request_model(op, body=True, scoped=tenant_wide)()).model_dump())
+        user_id = values.pop("user_id", None)
+        if user_id is None:  # tenant-wide (a POST's body may name one user of the tenant)
             user = {}
-        elif op.kind == WRITE:  # a write may start a new user (its ids are checked by the method)
-            user = {"user_id": canonical_id(values.pop("user_id"))}
+        elif op.starts_user:  # a write may start a new user (its ids are checked by the method)
+            user = {"user_id": canonical_id(user_id)}
         else:
-            user = {"user_id": who.user(values.pop("user_id"))}
-        result = plain(getattr(who.memory, op.name)(tenant=who.tenant, **user, **values))
+            user = {"user_id": who.user(user_id)}
+        result = plain(getattr(who.memory, op.name)(tenant=who.tenant, **user, **op.python(values)))
         return {op.http.answer: result} if op.http.answer else result
 
     endpoint.__name__ = endpoint.__qualname__ = op.http.name or op.name

@@ -1,5 +1,5 @@
-"""Tenant-wide reviews and reads: the note review of every user, the counterfactual (a note found by id alone is the
-declared operation ``note_history``: :mod:`palimpsest.operations`)."""
+"""The counterfactual: what a tenant's users would keep and lose under another retention policy (the tenant-wide
+note review and a note found by id alone are declared operations: :mod:`palimpsest.operations`)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,6 @@ class Body(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class ReviewBody(Body):
-    user_id: str | None = None
-    now: AwareDatetime | None = None
-
-
 class ComparedQuery(Body):
     user_id: str = Field(min_length=1)
     query: str = Field(min_length=1)
@@ -33,12 +28,6 @@ class CounterfactualBody(Body):
     now: AwareDatetime | None = None
     queries: list[ComparedQuery] = Field(default_factory=list, max_length=1000)
     k: int = Field(default=10, ge=1, le=1000)
-
-
-@router.post("/notes/review", summary="Run the note reviewer for your tenant (or one user of it)")
-def review(body: ReviewBody, who: Caller = Authorized) -> dict:
-    user = who.user(body.user_id) if body.user_id else None
-    return {"decisions": who.memory.review_notes(body.now, tenant=who.tenant, user_id=user)}
 
 
 @router.post("/counterfactual", summary="What your users would keep and lose under another retention policy "

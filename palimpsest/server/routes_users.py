@@ -13,7 +13,7 @@ from fastapi import APIRouter
 
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
-from palimpsest.server.models import AddMessages, ReplyBody, ReviewBody, ToolCall
+from palimpsest.server.models import AddMessages, ToolCall
 from palimpsest.server.responses import JsonRoute
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"], route_class=JsonRoute)
@@ -30,17 +30,6 @@ def add_messages(user_id: str, body: AddMessages, who: Caller = Authorized) -> d
     report = who.memory.add_messages(messages, extract_graph=body.extract_graph)
     return {"received": report.received, "created": report.created, "duplicates": report.duplicates,
             "memory_ids": report.memory_ids}
-
-
-@router.post("/notes/review", summary="Run the note reviewer (promotion and retraction, as events)")
-def review_notes(user_id: str, body: ReviewBody, who: Caller = Authorized) -> dict:
-    return {"decisions": who.memory.review_notes(body.now, tenant=who.tenant, user_id=who.user(user_id))}
-
-
-@router.post("/reply", summary="Tell the memory what the agent replied; the memories it used are reinforced")
-def reply(user_id: str, body: ReplyBody, who: Caller = Authorized) -> dict:
-    used = who.memory.record_reply(who.tenant, who.user(user_id), body.reply, body.memory_ids, query=body.query)
-    return {"used": used}
 
 
 @router.post("/forget", summary="Erase the user for good: data key destroyed, projections, vectors, snapshot removed")

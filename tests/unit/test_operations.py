@@ -71,13 +71,13 @@ def test_no_route_of_the_app_is_declared_twice():
 def test_every_python_exposure_is_a_memory_and_a_remote_memory_method_taking_the_declared_call(op):
     from palimpsest.memory import Memory
 
-    call = {p.name: _sample(p) for p in op.params}
+    call = {p.arg: _sample(p) for p in op.params}
     user = {"tenant": "acme", "user_id": "alice"}
     for cls in (Memory, RemoteMemory):
         found = getattr(cls, op.name)
         inspect.signature(found).bind(None, **user, **call)  # how the routes and the CLI call it: by keyword
     assert inspect.signature(getattr(RemoteMemory, op.name)) == signature(op)
-    positional = [call[p.name] for p in op.params if p.positional]
+    positional = [call[p.arg] for p in op.params if p.positional]
     head = ["acme", "alice"] if op.user == "required" else []
     inspect.signature(getattr(Memory, op.name)).bind(None, *head, *positional)  # and by position where declared
 
@@ -189,7 +189,8 @@ def served():
     from palimpsest.server.app import build_app
 
     memory = Recorder(notes=[{"note_id": "n1", "text": "tea ☕"}], note_history={"chain": []},
-                      get_user_profile={"traits": {}}, adjustments=[])
+                      get_user_profile={"traits": {}}, adjustments=[], record_reply=[{"memory_id": "m1"}],
+                      review_notes=[], judge_feedback={"type": "neutral"})
     state = SimpleNamespace(memory=memory, streams={("acme", "alice")})
     app = build_app(4 << 20)
     app.dependency_overrides[access.caller] = lambda: access.Caller("k1", "acme", False, state)
@@ -274,6 +275,43 @@ def test_a_remote_memory_method_sends_the_request_the_hand_written_one_sent():
         ("GET", "/v1/users/al%20ice/episodes", {"query": "db", "k": 3}),
         ("GET", "/v1/users/alice/retention", {"now": "2024-05-01T00:00:00+00:00"}),
         ("GET", "/v1/users/alice/feedback", {}),
+    ]
+
+
+def test_a_write_of_the_learning_loop_takes_its_ids_under_their_http_name_and_needs_a_known_user(served):
+    client, memory = served
+    r = client.post("/v1/users/alice/reply", json={"reply": "Green tea it is", "memory_ids": ["m1", "m2"]})
+    assert r.json() == {"used": [{"memory_id": "m1"}]}
+    assert memory.calls.pop() == ("record_reply", {"tenant": "acme", "user_id": "alice", "reply": "Green tea it is",
+                                                   "retrieved": ["m1", "m2"], "query": ""})
+    assert client.post("/v1/users/bob/reply", json={"reply": "x"}).status_code == 404  # a write, of a known user
+    r = client.post("/v1/users/alice/feedback/judge", json={"user_input": "", "agent_response": "Try tea"})
+    assert r.status_code == 400 and [p["field"] for p in r.json()["problems"]] == ["user_input"]
+    assert memory.calls == []
+
+
+def test_a_tenant_wide_post_may_name_one_user_of_the_tenant_in_its_body(served):
+    client, memory = served
+    assert client.post("/v1/notes/review").json() == {"decisions": []}
+    assert memory.calls.pop() == ("review_notes", {"tenant": "acme", "now": None})
+    client.post("/v1/notes/review", json={"user_id": "alice", "now": "2024-05-01T09:00:00+00:00"})
+    assert memory.calls.pop() == ("review_notes", {"tenant": "acme", "user_id": "alice",
+                                                   "now": datetime(2024, 5, 1, 9, tzinfo=UTC)})
+    r = client.post("/v1/notes/review", json={"user_id": "bob"})
+    assert r.status_code == 404 and r.json()["problems"][0]["field"] == "user_id" and memory.calls == []
+
+
+def test_a_remote_memory_method_sends_a_context_given_for_memory_ids_as_its_ids_and_query():
+    from projections.queries.results import Context, ContextItem
+
+    ctx = Context("what do I drink", 100, 9, (ContextItem("m1", "t1", "c1", "tea", 9, 1.0, {}),))
+    client, http = _remote({"used": []})
+    client.record_reply("acme", "alice", "Tea", ctx)
+    client.judge_feedback("acme", "alice", "No, coffee", "Tea", retrieved=ctx)
+    assert [(c[1], c["body"]) for _, c in http.calls] == [
+        ("/v1/users/alice/reply", {"reply": "Tea", "memory_ids": ["m1"], "query": ""}),
+        ("/v1/users/alice/feedback/judge", {"user_input": "No, coffee", "agent_response": "Tea",
+                                            "context_window": (), "memory_ids": ["m1"], "query": "what do I drink"}),
     ]
 
 

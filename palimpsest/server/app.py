@@ -16,6 +16,8 @@ from palimpsest.server import access, errors, ingress, mcp_app, ui
 from palimpsest.server import routes_audit, routes_graph, routes_inspect, routes_keys, routes_tenant
 from palimpsest.server import routes_generated, routes_proxy, routes_reembed
 from palimpsest.server.routes_store import router as store_router
+from palimpsest.server.admission import Admission, AdmissionSettings
+from palimpsest.server.admission_http import AdmissionMiddleware
 from palimpsest.server.routes_users import router as users_router
 from palimpsest.server.settings import ServeSettings
 
@@ -64,7 +66,7 @@ class BodyCap:
         await JSONResponse(body, status_code=413)(scope, receive, send)
 
 
-def build_app(max_body_bytes: int) -> FastAPI:
+def build_app(max_body_bytes: int, admission: AdmissionSettings | None = None) -> FastAPI:
     app = FastAPI(
         title="Palimpsest",
         version=API_VERSION,
@@ -73,12 +75,15 @@ def build_app(max_body_bytes: int) -> FastAPI:
         "inspector (a web page over this API) is at `/ui`.",
     )
     errors.install(app)
+    gates = Admission(admission or AdmissionSettings())
 
+    # inside the body cap: an oversized body costs no slot
+    app.add_middleware(AdmissionMiddleware, admission=gates)
     app.add_middleware(BodyCap, max_bytes=max_body_bytes)
 
-    @app.get("/health", tags=["service"], summary="Liveness (no key needed)")
-    def health() -> dict:
-        return {"status": "ok", "ready": access._served is not None, "api": API_VERSION}
+    @app.get("/health", tags=["service"], summary="Liveness and this replica's admission state (no key needed)")
+    async def health() -> dict:
+        return {"status": "ok", "ready": access._served is not None, "api": API_VERSION, "admission": gates.state()}
 
     app.include_router(users_router)
     app.include_router(routes_generated.router)  # the declared operations' routes (palimpsest.operations)
@@ -102,14 +107,22 @@ def open_served(settings: ServeSettings) -> access.Served:
 def deployment(settings: ServeSettings, env: dict[str, str] | None = None):
     """The bound Serve application: ``settings.replicas`` replicas of the ingress, ``env`` set in each
     (the direct ingress switches, :mod:`palimpsest.server.ingress`)."""
-    app = build_app(settings.max_body_bytes)
+    app = build_app(settings.max_body_bytes, settings.admission)
     options = {"num_cpus": 0, **({"runtime_env": {"env_vars": dict(env)}} if env else {})}
+
+    # Serve hands a replica up to everything its admission holds (running and waiting) and a margin for the
+    # requests it never holds back (health, docs); its own queue in front (at the proxy, or at a direct
+    # replica's port) is bounded too: past both, Serve itself answers 503. The replica's admission refuses
+    # first, with the API's error body.
+    ongoing = settings.admission.capacity + 16
 
     @serve.deployment(
         name="palimpsest",
         num_replicas=settings.replicas,
         ray_actor_options=options,
-        max_ongoing_requests=64,
+        max_ongoing_requests=ongoing,
+        max_queued_requests=ongoing,
+        backpressure_config={"status_code": 503, "retry_after_s": settings.admission.retry_after_s},
         graceful_shutdown_wait_loop_s=0.5,
         graceful_shutdown_timeout_s=30,
     )

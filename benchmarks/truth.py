@@ -137,6 +137,18 @@ def _miss(f: Fact, asked: dict, lines: dict, row: dict) -> dict:
     return out
 
 
+def _stale_sources(facts: list[Fact], asked: list[dict], lines: list[dict], turns: set[str], replies: set[str]) -> dict:
+    """Over the changed facts whose context carries a superseded value: how many carry it in a user's turn, in an
+    assistant's reply, in a note, and only in replies (which no note labels)."""
+    kinds = []
+    for f, a, x in zip(facts, asked, lines):
+        if f.changed:
+            stale = [i.memory_id for i, c in zip(a["context"].items, x["context"]) if c == STALE]
+            kinds.append({"reply" if m in replies else "user_turn" if m in turns else "note" for m in stale})
+    return {"with_user_turn": sum("user_turn" in k for k in kinds), "with_reply": sum("reply" in k for k in kinds),
+            "with_note": sum("note" in k for k in kinds), "only_replies": sum(k == {"reply"} for k in kinds)}
+
+
 def run(args: argparse.Namespace) -> dict:
     from palimpsest import Memory
 
@@ -168,7 +180,10 @@ def run(args: argparse.Namespace) -> dict:
     lines = [_lines(f, evidence[f.fact_id], turns, note_sources, a) for f, a in zip(facts, asked)]
     rows = [score(f, x["hits"], x["context"], x["task"], evidence[f.fact_id].current <= archived)
             for f, x in zip(facts, lines)]
-    return report(args, users, facts, rows, asked, lines, swept, timings, load_at_start)
+    replies = {memory_id[m["client_message_id"]] for s in users for x in s.sessions for m in x if m["role"] != "user"}
+    result = report(args, users, facts, rows, asked, lines, swept, timings, load_at_start)
+    result["stale_in_context_by_source"] = _stale_sources(facts, asked, lines, turns, replies)
+    return result
 
 
 def report(args, users, facts, rows, asked, lines, swept, timings, load_at_start) -> dict:
@@ -219,6 +234,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None) -> dict:
     print(f"budget {args.budget} tokens, embedder {args.embedder}; each cell: rate (questions)")
     print(table(result))
     print("sweep:", json.dumps(result["sweep"]))
+    print("questions with a stale line in the context, by source:", json.dumps(result["stale_in_context_by_source"]))
     print(f"wrote {args.out}", file=sys.stderr)
     return result
 

@@ -31,6 +31,10 @@ def test_the_quick_run_writes_a_report_of_rates_per_language_and_kind(ray_cluste
         for metric in METRICS:
             assert group[metric] is None or 0.0 <= group[metric] <= 1.0, metric
     assert result["sweep"]["dry_run"] and result["sweep"]["constraint_statements_total"] > 0
+    by_source = result["stale_in_context_by_source"]
+    stale = round(overall["stale_in_context"] * counts["changed"])
+    assert 0 <= by_source["only_replies"] <= by_source["with_reply"] <= stale
+    assert max(by_source["with_user_turn"], by_source["with_note"]) <= stale
     assert set(result["provenance"]) >= {"command", "recorded_at", "machine", "commit"}
     assert result["provenance"]["command"].startswith("python -m benchmarks.truth --quick")
     printed = capsys.readouterr().out

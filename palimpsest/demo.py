@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -18,7 +17,7 @@ from events.audit import AuditReader
 from palimpsest import config as store_config
 from palimpsest.demo_learning import run_learning
 from palimpsest.formats import read_jsonl
-from projections.queries.retrieval import DEFAULT_FUSION
+from projections.queries import stages
 
 QUERIES = [
     ("What database does Atlas use?", "a decision, and the later change of mind"),
@@ -128,22 +127,27 @@ def run_demo(store: Path) -> int:
         report = mem.consolidate()
         print(f"consolidated {report['staged']} staged graph memories: {report['events']} events (status changes, "
               f"merges, links, conclusions); {report['superseded']} superseded by the notes")
-        found = mem.search_memories("demo", "maya", query="What happened around the Atlas launch?", mode="auto",
-                                    max_results=3)
+        question = "What happened around the Atlas launch?"
+        found = mem.search_memories("demo", "maya", query=question, mode="auto", max_results=3)
         print(f"search_memories (auto mode chose depth {found['depth']}):")
         for h in found["hits"]:
             via = f" via {' → '.join(h['via'])}" if h["via"] else ""
             print(f"  {h['score']:.3f} [{h['memory_type']}] {h['summary']} (turns {', '.join(h['turn_ids'])}{via})")
-        # The graph term on its own: the stages after it (neighbours, speakers, time, clauses, the learned ranker)
-        # and the derived keys (fact key, context list) re-order the top five here so that no graph-lifted turn
-        # stays in it.
-        graph_only = replace(DEFAULT_FUSION, neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0,
-                             clause_weight=0.0, ranker=None, fact_key=False, context_weight=0.0)
-        hits = mem.search("demo", "maya", "What did Maya decide about Atlas?", k=5, fusion=graph_only)
-        for h in (h for h in hits if "graph_rank" in h.breakdown):
+        # The graph term on its own: the store's fusion without the stages that re-order the top five after it
+        # (neighbours, speakers, times, clauses, sessions, the learned ranker...), against the same without the graph.
+        alone = stages.without(mem.settings.fusion, "conversations", "clauses", "speakers", "times", "sessions",
+                               "neighbours", "prf", "list_expansion", "ranker", "coverage", "retention")
+        hits = mem.search("demo", "maya", question, k=5, fusion=alone)
+        plain = mem.search("demo", "maya", question, k=20, fusion=stages.without(alone, "graph"))
+        before = {h.memory_id: h.rank for h in plain}
+        lifted = [h for h in hits if "graph_rank" in h.breakdown and before.get(h.memory_id, len(plain) + 1) > h.rank]
+        for h in lifted:
             b = h.breakdown
-            print(f"search lifted {h.turn_id} (rank {h.rank}) through the graph: reached from "
-                  f"{mem_turn(hits, b['graph_seed'])} via {' → '.join(b['graph_via'])}")
+            was = f"rank {before[h.memory_id]}" if h.memory_id in before else f"below rank {len(plain)}"
+            print(f"search lifted {h.turn_id} to rank {h.rank} through the graph ({was} without it): reached from "
+                  f"{mem_turn(hits + plain, b['graph_seed'])} via {' → '.join(b['graph_via'])}")
+        if not lifted:
+            print(f"the graph lifted no turn into the top 5 of {question!r}")
         graph = mem.graph_export("demo", "maya")
         (store / "graph.html").write_text(graph["html"], encoding="utf-8")
         (store / "graph.graphml").write_text(graph["graphml"], encoding="utf-8")

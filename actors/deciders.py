@@ -21,9 +21,10 @@ from events.commands import RecordMessage
 from events.envelope import PendingEvent
 from events.errors import InvalidInputError
 from events.graph_events import GraphMemoryStaged
-from events.model import MessageEmbedded, MessageRecorded
+from events.model import MessageEmbedded, MessageRecorded, MessageSuperseded
 from projections.decisions.graph_staging import STAGED_ROLES
 from projections.decisions.note_ops import decide_note_operations
+from projections.decisions.turn_supersession import decide_turn_supersessions
 from projections.folds.state import ShardState
 from projections.queries.items import is_item
 from projections.rules.classify import classification_event
@@ -171,7 +172,9 @@ def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None,
     as an ``llm_call_recorded`` event and the operations name it), otherwise by
     the offline rules. Appended in the same batch as the messages: a message
     and the notes read from it are durable together, and replay folds the
-    recorded operations without asking the model again.
+    recorded operations without asking the model again. Then, by the offline
+    rules either way, the earlier turns each new turn leaves behind
+    (``message_superseded``, :mod:`projections.decisions.turn_supersession`).
     """
     out: list[PendingEvent] = []
     by_stream: dict[tuple[str, str], list[PendingEvent]] = {}
@@ -192,4 +195,7 @@ def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None,
         for event_id, op in ops:
             source = op.source_message_ids[0] if op.source_message_ids else None
             out.append(PendingEvent(tenant, user_id, event_id, op, causation_id=source, correlation_id=source))
+        for event_id, event in decide_turn_supersessions(memory, messages, new_event_id):
+            source = event.by_message_event_id if isinstance(event, MessageSuperseded) else event.source_message_ids[0]
+            out.append(PendingEvent(tenant, user_id, event_id, event, causation_id=source, correlation_id=source))
     return out

@@ -242,6 +242,24 @@ class NoteOperation(Event):
         return self.valid_from
 
 
+class MessageSuperseded(Event):
+    """Earlier turns a new turn says it left behind ("I switched from green tea to coffee"): superseded from
+    ``valid_from`` on by ``by_message_event_id``. Decided once at ingest (offline rules or a model) and recorded;
+    replay reads this record. The earlier turns stay in the log and in search, labelled and ranked below."""
+
+    kind: ClassVar[str] = "message_superseded"
+    schema_version: ClassVar[int] = 1
+
+    message_event_ids: tuple[str, ...] = Field(min_length=1)
+    by_message_event_id: str = Field(min_length=1)
+    valid_from: AwareDatetime  # when the new turn was said
+    reason: str = Field(min_length=1)
+    decider: str = Field(min_length=1)  # e.g. "turn-change-v1"
+
+    def occurred(self, recorded_at: datetime) -> datetime:
+        return self.valid_from
+
+
 class NoteReviewed(Event):
     """The note reviewer's decision on a note whose importance crossed a threshold (promote, keep or retract)."""
 
@@ -353,6 +371,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         MessageClassified,
         LlmCallRecorded,
         NoteOperation,
+        MessageSuperseded,
         NoteReviewed,
         MemoryArchived,
         MemoryRestored,

@@ -20,6 +20,9 @@ queries. How each event changes the notes:
   (seed 002 MemoryReviewer).
 - A touch with reason ``used`` naming a note counts one use (once per touch
   event) and reinforces the note at the touch's time.
+- ``message_superseded`` records that earlier turns were left behind by a new
+  one (:attr:`NoteState.turns`: turn id → the first such record; a later one
+  for the same turn changes nothing).
 
 Operations whose target is unknown, or already closed, change nothing: the
 fold never crashes on a log written by another decider.
@@ -43,7 +46,7 @@ from operator import is_
 from typing import Literal
 
 from events.envelope import Envelope
-from events.model import MemoryTouched, NoteContent, NoteOperation, NoteReviewed
+from events.model import MemoryTouched, MessageSuperseded, NoteContent, NoteOperation, NoteReviewed
 from events.touch_block import TouchBlock
 from projections.folds.lexical import BM25Params, LexicalIndex
 
@@ -97,6 +100,17 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+@dataclass(frozen=True, slots=True)
+class TurnChange:
+    """A turn a later turn left behind (``message_superseded``)."""
+
+    memory_id: str
+    by: str  # the turn that left it behind
+    at: datetime
+    reason: str
+    seq: int
+
+
 # Derived (never folded or saved): id(NoteState) -> (its weak reference, the notes it held, them in log order).
 _ORDERED: dict[int, tuple[weakref.ref, list[Note], list[Note]]] = {}
 
@@ -107,6 +121,7 @@ class NoteState:
 
     notes: dict[str, Note] = field(default_factory=dict)
     index: LexicalIndex = field(default_factory=LexicalIndex)
+    turns: dict[str, TurnChange] = field(default_factory=dict)  # turn id → the turn that left it behind
 
     def _ordered(self) -> list[Note]:
         """Every note in log order (a fresh list; the order is kept between calls while the very same notes stand)."""
@@ -172,6 +187,7 @@ class NoteState:
                 for n in self._ordered()
             ],
             self.index.canonical(),
+            [(t.memory_id, t.by, _iso(t.at), t.reason, t.seq) for t in sorted(self.turns.values(), key=lambda t: t.seq)],
         ]
 
 
@@ -234,7 +250,7 @@ def _apply_review(state: NoteState, review: NoteReviewed) -> None:
 
 
 # The events evolve reads; the shard fold (projections.folds.state) does not call it for any other.
-HANDLES = (NoteOperation, NoteReviewed, MemoryTouched)
+HANDLES = (NoteOperation, NoteReviewed, MemoryTouched, MessageSuperseded)
 
 
 def evolve(state: NoteState, env: Envelope | TouchBlock) -> NoteState:
@@ -249,6 +265,10 @@ def evolve(state: NoteState, env: Envelope | TouchBlock) -> NoteState:
         _apply_operation(state, env, event)
     elif isinstance(event, NoteReviewed):
         _apply_review(state, event)
+    elif isinstance(event, MessageSuperseded):
+        for memory_id in event.message_event_ids:
+            state.turns.setdefault(memory_id, TurnChange(memory_id, event.by_message_event_id, event.valid_from,
+                                                         event.reason, env.seq))
     elif isinstance(event, MemoryTouched) and event.reason == "used":
         _used(state, event.memory_ids, env.occurred_at)
     return state

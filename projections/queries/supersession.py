@@ -1,6 +1,8 @@
 """Which turns a later statement superseded, read from the notes (a pure function of the note state and a time).
 
-A note closed by an ``update`` (status ``superseded``, :mod:`projections.folds.notes`) was replaced by a later
+Two records say so. A turn a later turn left behind (``message_superseded``, :attr:`NoteState.turns`) is
+superseded from that turn's time on, by it (or by the turn that in turn left that one behind, by ``at``). And a
+note closed by an ``update`` (status ``superseded``, :mod:`projections.folds.notes`) was replaced by a later
 version. The turns it was read from are **superseded** at a time ``at`` when the note was closed by then and no
 note read from them is still in force at ``at`` (a turn that also states something still true is not). Each gets
 the version in force at ``at`` (following the chain of versions), the turns that version was read from, and a
@@ -43,14 +45,27 @@ def _in_force(notes: NoteState, note: Note, at: datetime | None) -> Note:
     return note
 
 
-def superseded_turns(notes: NoteState, at: datetime | None = None) -> dict[str, Supersession]:
-    """memory id → its supersession at ``at`` (now, when None), for every superseded turn; the latest change wins."""
+def _turn_label(text: str) -> str:
+    return text if len(text) <= 80 else text[:77].rstrip() + "…"
+
+
+def superseded_turns(notes: NoteState, at: datetime | None = None, texts: dict | None = None) -> dict[str, Supersession]:
+    """memory id → its supersession at ``at`` (now, when None), for every superseded turn; the latest change wins,
+    a note's over a turn's. ``texts``: memory id → a stored message (its text labels a turn-level supersession)."""
+    out: dict[str, Supersession] = {}
+    for change in sorted(notes.turns.values(), key=lambda t: t.seq):
+        if at is None or change.at <= at:
+            by, seen = change.by, {change.memory_id}
+            while by in notes.turns and by not in seen and (at is None or notes.turns[by].at <= at):
+                seen.add(by)
+                by = notes.turns[by].by
+            text = texts[by].text if texts and by in texts else by
+            out[change.memory_id] = Supersession(change.memory_id, "", "", _turn_label(text), (by,), change.at)
     closed = [n for n in notes.notes.values() if n.status == "superseded" and n.valid_to is not None
               and (at is None or n.valid_to <= at)]
     if not closed:
-        return {}
+        return out
     current = {m for n in notes.active(at) for m in n.source_message_ids}
-    out: dict[str, Supersession] = {}
     for note in sorted(closed, key=lambda n: (n.valid_to, n.seq)):
         sources = [m for m in note.source_message_ids if m not in current]
         if not sources:

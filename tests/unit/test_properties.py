@@ -45,6 +45,7 @@ from events.model import (
     MessageClassified,
     MessageEmbedded,
     MessageRecorded,
+    MessageSuperseded,
     NoteContent,
     NoteOperation,
     NoteReviewed,
@@ -164,6 +165,10 @@ note_operation = st.one_of(
               reason=TEXT, decider=st.just("rules-v1")),
     st.builds(NoteOperation, op=st.just("skip"), valid_from=WHEN, reason=TEXT, decider=st.just("rules-v1")),
 )
+message_superseded = st.builds(
+    MessageSuperseded, message_event_ids=st.lists(IDS, min_size=1, max_size=3).map(tuple), by_message_event_id=IDS,
+    valid_from=WHEN, reason=TEXT, decider=st.just("turn-change-v1"),
+)
 note_reviewed = st.builds(
     NoteReviewed, note_id=IDS, trigger=st.sampled_from(["promotion", "retraction"]),
     importance=st.floats(0.0, 10.0), decision=st.sampled_from(["promote", "keep", "delete"]), reason=TEXT,
@@ -272,7 +277,7 @@ learning_events = st.one_of(
 
 ANY_EVENT = st.one_of(
     message_recorded, message_embedded(), memory_touched(), message_classified, llm_call_recorded, note_operation,
-    note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled, graph_events,
+    message_superseded, note_reviewed, memory_archived, memory_restored, profile_distilled, episode_titled, graph_events,
     feedback_detected, learning_events, user_forgotten, embedder_switched,
 )
 
@@ -281,7 +286,7 @@ def test_the_strategies_cover_every_event_kind():
     # If a new kind is added to the model, this fails until the round-trip generates it.
     assert set(EVENT_TYPES) == {
         "message_recorded", "message_embedded", "memory_touched", "message_classified", "llm_call_recorded",
-        "note_operation", "note_reviewed", "memory_archived", "memory_restored", "profile_distilled", "episode_titled",
+        "note_operation", "message_superseded", "note_reviewed", "memory_archived", "memory_restored", "profile_distilled", "episode_titled",
         "graph_memory_staged", "graph_labels_embedded", "graph_memories_consolidated", "graph_nodes_merged", "graph_nodes_unmerged",
         "graph_edge_linked", "graph_memory_status_changed", "graph_conclusion_recorded", "graph_proposal_rejected",
         "feedback_detected", "memory_adjusted", "adjustment_reverted", "policy_changed", "policy_proposal_rejected",

@@ -16,7 +16,7 @@ from projections.queries.supersession import superseded_turns
 
 
 def apply(s: Scoring) -> None:
-    index = superseded_turns(s.memory.notes, s.now)
+    index = superseded_turns(s.memory.notes, s.now, s.memory.messages.by_id)
     if not index:
         return
     factor, rows = s.config.supersession_factor, s.rows
@@ -29,7 +29,9 @@ def apply(s: Scoring) -> None:
         score = row[0]
         row[0] = score * factor
         row[3].update(superseded=change.label, superseded_by=list(change.current_sources),
-                      superseded_by_note=change.current_note_id, supersession_factor=factor)
+                      supersession_factor=factor)
+        if change.current_note_id:
+            row[3]["superseded_by_note"] = change.current_note_id
         for memory_id in change.current_sources:
             if memory_id in index or memory_id not in by_msg or not s.allowed(memory_id):
                 continue

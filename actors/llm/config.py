@@ -2,6 +2,9 @@
 
 No base URL means no LLM: ``LlmConfig.from_env()`` returns None and every
 LLM-driven step uses its deterministic offline fallback (SPEC principle 3).
+So does ``OPENAI_BASE_URL`` without ``PALIMPSEST_LLM_MODEL`` (an agent's own
+endpoint, most often; a warning says how to use it), while
+``PALIMPSEST_LLM_BASE_URL`` without a model is an error.
 """
 
 from __future__ import annotations
@@ -11,7 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+import structlog
+
 from events.errors import LlmError
+
+log = structlog.get_logger("palimpsest.llm")
 
 # Environment variables, first match wins; the OPENAI_* names let an existing
 # OpenAI-compatible setup (vLLM, Ollama, llama.cpp server) work unchanged.
@@ -77,6 +84,11 @@ class LlmConfig:
             return None
         _check_base_url(base_url, base_var)
         _, model = _first(env, ENV_MODEL)
+        if not model and base_var != ENV_BASE_URL[0]:
+            # OPENAI_BASE_URL alone is most often the agent's own endpoint, not a request for the memory to use one
+            log.warning("llm_model_unset_running_offline", variable=base_var,
+                        fix="set PALIMPSEST_LLM_MODEL to the model the endpoint serves for the memory to use it")
+            return None
         if not model:
             raise LlmError(
                 f"{base_var} is set but PALIMPSEST_LLM_MODEL is not; set it to the model name the endpoint "

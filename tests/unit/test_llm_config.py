@@ -55,6 +55,13 @@ def test_openai_variables_are_fallbacks():
     assert (config.base_url, config.api_key) == ("http://vllm:8000/v1", "sk-p")
 
 
+def test_openai_base_url_without_a_model_leaves_the_memory_offline():
+    """An agent's own OPENAI_BASE_URL does not make every Memory.open fail; the memory's own variable does."""
+    assert LlmConfig.from_env({"OPENAI_BASE_URL": "http://localhost:11434/v1", "OPENAI_API_KEY": "sk-o"}) is None
+    with pytest.raises(LlmError, match="PALIMPSEST_LLM_BASE_URL is set but PALIMPSEST_LLM_MODEL is not"):
+        LlmConfig.from_env({"PALIMPSEST_LLM_BASE_URL": "http://localhost:11434/v1", "OPENAI_BASE_URL": "http://x/v1"})
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [

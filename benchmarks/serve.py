@@ -10,6 +10,11 @@
    reports per endpoint throughput, p50/p95/p99 (from each request's scheduled start) and errors.
 5. Checks that every acknowledged message is in the log exactly once.
 
+With ``--overload`` steps 3–4 are replaced by the overload suite (:mod:`benchmarks.serve_overload`): the mixed
+load ramped until goodput stops rising (``capacity_req_s``), then held at 2× and 4× that (goodput, refusals,
+accepted and refusal latency, other errors); the search-only capacity; and a modest tenant's p95 beside a
+tenant flooding at ``--flood-factor`` × its share, against its p95 alone. Every level records the load average.
+
 The figures depend on the machine and on what else runs on it: a shared VM makes them noisy.
 """
 
@@ -28,6 +33,7 @@ from pathlib import Path
 from benchmarks import dataset as ds
 from benchmarks.provenance import stamp
 from benchmarks.serve_load import Tenancy, Workload, exactly_once, load_dialogues, open_loop, same_hits
+from benchmarks.serve_overload import draw, drive, fairness, ramp
 
 LEVELS = "1:2,8:8,32:16,64:32"
 QUICK_LEVELS = "1:4,8:8"
@@ -48,13 +54,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--replicas", type=int, default=1)
     p.add_argument("--ingress", choices=["auto", "direct", "proxy"], default="auto",
                    help="how requests reach the replicas (default auto: direct for one replica)")
+    o = p.add_argument_group("--overload")
+    o.add_argument("--overload", action="store_true", help="the overload suite instead of the fixed levels")
+    o.add_argument("--ramp-start", type=float, default=20.0, help="first offered rate of the ramp (req/s)")
+    o.add_argument("--ramp-factor", type=float, default=1.3, help="each ramp step offers this much more")
+    o.add_argument("--step-seconds", type=float, default=8.0, help="length of each ramp step")
+    o.add_argument("--hold-seconds", type=float, default=15.0, help="length of the 2x and 4x levels")
+    o.add_argument("--max-rate", type=float, default=3000.0, help="the ramp stops here at the latest")
+    o.add_argument("--connections", type=int, default=512, help="the load generator's connections")
+    o.add_argument("--flood-factor", type=float, default=10.0, help="the flooding tenant's rate over its share")
+    o.add_argument("--modest-share", type=float, default=0.1,
+                   help="the modest tenant's rate, as a share of capacity")
     args = p.parse_args(argv)
     quick = args.quick
     args.levels = [tuple(float(x) for x in level.split(":")) for level in
                    (args.levels or (QUICK_LEVELS if quick else LEVELS)).split(",")]
     args.seconds = args.seconds or (3.0 if quick else 20.0)
     args.embedder = args.embedder or ("hash" if quick else "minilm")
-    args.limit_samples = args.limit_samples or (1 if quick else None)
+    args.limit_samples = args.limit_samples or ((2 if args.overload else 1) if quick else None)  # two tenants
     args.questions = args.questions or (10 if quick else None)
     return args
 
@@ -88,6 +105,56 @@ def measure(url: str, memory, keys: dict[str, str], data: ds.Dataset, args: argp
     }
 
 
+def measure_overload(url: str, memory, keys: dict[str, str], data: ds.Dataset, args: argparse.Namespace) -> dict:
+    """The overload suite against a running server (after the dialogues are loaded); the report."""
+    tenants = sorted(keys)
+    tenancy = Tenancy(url, keys, {s.sample_id: tenants[i % len(tenants)] for i, s in enumerate(data.samples)})
+    print(f"loading {len(data.messages)} turns of {len(data.samples)} samples over HTTP ({len(tenants)} tenants)",
+          file=sys.stderr)
+    loaded = load_dialogues(tenancy, data.samples)
+    questions = data.questions[:args.questions] if args.questions else data.questions
+    texts = [m["text"] for m in data.messages]
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    common = {"factor": args.ramp_factor, "seconds": args.step_seconds, "max_rate": args.max_rate,
+              "connections": args.connections, "log": log}
+    log("mixed load: ramp until goodput stops rising")
+    mixed = ramp(url, Workload(tenancy, questions, texts, prefix="ramp"), tenancy.ack, start=args.ramp_start,
+                 **common)
+    capacity = mixed["capacity_req_s"]
+    held = Workload(tenancy, questions, texts, seed=11, prefix="hold")
+    overload = {}
+    for times in (2, 4):
+        rate = times * capacity
+        log(f"holding {times}x capacity: {rate:.1f} req/s for {args.hold_seconds:g}s")
+        level = drive(url, draw(held, int(rate * args.hold_seconds)), rate, args.hold_seconds, args.connections,
+                      tenancy.ack)
+        overload[f"{times}x"] = {**level, "goodput_over_capacity": round(level["goodput_req_s"] / capacity, 3)}
+    log("search only: ramp until goodput stops rising")
+    search = ramp(url, Workload(tenancy, questions, texts, seed=13, mix={"search": 1}), None,
+                  start=max(args.ramp_start, capacity / 2), **common)
+    asking = sorted({tenancy.tenant_of[q.user_id] for q in data.questions})
+    if len(asking) < 2:
+        raise SystemExit("--overload's fairness needs questions of two tenants: give at least two samples")
+    modest_t, flood_t = asking[0], asking[1]
+    share = capacity / 2
+    mine = lambda t: [q for q in data.questions if tenancy.tenant_of[q.user_id] == t]  # noqa: E731
+    modest = draw(Workload(tenancy, mine(modest_t), texts, seed=17, mix={"search": 1}), 2000)
+    flood_rate = args.flood_factor * share
+    flood = draw(Workload(tenancy, mine(flood_t), texts, seed=19, prefix="flood"),
+                 int(flood_rate * (args.hold_seconds + 2)))
+    log(f"fairness: {modest_t} searching at {args.modest_share * capacity:.1f} req/s alone, then beside {flood_t} "
+        f"at {flood_rate:.1f} req/s ({args.flood_factor:g}x its share)")
+    fair = fairness(url, modest, flood, modest_rate=max(1.0, args.modest_share * capacity), flood_rate=flood_rate,
+                    seconds=args.hold_seconds, connections=args.connections, on_ack=tenancy.ack)
+    fair.update(modest_tenant=modest_t, flood_tenant=flood_t, flood_factor=args.flood_factor)
+    return {"load": loaded, "capacity_req_s": capacity,
+            "capacity_search_p95_le_100ms_req_s": mixed["capacity_search_p95_le_100ms_req_s"],
+            "search_only_capacity_req_s": search["capacity_req_s"],
+            "search_only_capacity_p95_le_100ms_req_s": search["capacity_search_p95_le_100ms_req_s"],
+            "ramp": mixed["steps"], "search_only_ramp": search["steps"], "overload": overload, "fairness": fair,
+            "errors_total": loaded["errors"], "exactly_once": exactly_once(tenancy, memory)}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -111,7 +178,7 @@ def run(args: argparse.Namespace) -> dict:
         running.memory.consolidate_every = 0  # consolidation rounds would land inside the timed levels
         ring = KeyRing(store)
         keys = {f"tenant-{i}": ring.create(f"tenant-{i}", label="benchmarks.serve")[0] for i in range(args.tenants)}
-        report = measure(running.url, running.memory, keys, data, args)
+        report = (measure_overload if args.overload else measure)(running.url, running.memory, keys, data, args)
     finally:
         running.stop()
         shutdown_ray()
@@ -123,6 +190,32 @@ def run(args: argparse.Namespace) -> dict:
                         "cpus": os.cpu_count(), "load_average_before": load_start, "load_average_after": os.getloadavg(),
                         "wall_seconds": round(time.perf_counter() - started, 1)}
     return report
+
+
+def print_overload(r: dict) -> None:
+    print(f"load: {r['load']['messages']} turns over HTTP at {r['load']['messages_per_s']} msg/s; "
+          f"load average (1 min) before {r['config']['load_average_before'][0]:.2f}, after "
+          f"{r['config']['load_average_after'][0]:.2f}")
+    print(f"capacity (mixed): {r['capacity_req_s']} req/s; with search p95 <= 100 ms and nothing refused: "
+          f"{r['capacity_search_p95_le_100ms_req_s']} req/s; search only: {r['search_only_capacity_req_s']} req/s "
+          f"(p95 <= 100 ms: {r['search_only_capacity_p95_le_100ms_req_s']})")
+    print("| level | offered req/s | goodput req/s | goodput / capacity | refused req/s (503, 429) | accepted p95 ms "
+          "| refusal p95 ms | other errors | load 1m |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows = [(f"ramp {s['offered_req_s']:g}", s) for s in r["ramp"]] + list(r["overload"].items())
+    for name, lv in rows:
+        ratio = lv.get("goodput_over_capacity", round(lv["goodput_req_s"] / r["capacity_req_s"], 3))
+        refused = ", ".join(f"{v}" for v in (lv["refused_req_s"].get("503", 0), lv["refused_req_s"].get("429", 0)))
+        print(f"| {name} | {lv['offered_req_s']} | {lv['goodput_req_s']} | {ratio} | {refused} | "
+              f"{lv['accepted_p95_ms']} | {lv['refusal_p95_ms']} | {lv['other_errors']} | {lv['load_1m_after']} |")
+    f = r["fairness"]
+    print(f"fairness: {f['modest_tenant']} at {f['modest_rate_req_s']:.1f} req/s p95 "
+          f"{f['modest_p95_unloaded_ms']} ms alone, {f['modest_p95_beside_flood_ms']} ms beside {f['flood_tenant']} "
+          f"at {f['flood_rate_req_s']:.1f} "
+          f"req/s (x{f['modest_p95_ratio']}; modest refused {f['modest_beside_flood']['refused_total_req_s']}/s, "
+          f"flood goodput {f['flood']['goodput_req_s']}/s, refused {f['flood']['refused_total_req_s']}/s)")
+    once = r["exactly_once"]
+    print(f"writes: acknowledged {once['acknowledged']}, lost {once['lost']}, duplicated {once['duplicated']}")
 
 
 def print_report(r: dict) -> None:
@@ -152,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
-    print_report(report)
+    (print_overload if args.overload else print_report)(report)
     print(f"wrote {out}")
     once = report["exactly_once"]
     return 0 if report["errors_total"] == 0 and once["lost"] == 0 and once["duplicated"] == 0 else 1

@@ -103,11 +103,12 @@ def same_hits(tenancy: Tenancy, memory, questions, k: int = 10) -> dict:
 class Workload:
     """The requests of the mixed workload, drawn from the dev questions and turns with a seeded RNG."""
 
-    def __init__(self, tenancy: Tenancy, questions, texts: list[str], seed: int = 7) -> None:
+    def __init__(self, tenancy: Tenancy, questions, texts: list[str], seed: int = 7, mix: dict | None = None,
+                 prefix: str = "load") -> None:
         self.tenancy, self.questions, self.texts = tenancy, questions, texts
         self.rng = random.Random(seed)
-        self.kinds = [k for k, w in MIX.items() for _ in range(w)]
-        self.counter = 0
+        self.kinds = [k for k, w in (mix or MIX).items() for _ in range(w)]
+        self.counter, self.prefix = 0, prefix  # ingested client ids are f"{prefix}-{n}": unique per workload
 
     def next(self) -> tuple[str, str, str, dict | None, dict, list | None]:
         """(endpoint, method, path, JSON body, headers, messages sent) of the next request."""
@@ -123,7 +124,7 @@ class Workload:
         if kind == "ingest":
             self.counter += 1
             msg = {"text": self.rng.choice(self.texts), "occurred_at": q.asked_at.isoformat(),
-                   "client_message_id": f"load-{self.counter}", "speaker": "load"}
+                   "client_message_id": f"{self.prefix}-{self.counter}", "speaker": "load"}
             return kind, "POST", base + "/messages", {"messages": [msg]}, headers, [msg]
         call = {"jsonrpc": "2.0", "id": self.counter, "method": "tools/call",
                 "params": {"name": "retrieve_memory", "arguments": {"user_id": user, "query": q.question,

@@ -217,6 +217,19 @@ OPERATIONS: dict[str, Operation] = registry(
         cli=Cli("conversation", "one conversation's messages, in order, with their metadata"),
     ),
     Operation(
+        "conversations", READ,
+        (Param("limit", int | None, None, "only the latest conversations, this many", ge=1, le=100_000),),
+        doc="The user's conversations, the one spoken in last first: each one's id, how many messages it holds, its "
+            "first and last message times and the text it opened with (read one whole with ``conversation``).",
+        handler=ShardReader("actors.reads_conversation"),
+        http=Http("GET", "/conversations", "The user's conversations, the latest first, with their message counts "
+                                           "and times", answer="conversations"),
+        mcp="The user's conversations, the one spoken in last first: each one's id, how many messages it holds, "
+            "its first and last message times and the text it opened with. Use it to see when and about what the "
+            "user talked before, or to find a conversation's id.",
+        cli=Cli("conversations", "one user's conversations, the latest first, with their message counts and times"),
+    ),
+    Operation(
         "explain", READ,
         (Param("memory_id", str, help="a memory (turn), note or graph memory id", positional=True, flag="memory_id"),
          Param("at", datetime | None, None, "as of this time (default: now)"),

@@ -1,6 +1,6 @@
-"""A declared operation in every place it is exposed, on one served store: ``user_stats`` (declared once in
-palimpsest.operations, answered by one shard reader) answers the same through the Python API, HTTP, an MCP tool
-and the CLI with ``--server``."""
+"""Declared operations in every place they are exposed, on one served store: ``user_stats`` and ``conversations``
+(each declared once in palimpsest.operations, answered by one shard reader) answer the same through the Python
+API, HTTP, an MCP tool and the CLI with ``--server``."""
 
 from __future__ import annotations
 
@@ -39,14 +39,14 @@ def served(ray_cluster, tmp_path_factory):
     running.stop()
 
 
-def _mcp(url: str, key: str, arguments: dict) -> dict:
+def _mcp(url: str, key: str, arguments: dict, tool: str = "user_stats") -> dict:
     async def run():
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
             async with streamable_http_client(f"{url}/mcp", http_client=client) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
-                    assert "user_stats" in {t.name for t in (await session.list_tools()).tools}
-                    result = await session.call_tool("user_stats", arguments)
+                    assert tool in {t.name for t in (await session.list_tools()).tools}
+                    result = await session.call_tool(tool, arguments)
                     assert not result.is_error, result.content[0].text
                     return json.loads(result.content[0].text)
 
@@ -70,3 +70,21 @@ def test_user_stats_answers_alike_in_python_http_mcp_and_the_cli(served, capsys,
         assert python["conversations"] == 1 + (conversation is None)
     r = httpx.get(f"{running.url}/v1/users/bob/stats", headers={"Authorization": f"Bearer {key}"}, timeout=120)
     assert r.status_code == 404 and r.json()["problems"][0]["field"] == "user_id"
+
+
+def test_conversations_answers_alike_in_python_http_mcp_and_the_cli(served, capsys, monkeypatch):
+    running, key = served
+    monkeypatch.setenv("PALIMPSEST_API_KEY", key)
+    for params in ({}, {"limit": 1}):
+        python = running.memory.conversations("acme", "alice", **params)
+        http = httpx.get(f"{running.url}/v1/users/alice/conversations", params=params,
+                         headers={"Authorization": f"Bearer {key}"}, timeout=120).json()["conversations"]
+        mcp = _mcp(running.url, key, {"user_id": "alice", **params}, tool="conversations")["conversations"]
+        rc = main(["--server", running.url, "conversations", "--tenant", "acme", "--user", "alice", "--json",
+                   *(["--limit", "1"] if params else [])])
+        cli = json.loads(capsys.readouterr().out)
+        assert rc == 0 and python == http == mcp == cli, (python, http, mcp, cli)
+    assert [c["conversation_id"] for c in python] == ["c2"]  # the one spoken in last
+    everything = running.memory.conversations("acme", "alice")
+    assert [(c["conversation_id"], c["messages"]) for c in everything] == [("c2", 1), ("c1", 2)]
+    assert everything[1]["opening"] == "I prefer green tea in the morning"

@@ -363,6 +363,41 @@ def test_user_stats_counts_what_the_shard_holds_of_the_user_and_of_one_conversat
         core.close()
 
 
+def test_conversations_lists_a_users_conversations_the_latest_first_with_counts_times_and_opening(tmp_path):
+    from actors.core import ShardCore
+    from actors.declared import DeclaredQuery
+    from actors.spec import ShardSpec
+    from events.log import InMemoryEventLog
+    from projections.adapters.embedding import HashEmbedder
+    from tests.builders import command
+    from tests.shard_helpers import record
+
+    core = ShardCore(ShardSpec(index=0, log_path=tmp_path / "shard-000.duckdb", lance_dir=tmp_path / "vectors",
+                               model_id=HashEmbedder.model_id, dim=384), log=InMemoryEventLog())
+    try:
+        record(core, [command("I adopted a puppy named Biscuit", 0, conversation_id="c1"),
+                      command("我们把厨房刷成了黄色", 30, conversation_id="c2"),
+                      command("My sister works as a nurse in Boston", 60, conversation_id="c1")])
+
+        def conversations(user_id="alice", **params):
+            params = validate(OPERATIONS["conversations"], params)
+            return core.query(DeclaredQuery(tenant="acme", user_id=user_id, operation="conversations",
+                                            module="actors.reads_conversation", params=params))
+
+        rows = conversations()
+        assert rows == [
+            {"conversation_id": "c1", "messages": 2, "first_message_at": "2024-05-01T09:00:00+00:00",
+             "last_message_at": "2024-05-01T10:00:00+00:00", "opening": "I adopted a puppy named Biscuit"},
+            {"conversation_id": "c2", "messages": 1, "first_message_at": "2024-05-01T09:30:00+00:00",
+             "last_message_at": "2024-05-01T09:30:00+00:00", "opening": "我们把厨房刷成了黄色"},
+        ]
+        assert conversations(limit=1) == rows[:1] and conversations(user_id="bob") == []
+        with pytest.raises(InvalidInputError, match="limit: Input should be greater than or equal to 1"):
+            conversations(limit=0)
+    finally:
+        core.close()
+
+
 def test_memory_user_stats_validates_then_asks_the_users_shard_once():
     from actors.declared import DeclaredQuery
     from palimpsest.memory import Memory

@@ -128,7 +128,7 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
             note_id, note.category, note.text, note.version, note.valid_from, sources,
             tuple(t for t in (by_id[m].turn_id for m in sources) if t),
             by_id[sources[0]].conversation_id if sources else "", score, note_id in offered,
-            note.category == "constraint" and note.slot in SAFETY_SLOTS,
+            note.category == "constraint" and (note.slot in SAFETY_SLOTS or note.polarity == "negative"),
         ))
     return entries
 

@@ -21,11 +21,6 @@ from projections.rules.extraction import key_terms
 from projections.rules.turn_change import CHANGE_RULES_ID, Change, changes
 
 
-def _states(terms: set[str], change: Change) -> bool:
-    """Whether a turn with key terms ``terms`` states the old value of ``change`` and not (all of) its new one."""
-    return any(set(part) <= terms for part in change.old) and not (change.new and set(change.new) <= terms)
-
-
 def _said(change: Change) -> str:
     return " / ".join(" ".join(part) for part in change.old)
 
@@ -47,7 +42,7 @@ def decide_turn_supersessions(
             left = [m for m, old in earlier
                     if m not in taken and old.occurred_at <= message.occurred_at
                     and (old.role == "assistant" or old.speaker == message.speaker)
-                    and _states(set(key_terms(old.text)), change)]
+                    and change.stated_in(old.text, set(key_terms(old.text)))]
             if not left:
                 continue
             taken.update(left)
@@ -56,8 +51,9 @@ def decide_turn_supersessions(
                                                     valid_from=message.occurred_at, reason=reason,
                                                     decider=CHANGE_RULES_ID)))
             for note in memory.notes.active() if memory is not None else ():
-                if note.note_id not in retracted and set(note.source_message_ids) & set(left) and _states(set(note.key_terms) | set(key_terms(note.text)),
-                                                                         change):
+                terms = set(note.key_terms) | set(key_terms(note.text))
+                if note.note_id not in retracted and set(note.source_message_ids) & set(left) and change.stated_in(
+                        note.text, terms):
                     out.append((new_id(), NoteOperation(
                         op="delete", target_note_id=note.note_id, source_message_ids=(message_id,),
                         valid_from=message.occurred_at, reason=f"{reason}: the note states the old value",

@@ -42,7 +42,7 @@ class NoteEntry:
     conversation_id: str
     score: float
     offered: bool = False  # offered whatever the question (a constraint or a core note), not read from a hit
-    safety: bool = False  # a health, diet, allergy or safety constraint
+    safety: bool = False  # a health, diet, allergy or safety constraint, or a prohibition ("must not", "不能")
 
 
 def _tier(note: NoteEntry) -> int:

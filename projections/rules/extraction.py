@@ -32,6 +32,7 @@ from projections.rules.note_rules import (
     EN_RULES,
     EN_TRIGGER,
     GENERIC_WORDS,
+    SLOT_WORDS,
     HYPOTHETICAL,
     NEGATION,
     PROPOSALS,
@@ -192,6 +193,8 @@ def _candidate(
     slot = rule.slot.format(t=thing) if rule.slot else None
     if rule.slot and "{t}" in rule.slot:  # "my favourite colour is blue" is about colour as well as blue
         terms = tuple(dict.fromkeys(key_terms(thing) + terms))
+    if words := SLOT_WORDS[rule.language].get(rule.slot or ""):  # a health or diet constraint: what it is about
+        terms = tuple(dict.fromkeys(terms + tuple(words.split())))
     return CandidateNote(
         category=rule.category, text=text, subject=subject, key_terms=terms,
         polarity=rule.polarity or polarity(obj), confidence=round(confidence, 2), language=rule.language,

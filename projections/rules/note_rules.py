@@ -54,10 +54,17 @@ IMPERATIVES = (r"(?:use|store|keep|run|deploy|commit|push|share|send|call|check|
 # it is asked), tried before every other rule. Non-exclusive slots: a second allergy adds, "no longer vegetarian"
 # (the same value negated) supersedes.
 SAFETY_SLOTS = ("allergy", "diet", "health", "safety")  # the slots of these constraints
+# What such a note is about besides its words, so that "do I have any food allergies?" or "我的饮食有什么讲究？"
+# finds it: added to its key terms (the notes' BM25 index reads them).
+SLOT_WORDS = {"en": {"allergy": "allergy allergic food", "diet": "diet food", "health": "health condition medical",
+                     "safety": "safety"},
+              "zh": {"allergy": "过敏 食物", "diet": "饮食 吃", "health": "健康 身体", "safety": "安全"}}
 _EN_DIET = (r"vegetarian|vegan|pescatarian|pescetarian|lactose[-\s]intolerant|gluten[-\s]intolerant|gluten[-\s]free"
             r"|celiac|coeliac|kosher|halal|teetotal|diabetic|pregnant|epileptic|asthmatic|hypoglycemic|anemic")
 _EN_CONDITION = (r"(?:type\s+[12]\s+)?diabetes|asthma|epilepsy|c[o]?eliac\s+disease|high\s+blood\s+pressure|hypertension"
                  r"|a\s+heart\s+condition|heart\s+disease|a\s+pacemaker|migraines|gout|kidney\s+disease|crohn's(?:\s+disease)?"
+                 r"|a\s+(?:herniated|slipped|bulging)\s+disc|(?:a\s+)?(?:bad|weak|broken|injured|dodgy)\s+"
+                 r"(?:knee|knees|back|hip|shoulder|ankle|heart)|(?:back|knee|heart)\s+problems"
                  r"|(?:an?\s+)?(?:[\w-]+\s+){0,2}?(?:allerg(?:y|ies)|intolerance|intolerances)")
 _EN_RISKY = r"(?:drive|swim|lift|climb|fly|drink\s+alcohol|eat|drink|take|be\s+(?:in|near|around))"
 EN_SAFETY_RULES = (
@@ -75,18 +82,21 @@ EN_SAFETY_RULES = (
       r"|(?:am|'m)\s+not\s+allowed\s+to)\s+(?P<o>" + _EN_RISKY + r"\b.*)")),
     ("constraint", "{s} must avoid {o}", "negative", 0.8, "safety",
      r"\bi\s+(?:must|have\s+to|need\s+to|should|always)\s+avoid\s+(?P<o>.+)"),
+    # "Reminder for Atlas: never store users' phone numbers": a rule after a heading, not only at the start.
+    ("constraint", "Constraint: {o}", "negative", 0.75, None, r"[:：]\s*(?P<o>never\s+(?=" + IMPERATIVES + r").+)"),
 )
 ZH_SAFETY_RULES = (
     ("constraint", "{s}对{o}过敏", "positive", 0.85, "allergy",
      r"我(?:也|还|有点|非常|特别|严重)?(?:对)?(?P<o>[^，。！？,.!?对我]{1,12}?)(?:严重|有点|非常)?过敏"),
     ("constraint", "{s}{o}", "positive", 0.85, "diet",
-     r"我(?:一直|现在|从小|只|也)?(?P<o>吃素|吃全素|吃清真|只吃清真|不吃肉|不吃猪肉|不吃荤)"),
+     r"我(?:一直|现在|从小|只|也)?(?P<o>吃素|吃全素|吃清真|只吃清真|不吃(?:肉|荤|猪肉|牛肉|羊肉|辣|海鲜))"),
     ("constraint", "{s}是{o}", "positive", 0.85, "diet",
      r"我是(?P<o>(?:严格的?)?(?:素食者|素食主义者|纯素食者|纯素主义者|吃素的|穆斯林|孕妇))"),
     ("constraint", "{s}有{o}", "positive", 0.85, "health",
      (r"我(?:有|患有|得了|确诊了?|查出了?)(?P<o>(?:[一二12]型)?(?:糖尿病|高血压|哮喘|心脏病|癫痫|乳糖不耐受?|痛风|胃病|低血糖"
-      r"|贫血|过敏性鼻炎|肾病|心脏起搏器))")),
+      r"|贫血|过敏性鼻炎|肾病|心脏起搏器|腰椎间盘突出|颈椎病|腰椎病|关节炎|膝盖伤|胃溃疡))")),
     ("constraint", "{s}{o}", "positive", 0.85, "health", r"我(?:已经)?(?P<o>乳糖不耐受?|怀孕了|怀孕|有身孕)"),
+    ("constraint", "{s}{v}{o}", "negative", 0.8, "safety", r"我(?P<v>吃不了|碰不了|喝不了)(?P<o>[^，。！？]+)"),
     ("constraint", "{s}{v}{o}", "negative", 0.8, "safety",
      (r"我(?P<v>(?:绝对|千万|一定)?(?:不能|不可以|不宜|不适合|要避免|必须避免|得避免|不会))"
       r"(?P<o>(?:游泳|开车|骑车|爬高|剧烈运动|喝酒|饮酒|吃|喝|服用|碰)[^，。！？]*)")),
@@ -219,7 +229,7 @@ QUESTION = re.compile(
 )
 HYPOTHETICAL = re.compile(
     r"\b(?:if|whether|suppose|supposing|imagine|unless|in\s+case|maybe|perhaps|wonder(?:ing)?|not\s+sure|wish"
-    r"|considering|thinking\s+about)\b|如果|假如|假设|要是|万一|的话|也许|或许|可能|大概|考虑|打算|还没决定|没决定",
+    r"|considering|thinking\s+about)\b|如果|假如|假设|要是|万一|的话|也许|或许|可能|大概|考虑(?!一下)|打算|还没决定|没决定",
     re.IGNORECASE,
 )
 NEGATION = re.compile(

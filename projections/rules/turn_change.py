@@ -7,8 +7,10 @@ deterministic function of the text; the decisions it leads to are recorded once 
 events (:mod:`projections.decisions.turn_supersession`), so replay never runs it again, and changing a pattern
 means a new id. Questions and hypotheticals ("should we switch from X?", "如果换成…") name nothing.
 
-An old value is returned as its parts' key terms: "PostgreSQL on AWS" and "AWS上的PostgreSQL" are two parts
-(a turn stating either one is left behind), each a tuple of terms a turn must all state.
+An old value is returned as its parts: "PostgreSQL on AWS" and "AWS上的PostgreSQL" are two parts (a turn stating
+either one is left behind). A turn states a part when it has all of the part's key terms, or, for a Chinese
+part, when its text holds the part as written (jieba may cut "阿里云" one way in one sentence and another way in
+the next): :meth:`Change.stated_in`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from projections.rules.extraction import key_terms, split_statements
-from projections.rules.text import rule_text
+from projections.rules.text import has_cjk, rule_text
 
 CHANGE_RULES_ID = "turn-change-v1"
 
@@ -72,16 +74,25 @@ class Change:
     old: tuple[tuple[str, ...], ...]
     new: tuple[str, ...]
     clause: str
+    phrases: tuple[str, ...] = ()  # each old part as written
+
+    def stated_in(self, text: str, terms: set[str]) -> bool:
+        """Whether a turn (its text and key terms) states the old value and not all of the new one."""
+        if self.new and set(self.new) <= terms:
+            return False
+        return any(set(part) <= terms or (has_cjk(phrase) and phrase in text)
+                   for part, phrase in zip(self.old, self.phrases))
 
 
-def _parts(phrase: str) -> tuple[tuple[str, ...], ...]:
-    out = []
+def _parts(phrase: str) -> dict[tuple[str, ...], str]:
+    """Each part's key terms → the part as written (first one kept)."""
+    out: dict[tuple[str, ...], str] = {}
     for part in _PARTS.split(phrase):
         part = _TAIL.sub("", _LEAD.sub("", part.strip(" \t.!?。！？\"'“”")))
         terms = key_terms(part) if part else ()
         if terms:
-            out.append(terms)
-    return tuple(dict.fromkeys(out))
+            out.setdefault(terms, part)
+    return out
 
 
 @lru_cache(maxsize=4096)
@@ -93,11 +104,11 @@ def changes(text: str) -> tuple[Change, ...]:
             match = pattern.search(clause)
             if match is None:
                 continue
-            old = _parts(match.group("o"))
-            if old:
+            parts = _parts(match.group("o"))
+            if parts:
                 new = key_terms(match.groupdict().get("n") or "")
-                old = tuple(p for p in old if not set(p) <= set(new))  # "moved to X" is not a move from X
-                if old:
-                    found.append(Change(old, new, clause))
+                kept = {p: w for p, w in parts.items() if not set(p) <= set(new)}  # "moved to X": not from X
+                if kept:
+                    found.append(Change(tuple(kept), new, clause, tuple(kept.values())))
                     break
     return tuple(found)

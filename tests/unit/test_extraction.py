@@ -231,7 +231,7 @@ def test_the_english_trigger_only_skips_clauses_no_rule_reads(words):
 # One clause for each English rule, in the table's order.
 _ONE_PER_RULE = (
     "I'm allergic to peanuts", "I'm no longer vegetarian", "I'm vegan", "I have type 2 diabetes", "I can't swim",
-    "I must avoid gluten", "I don't like olives", "I hate mornings", "my favourite colour is green", "I love jazz", "I switched to tea",
+    "I must avoid gluten", "Reminder: never store card numbers", "I don't like olives", "I hate mornings", "my favourite colour is green", "I love jazz", "I switched to tea",
     "I'm a big fan of chess", "Decision: ship on Friday", "the project uses Postgres", "we decided to use Redis",
     "let's go with Rust", "we chose Kafka", "we're moving the site to AWS", "we use Slack", "keys must not leave the box",
     "never store passwords in git", "everyone must sign the form", "always use UTC", "my birthday is May 3",

@@ -9,7 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from events.model import NoteContent, NoteOperation
+from events.model import MessageSuperseded, NoteContent, NoteOperation
+from projections.decisions.turn_supersession import decide_turn_supersessions
 from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import archival_candidates, retention_scores, retention_table
 from projections.folds.state import ShardState, fold
@@ -19,6 +20,7 @@ from projections.queries.note_coverage import carried_share
 from projections.queries.retrieval import FusionConfig, fuse
 from projections.queries.supersession import superseded_turns
 from projections.rules.extraction import extract_notes
+from projections.rules.turn_change import changes
 from tests.builders import STAGES_OFF, T0, message, stream
 
 SWITCH = T0 + timedelta(days=30)
@@ -162,3 +164,52 @@ def test_a_context_takes_safety_constraints_and_what_the_question_reaches_before
     assert [i.memory_id for i in ctx.items] == ["nuts", "pref", "junk"]
     tight = assemble("q", [], 14, _words, notes, note_tokens=100, note_share=1.0)
     assert [i.memory_id for i in tight.items] == ["nuts"]  # 10 words: neither other line fits beside it
+
+
+@pytest.mark.parametrize(("said", "old"), [
+    ("Small update: I've switched from oolong tea to hot chocolate.", ["oolong tea"]),
+    ("These days it's chai for me, I've pretty much stopped drinking green tea.", ["green tea"]),
+    ("I swapped bouldering for sailing on weekends, it's a nice change.", ["bouldering"]),
+    ("Big news: I moved to Berlin! Leaving Lisbon was hard, but the new flat is lovely.", ["Lisbon"]),
+    ("New plan: Atlas goes live on May 20 instead of April 2.", ["April 2"]),
+    ("Big Atlas change: we're moving from PostgreSQL on AWS to MySQL on Azure.", ["PostgreSQL", "AWS"]),
+    ("星河那边改主意了，数据库从PostgreSQL换成MySQL。", ["PostgreSQL"]),
+    ("跟你说一下，我最近不喝绿茶了，改喝黑咖啡。", ["绿茶"]),
+    ("新计划：星河改在四月二日上线，不是三月十四日了。", ["三月十四日"]),
+    ("星河大调整：从阿里云上的PostgreSQL换成腾讯云上的MySQL。", ["阿里云", "PostgreSQL"]),
+])
+def test_a_change_names_the_value_it_leaves_behind(said, old):
+    assert [p for c in changes(said) for p in c.phrases] == old
+
+
+@pytest.mark.parametrize("said", ["Should we switch from Vim to Emacs?", "如果从阿里云换成腾讯云会怎样？",
+                                  "I moved to Berlin last year.", "We had a great time in Lisbon."])
+def test_questions_hypotheticals_and_plain_statements_leave_nothing_behind(said):
+    assert changes(said) == ()
+
+
+def test_a_change_supersedes_the_earlier_turns_and_replies_that_state_the_old_value_as_events():
+    user = dict(role="user", speaker="Maya")
+    said = [
+        ("t1", message("My go-to drink is oolong tea, I have it all day long.", "c1", **user)),
+        ("t2", message("Oolong tea, noted!", "c2", role="assistant", speaker="assistant")),
+        ("t3", message("Sam says oolong tea is overrated.", "c3", role="user", speaker="Sam")),
+        ("t4", message("我每天早上都要喝绿茶", "c4", **user)),
+        ("n1", _note("add", "Maya's go-to drink is oolong tea", "t1", T0, category="preference")),
+        ("n2", _note("add", "Maya drinks it all day", "t1", T0, category="preference")),
+    ]
+    memory = fold(ShardState(), stream(*said)).user("acme", "alice")
+    change = message("Small update: I've switched from oolong tea to hot chocolate.", "c5", occurred_at=SWITCH,
+                     **user)
+    ids = iter(f"e{i}" for i in range(10))
+    [(event_id, event), (retract_id, retract)] = decide_turn_supersessions(memory, [("t5", change)], lambda: next(ids))
+    assert isinstance(event, MessageSuperseded)
+    assert (event.message_event_ids, event.by_message_event_id, event.valid_from) == (("t1", "t2"), "t5", SWITCH)
+    assert (retract.op, retract.target_note_id, retract.source_message_ids) == ("delete", "n1", ("t5",))  # not n2
+    state = fold(ShardState(), stream(*said, ("t5", change), (event_id, event), (retract_id, retract)))
+    later = state.user("acme", "alice")
+    assert [n.note_id for n in later.notes.active()] == ["n2"]
+    assert decide_turn_supersessions(later, [("t6", change)], lambda: next(ids)) == []  # already superseded
+    index = superseded_turns(later.notes, SWITCH, later.messages.by_id)
+    assert set(index) == {"t1", "t2"} and index["t1"].label.startswith('superseded by "Small update')
+    assert superseded_turns(later.notes, T0, later.messages.by_id) == {}  # not yet, then

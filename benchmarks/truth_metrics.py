@@ -23,8 +23,9 @@ from statistics import fmean
 from benchmarks.truth_script import Fact
 
 CURRENT, STALE = "current", "stale"
-# The engine's label on a superseded turn's line: 'superseded by "…" on YYYY-MM-DD' (projections.queries.supersession)
-SUPERSEDED_LABEL = re.compile(r"\bsuperseded by\b", re.IGNORECASE)
+# The engine labels a superseded turn's line 'superseded by "…" on YYYY-MM-DD' (projections.queries.supersession);
+# any line saying "superseded" is taken as labelled (the scripts' own turns never say it)
+SUPERSEDED_LABEL = re.compile(r"\bsuperseded\b", re.IGNORECASE)
 
 
 def labelled_superseded(text: str, meta: dict | None = None) -> bool:

@@ -47,7 +47,7 @@ def request_class(method: str, path: str) -> str | None:
     """The admission class of an HTTP request; None for what is never held back (health, docs, static pages)."""
     if path == "/" or path.startswith(_EXEMPT):
         return None
-    if path == "/v1/chat/completions":
+    if path in ("/v1/chat/completions", "/v1/responses"):
         return PROXY
     if method in ("GET", "HEAD", "OPTIONS") or _READ_POST.match(path):
         return READ

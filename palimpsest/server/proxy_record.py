@@ -2,9 +2,11 @@
 was given, and the user's turn as feedback on the proxy's reply before it.
 
 A reply is recorded as the conversation's assistant message with, in its metadata, the ids of the memories it was
-given and the query they were retrieved for (:data:`GIVEN`, :data:`QUERY`); it is reported with them as
+given and the query they were retrieved for (:data:`GIVEN`, :data:`QUERY`), and the upstream's id of the
+response when it has one (:data:`RESPONSE`, a Responses API response's); it is reported with them as
 :meth:`palimpsest.Memory.record_reply` is (the usage judge reinforces those it drew on). A later request that
-continues the conversation after that reply finds it there and has the Feedback Judge judge the new user turn
+continues the conversation after that reply (resending it, or naming its response as ``previous_response_id``)
+finds it there and has the Feedback Judge judge the new user turn
 against it, naming the same memories, as :meth:`palimpsest.Memory.judge_feedback` does.
 
 Recording runs after the answer has gone (the client does not wait for it), in batches: the calls answered while
@@ -32,15 +34,32 @@ log = structlog.get_logger("palimpsest.server.proxy")
 
 GIVEN = "palimpsest_given"  # reply metadata: the ids of the memories the reply was given, as a JSON list
 QUERY = "palimpsest_query"  # reply metadata: the user turn they were retrieved for
+RESPONSE = "palimpsest_response"  # reply metadata: the upstream's id of the response (Responses API)
 SOURCE = "palimpsest_source"  # metadata of both messages: "proxy"
 LOOK_BACK = 50  # messages of the conversation searched for the reply a feedback turn answers
 MAX_BATCH = 512  # calls recorded together at most
 
 
 @dataclass(frozen=True)
+class Asked:
+    """What the proxy reads of a request, whichever its form: the last user turn (the memory is read for it), the
+    same turn when the request ends with it (then it is recorded), the reply it answers, the opening user turn
+    (which names the conversation unless the request names one), and the upstream response it continues
+    (``previous_response_id``)."""
+
+    query: str
+    user_text: str
+    prior_reply: str
+    opening: str
+    prior_response_id: str = ""
+    conversation: object = None  # the conversation the request names (a response's ``conversation``), unchecked
+
+
+@dataclass(frozen=True)
 class Turn:
     """One proxied call: whose, in which conversation, the user's new turn ("" when the request ends otherwise,
-    e.g. with a tool result), the reply it answers ("" if none), when it came; then the reply and its context."""
+    e.g. with a tool result), the reply it answers ("" if none: then perhaps the response it continues), when it
+    came; then the reply, its context and the upstream's id of it."""
 
     tenant: str
     user_id: str
@@ -51,16 +70,23 @@ class Turn:
     reply: str = ""
     context: object = None  # the Context the reply was given (None: none)
     answered: datetime | None = None
+    prior_response_id: str = ""
+    response_id: str = ""
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # its messages' client ids: a retried ingest adds none
 
     @property
     def stream(self) -> tuple[str, str]:
         return self.tenant, self.user_id
 
-    def finished(self, reply: str, context) -> Turn:
-        """The turn answered ``reply`` (now), given ``context``."""
-        return replace(self, reply=reply, context=context,
+    def finished(self, reply: str, context, response_id: str = "") -> Turn:
+        """The turn answered ``reply`` (now; the upstream's ``response_id`` for it), given ``context``."""
+        return replace(self, reply=reply, context=context, response_id=response_id,
                        answered=max(datetime.now(UTC), self.received + timedelta(microseconds=1)))
+
+    @property
+    def continues(self) -> bool:
+        """The turn answers an earlier reply (given in the request, or as the response it continues)."""
+        return bool(self.user_text.strip() and (self.prior_reply.strip() or self.prior_response_id))
 
     @property
     def given(self) -> list[str]:
@@ -73,7 +99,7 @@ def record(memory, turns: list[Turn]) -> None:
     the memories they were given. A turn refused (its messages, its feedback or its reply) is logged; the others
     are recorded all the same."""
     for turn in turns:
-        if turn.user_text.strip() and turn.prior_reply.strip():
+        if turn.continues:
             _guarded(turn, "feedback", _judge, memory, turn)
     batch = [t for t in turns if _messages(t)]
     try:
@@ -97,17 +123,19 @@ def _messages(turn: Turn) -> list[dict]:
                     "client_message_id": turn.key + "-u", "metadata": {SOURCE: "proxy"}})
     if turn.reply.strip():
         query = turn.context.query if turn.context is not None else turn.user_text
+        metadata = {SOURCE: "proxy", GIVEN: json.dumps(turn.given), QUERY: query[:2000]}
+        if turn.response_id:
+            metadata[RESPONSE] = turn.response_id
         out.append({**base, "role": "assistant", "text": turn.reply, "occurred_at": turn.answered.isoformat(),
-                    "client_message_id": turn.key + "-a",
-                    "metadata": {SOURCE: "proxy", GIVEN: json.dumps(turn.given), QUERY: query[:2000]}})
+                    "client_message_id": turn.key + "-a", "metadata": metadata})
     return out
 
 
 def _judge(memory, turn: Turn) -> None:
     judged = _given_to(memory, turn)
     if judged is not None:
-        ids, query = judged
-        memory.judge_feedback(turn.tenant, turn.user_id, turn.user_text, turn.prior_reply, retrieved=ids,
+        ids, query, reply = judged
+        memory.judge_feedback(turn.tenant, turn.user_id, turn.user_text, reply, retrieved=ids,
                               now=turn.received, query=query or None)
 
 
@@ -125,13 +153,17 @@ def _failed(turn: Turn, what: str, exc: Exception) -> None:
               conversation_id=turn.conversation_id, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
 
-def _given_to(memory, turn: Turn) -> tuple[list[str], str] | None:
-    """The memories (and their query) the proxy gave the reply this turn answers; None if it gave no such reply."""
+def _given_to(memory, turn: Turn) -> tuple[list[str], str, str] | None:
+    """The memories (their query, and the reply's text) the proxy gave the reply this turn answers, found by its
+    text or its response id; None if it gave no such reply."""
     rows = memory.conversation(turn.tenant, turn.user_id, turn.conversation_id, limit=LOOK_BACK)
     for row in reversed(rows):
         metadata = row.get("metadata") or {}
-        if row["role"] == "assistant" and row["text"] == turn.prior_reply and GIVEN in metadata:
-            return json.loads(metadata[GIVEN]), metadata.get(QUERY, "")
+        if row["role"] != "assistant" or GIVEN not in metadata:
+            continue
+        if (turn.prior_reply and row["text"] == turn.prior_reply) or \
+                (turn.prior_response_id and metadata.get(RESPONSE) == turn.prior_response_id):
+            return json.loads(metadata[GIVEN]), metadata.get(QUERY, ""), row["text"]
     return None
 
 

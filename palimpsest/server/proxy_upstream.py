@@ -1,4 +1,4 @@
-"""The memory proxy's upstream: the OpenAI-compatible chat endpoint it forwards to, read from the environment, and
+"""The memory proxy's upstream: the OpenAI-compatible endpoint it forwards to (chat completions, responses), read from the environment, and
 the calls to it.
 
 The environment, first match wins (as for the memory's own model, :mod:`actors.llm.config`):
@@ -32,6 +32,7 @@ ENV_API_KEY = "PALIMPSEST_PROXY_UPSTREAM_API_KEY"
 ENV_MODEL = "PALIMPSEST_PROXY_UPSTREAM_MODEL"
 ENV_TIMEOUT = "PALIMPSEST_PROXY_UPSTREAM_TIMEOUT_S"
 ENV_CONTEXT_TOKENS = "PALIMPSEST_PROXY_CONTEXT_TOKENS"
+CHAT_PATH = "/chat/completions"
 # the memory's own model endpoint, used when the proxy has none of its own: (URL variables, key variables)
 ENV_LLM = (("PALIMPSEST_LLM_BASE_URL", "OPENAI_BASE_URL"), ("PALIMPSEST_LLM_API_KEY", "OPENAI_API_KEY"))
 
@@ -55,7 +56,7 @@ class Upstream:
 
     @property
     def completions_url(self) -> str:
-        return self.base_url + "/chat/completions"
+        return self.base_url + CHAT_PATH
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Upstream | None:
@@ -107,8 +108,9 @@ def client(upstream: Upstream) -> httpx.AsyncClient:
     return held[1]
 
 
-def request(upstream: Upstream, body: dict) -> httpx.Request:
-    """The upstream request for a chat-completion ``body`` (its model replaced by the upstream's, if it names one)."""
+def request(upstream: Upstream, body: dict, path: str = CHAT_PATH) -> httpx.Request:
+    """The upstream request for ``body`` to ``path`` under its API root (chat completions unless told; the model
+    replaced by the upstream's, if it names one)."""
     if upstream.model:
         body = {**body, "model": upstream.model}
     headers = {"content-type": "application/json", "accept": "text/event-stream" if body.get("stream") else
@@ -116,7 +118,7 @@ def request(upstream: Upstream, body: dict) -> httpx.Request:
     if upstream.api_key:
         headers["authorization"] = f"Bearer {upstream.api_key}"
     content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    return client(upstream).build_request("POST", upstream.completions_url, content=content, headers=headers)
+    return client(upstream).build_request("POST", upstream.base_url + path, content=content, headers=headers)
 
 
 def unreachable(upstream: Upstream, exc: httpx.HTTPError) -> ApiError:
@@ -130,11 +132,11 @@ def unreachable(upstream: Upstream, exc: httpx.HTTPError) -> ApiError:
                     [("upstream", fix)])
 
 
-async def send(upstream: Upstream, body: dict, *, stream: bool) -> httpx.Response:
-    """The upstream's response to ``body`` (read whole unless ``stream``: then the caller closes it); an
-    :class:`ApiError` (502, 504) when it cannot be had."""
+async def send(upstream: Upstream, body: dict, *, stream: bool, path: str = CHAT_PATH) -> httpx.Response:
+    """The upstream's response to ``body`` sent to ``path`` (read whole unless ``stream``: then the caller closes
+    it); an :class:`ApiError` (502, 504) when it cannot be had."""
     try:
-        return await client(upstream).send(request(upstream, body), stream=stream)
+        return await client(upstream).send(request(upstream, body, path), stream=stream)
     except httpx.HTTPError as exc:
         raise unreachable(upstream, exc) from exc
 
@@ -159,10 +161,11 @@ def reply_text(raw: bytes) -> str:
         content = (choices[0].get("message") or {}).get("content") if choices else None
     except (ValueError, AttributeError, TypeError):
         return ""
-    return _text(content)
+    return content_text(content)
 
 
-def _text(content: object) -> str:
+def content_text(content: object) -> str:
+    """The text of a message's content: a string, or the text of its parts."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -197,12 +200,17 @@ class StreamedReply:
             for choice in choices if isinstance(choices, list) else ():
                 if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                     continue
-                self._parts.append(_text((choice.get("delta") or {}).get("content")))
+                self._parts.append(content_text((choice.get("delta") or {}).get("content")))
                 self.finished = self.finished or bool(choice.get("finish_reason"))
 
     @property
     def text(self) -> str:
         return "".join(self._parts)
+
+    @property
+    def reply(self) -> tuple[str, str]:
+        """(the reply's text, no response id: a chat completion's is not recorded)."""
+        return self.text, ""
 
 
 def stream_error(message: str) -> bytes:

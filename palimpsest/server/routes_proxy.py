@@ -1,12 +1,15 @@
-"""``POST /v1/chat/completions``: the OpenAI-compatible memory proxy. Point an OpenAI client's ``base_url`` at the
-server (``http://HOST:PORT/v1``, the Palimpsest key as its ``api_key``) and every chat gets the user's memory.
+"""``POST /v1/chat/completions`` and ``POST /v1/responses``: the OpenAI-compatible memory proxy. Point an OpenAI
+client's ``base_url`` at the server (``http://HOST:PORT/v1``, the Palimpsest key as its ``api_key``) and every chat
+gets the user's memory.
 
 For each request: the tenant is the key's; the user is the ``X-Palimpsest-User`` header or the request's ``user``
-field; the conversation is the ``X-Palimpsest-Conversation`` header (default: one named after the chat's first
-user message, so a chat client resending its history stays in one conversation). The user's context for the
-last user turn (the same token-budgeted context as ``/context``) goes in as a system message after the request's
-own leading system messages, and the request goes on to the configured upstream
-(:mod:`palimpsest.server.proxy_upstream`), streamed or not; its answer comes back as it is.
+field; the conversation is the ``X-Palimpsest-Conversation`` header (else, for a response, the request's
+``conversation``; else one named after the chat's first user message, so a chat client resending its history stays
+in one conversation). The user's context for the last user turn (the same token-budgeted context as ``/context``)
+goes in as a system message after the request's own leading system messages (a chat completion) or after the
+request's own instructions (a response, :mod:`palimpsest.server.proxy_responses`), and the request goes on to the
+same path of the configured upstream (:mod:`palimpsest.server.proxy_upstream`), streamed or not; its answer comes
+back as it is.
 
 Once the upstream has answered in full, the proxy records (:mod:`palimpsest.server.proxy_record`) the user turn
 and the reply, the reply with the memories it was given (as ``reply`` does: the usage judge reinforces those it
@@ -21,6 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request
@@ -29,10 +34,11 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
 from events.commands import MAX_ID_CHARS, canonical_id, id_problem
+from palimpsest.server import proxy_responses
 from palimpsest.server import proxy_upstream as up
 from palimpsest.server.access import Caller, caller
 from palimpsest.server.errors import ApiError
-from palimpsest.server.proxy_record import Turn, recorder
+from palimpsest.server.proxy_record import Asked, Turn, recorder
 
 USER_HEADER = "X-Palimpsest-User"
 CONVERSATION_HEADER = "X-Palimpsest-Conversation"
@@ -81,76 +87,101 @@ def _openai_shaped(response: Response) -> Response:
     return JSONResponse({"error": error}, status_code=response.status_code, headers=headers)
 
 
+@dataclass(frozen=True)
+class Form:
+    """An OpenAI API form the proxy speaks: its path (the proxy's and the upstream's, under ``/v1``), what it reads
+    of a request, where the context goes, the reply of an answer ((text, response id); None: no reply, nothing
+    recorded), a reader of a streamed answer (``feed``, ``finished``, ``reply``) and the event ending a stream cut
+    short."""
+
+    path: str
+    read: Callable[[dict], Asked]
+    with_context: Callable[[dict, str | None], dict]
+    reply: Callable[[bytes], tuple[str, str] | None]
+    streamed: Callable[[], object]
+    stream_error: Callable[[str], bytes]
+
+
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIErrors)
 
 
 @router.post("/chat/completions", summary="OpenAI-compatible chat completions with the user's memory (a proxy to "
                                           "the configured LLM; the user from X-Palimpsest-User or `user`)")
 async def chat_completions(request: Request) -> Response:
+    return await _proxied(request, CHAT)
+
+
+@router.post("/responses", summary="OpenAI-compatible responses with the user's memory (a proxy to the configured "
+                                   "LLM; the user from X-Palimpsest-User or `user`)")
+async def responses(request: Request) -> Response:
+    return await _proxied(request, RESPONSES)
+
+
+async def _proxied(request: Request, form: Form) -> Response:
     who = await caller(request)
     upstream = who.served.settings.upstream
     if upstream is None:
-        raise ApiError(503, "no_upstream", "this server has no upstream LLM to forward chat completions to",
+        raise ApiError(503, "no_upstream", f"this server has no upstream LLM to forward {form.path[1:]} to",
                        [("server", f"start `palimpsest serve` with {up.ENV_URL} (and {up.ENV_API_KEY}) set to an "
                                    "OpenAI-compatible endpoint")])
     body = await _body(request)
-    messages = body["messages"]
+    asked = form.read(body)
     user_id = _user(request, body)
-    conversation_id = _conversation(request, messages)
-    received = datetime.now(UTC)
-    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-    query = _text(messages[users[-1]]) if users else ""
-    turn = Turn(who.tenant, user_id, conversation_id, query if users and users[-1] == len(messages) - 1 else "",
-                _prior_reply(messages, users), received)
+    conversation_id = _conversation(request, asked)
+    stream = bool(body.get("stream"))
+    turn = Turn(who.tenant, user_id, conversation_id, asked.user_text, asked.prior_reply, datetime.now(UTC),
+                prior_response_id=asked.prior_response_id)
     clock = [time.perf_counter()]
     await recorder(who.memory).settled(turn.stream)  # the user's earlier calls recorded before the read
     clock.append(time.perf_counter())
     context = None
-    if query.strip() and who.knows(who.tenant, user_id):
-        context = await run_in_threadpool(who.memory.build_context, who.tenant, user_id, query,
+    if asked.query.strip() and who.knows(who.tenant, user_id):
+        context = await run_in_threadpool(who.memory.build_context, who.tenant, user_id, asked.query,
                                           token_budget=upstream.context_tokens)
         context = context if context.items else None
-    forwarded = {**body, "messages": _with_context(messages, context)}
+    forwarded = form.with_context(body, CONTEXT_HEADER + context.text if context else None)
     clock.append(time.perf_counter())
-    answer = await up.send(upstream, forwarded, stream=bool(body.get("stream")))
+    answer = await up.send(upstream, forwarded, stream=stream, path=form.path)
     clock.append(time.perf_counter())
     headers = {MEMORIES_HEADER: str(len(context.items) if context else 0), CONVERSATION_HEADER: conversation_id,
                "Server-Timing": ", ".join(f"{name};dur={(b - a) * 1000:.1f}" for name, a, b in
                                           zip(("settle", "memory", "upstream"), clock, clock[1:]))}
     if answer.status_code >= 400:
-        raw = await answer.aread() if body.get("stream") else answer.content
+        raw = await answer.aread() if stream else answer.content
         await answer.aclose()
         return Response(up.error_body(answer.status_code, raw), status_code=answer.status_code,
                         media_type="application/json", headers=_passed(answer, headers))
-    if not body.get("stream"):
-        _record(who, turn, up.reply_text(answer.content), context)
+    if not stream:
+        reply = form.reply(answer.content)
+        if reply is not None:
+            _record(who, turn, *reply, context)
         return Response(answer.content, status_code=answer.status_code, headers=_passed(answer, headers),
                         media_type=answer.headers.get("content-type", "application/json"))
-    return StreamingResponse(_relay(who, turn, answer, context), status_code=answer.status_code,
+    return StreamingResponse(_relay(who, turn, answer, context, form), status_code=answer.status_code,
                              headers=_passed(answer, headers),
                              media_type=answer.headers.get("content-type", "text/event-stream"))
 
 
-async def _relay(who: Caller, turn: Turn, answer, context):
+async def _relay(who: Caller, turn: Turn, answer, context, form: Form):
     """The upstream's events as they come; recorded once the upstream has answered in full."""
-    reply = up.StreamedReply()
+    reply = form.streamed()
     try:
         async for chunk in answer.aiter_raw():
             reply.feed(chunk)
             yield chunk
     except up.httpx.HTTPError as exc:
-        yield up.stream_error(f"the upstream LLM ended the stream early ({type(exc).__name__}); nothing was "
-                              "recorded, retry the request")
+        yield form.stream_error(f"the upstream LLM ended the stream early ({type(exc).__name__}); nothing was "
+                                "recorded, retry the request")
         return
     finally:
         await answer.aclose()
     if reply.finished:
-        _record(who, turn, reply.text, context)
+        _record(who, turn, *reply.reply, context)
 
 
-def _record(who: Caller, turn: Turn, reply: str, context) -> None:
+def _record(who: Caller, turn: Turn, reply: str, response_id: str, context) -> None:
     if turn.user_text.strip() or reply.strip():
-        recorder(who.memory).record(turn.finished(reply, context))
+        recorder(who.memory).record(turn.finished(reply, context, response_id))
 
 
 def _passed(answer, ours: dict[str, str]) -> dict[str, str]:
@@ -165,14 +196,12 @@ async def _body(request: Request) -> dict:
         body = json.loads(await request.body())
     except ValueError:
         raise ApiError(400, "invalid_json", "the request body is not JSON",
-                       [("body", "send a chat-completion request as JSON (model, messages, ...)")]) from None
+                       [("body", "send the request as JSON (a chat completion's model, messages, ...; a "
+                                 "response's model, input, ...)")]) from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_input", "the request body is not a JSON object",
-                       [("body", "send a chat-completion request object (model, messages, ...)")])
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-        raise ApiError(400, "invalid_input", "the request has no messages",
-                       [("messages", "give a non-empty list of messages, each {'role': ..., 'content': ...}")])
+                       [("body", "send a request object (a chat completion's model, messages, ...; a response's "
+                                 "model, input, ...)")])
     return body
 
 
@@ -192,19 +221,31 @@ def _user(request: Request, body: dict) -> str:
     return user_id
 
 
-def _conversation(request: Request, messages: list[dict]) -> str:
-    given = request.headers.get(CONVERSATION_HEADER)
+def _conversation(request: Request, asked: Asked) -> str:
+    given, field = request.headers.get(CONVERSATION_HEADER), CONVERSATION_HEADER
+    if not given:
+        given, field = asked.conversation, "conversation"
     if given:
-        if len(given) > MAX_ID_CHARS:
-            raise ApiError(400, "invalid_input", f"the {CONVERSATION_HEADER} header is too long",
-                           [(CONVERSATION_HEADER, f"at most {MAX_ID_CHARS} characters")])
+        if not isinstance(given, str) or len(given) > MAX_ID_CHARS:
+            raise ApiError(400, "invalid_input", f"the {field} is not a conversation id",
+                           [(field, f"a text of at most {MAX_ID_CHARS} characters")])
         return given
-    opening = next((_text(m) for m in messages if m.get("role") == "user"), "")
-    return "chat-" + hashlib.sha256(opening.encode("utf-8")).hexdigest()[:16]
+    return "chat-" + hashlib.sha256(asked.opening.encode("utf-8")).hexdigest()[:16]
 
 
 def _text(message: dict) -> str:
-    return up._text(message.get("content"))
+    return up.content_text(message.get("content"))
+
+
+def _read_chat(body: dict) -> Asked:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise ApiError(400, "invalid_input", "the request has no messages",
+                       [("messages", "give a non-empty list of messages, each {'role': ..., 'content': ...}")])
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    query = _text(messages[users[-1]]) if users else ""
+    return Asked(query, query if users and users[-1] == len(messages) - 1 else "", _prior_reply(messages, users),
+                 _text(messages[users[0]]) if users else "")
 
 
 def _prior_reply(messages: list[dict], users: list[int]) -> str:
@@ -217,7 +258,21 @@ def _prior_reply(messages: list[dict], users: list[int]) -> str:
 
 def _with_context(messages: list[dict], context) -> list[dict]:
     """``messages`` with the context as a system message after their leading system (and developer) messages."""
-    if context is None:
+    return _with_messages(messages, CONTEXT_HEADER + context.text if context is not None else None)
+
+
+def _with_messages(messages: list[dict], context_text: str | None) -> list[dict]:
+    if not context_text:
         return messages
     at = next((i for i, m in enumerate(messages) if m.get("role") not in ("system", "developer")), len(messages))
-    return [*messages[:at], {"role": "system", "content": CONTEXT_HEADER + context.text}, *messages[at:]]
+    return [*messages[:at], {"role": "system", "content": context_text}, *messages[at:]]
+
+
+def _chat_reply(raw: bytes) -> tuple[str, str]:
+    return up.reply_text(raw), ""
+
+
+CHAT = Form(up.CHAT_PATH, _read_chat, lambda body, text: {**body, "messages": _with_messages(body["messages"], text)},
+            _chat_reply, up.StreamedReply, up.stream_error)
+RESPONSES = Form(proxy_responses.PATH, proxy_responses.read, proxy_responses.with_context, proxy_responses.reply,
+                 proxy_responses.StreamedResponse, proxy_responses.stream_error)

@@ -1,4 +1,5 @@
-"""A scripted OpenAI chat-completions server on a real socket, for tests of anything that calls an LLM.
+"""A scripted OpenAI-compatible server on a real socket (chat completions and responses), for tests of anything that
+calls an LLM.
 
 Each test queues the replies the server gives, in order, and afterwards
 reads what the server received::
@@ -19,6 +20,9 @@ e.g. a benchmark's)::
 A request with ``"stream": true`` is answered as OpenAI streams: server-sent chat-completion chunks (the content
 a few characters at a time), then ``data: [DONE]``; ``Reply.text(..., stream_cut_after=N)`` drops the connection
 after N chunks, as an upstream failing mid-answer does.
+
+``POST /v1/responses`` takes the same script and answers in the Responses API's shape, plain or streamed
+(:mod:`tests.fakes.openai_responses`): the scripted content as the response's one assistant message.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
 from typing import Any
+
+from tests.fakes.openai_responses import response_body, response_events
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,8 @@ class ReceivedRequest:
 
 
 class FakeOpenAI:
-    """``POST /v1/chat/completions`` on 127.0.0.1 with an ephemeral port, answering from a script.
+    """``POST /v1/chat/completions`` and ``POST /v1/responses`` on 127.0.0.1 with an ephemeral port, answering
+    from a script.
 
     ``reject_json_schema=True`` emulates a server without structured-output
     support: it answers 400 to ``response_format.type == "json_schema"``
@@ -134,8 +141,9 @@ class FakeOpenAI:
     def _answer(self, request: ReceivedRequest) -> Reply:
         with self._lock:
             self.requests.append(request)
-            if not request.path.endswith("/chat/completions"):
-                return Reply.error(404, f"unknown path {request.path}; this fake serves /v1/chat/completions")
+            if not request.path.endswith(("/chat/completions", "/responses")):
+                return Reply.error(404, f"unknown path {request.path}; this fake serves /v1/chat/completions and "
+                                        "/v1/responses")
             response_format = request.body.get("response_format") or {}
             if self.reject_json_schema and response_format.get("type") == "json_schema":
                 return Reply.error(400, "response_format type json_schema is not supported by this server")
@@ -172,8 +180,12 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay_s:
             time.sleep(reply.delay_s)
         streamed = bool(body.get("stream")) and reply.raw_body is None and reply.status == 200
-        payload = reply.raw_body if reply.raw_body is not None else \
-            _chunks(body, reply) if streamed else _completion(body, reply)
+        if reply.raw_body is not None:
+            payload = reply.raw_body
+        elif self.path.endswith("/responses"):
+            payload = (response_events if streamed else response_body)(body, reply.content or "", reply.finish_reason)
+        else:
+            payload = _chunks(body, reply) if streamed else _completion(body, reply)
         try:
             self.send_response(reply.status)
             self.send_header("Content-Type", "text/event-stream" if streamed else "application/json")

@@ -64,8 +64,9 @@ def test_the_proxy_guide_runs_against_a_server_started_as_the_page_says(tmp_path
     pytest.importorskip("openai")
     from palimpsest.server.routes_proxy import CONTEXT_HEADER
 
-    def answer(body: dict) -> Reply:
-        told = " ".join(m["content"] for m in body["messages"] if m["role"] == "system")
+    def answer(body: dict) -> Reply:  # a chat completion's system messages, a response's instructions
+        told = body.get("instructions") or " ".join(m["content"] for m in body.get("messages", [])
+                                                    if m["role"] == "system")
         return Reply.text("Avoid anything with peanuts." if "peanuts" in told else "Noted.")
 
     with FakeOpenAI(responder=answer) as upstream:
@@ -91,9 +92,17 @@ def test_the_proxy_guide_runs_against_a_server_started_as_the_page_says(tmp_path
             assert server.wait(timeout=300) == 0
     assert out[:2] == ["monday: Noted.", "friday: Avoid anything with peanuts."]
     assert out[2] in ("streamed: Avoid anything with peanuts.", "streamed: Noted.")
+    assert out[3] == "weekend: Avoid anything with peanuts."
+    assert out[4] in ("picnic: Avoid anything with peanuts.", "picnic: Noted.") and len(out) == 5
     friday = upstream.requests[1]
     assert friday.headers["authorization"] == "Bearer sk-upstream" and friday.body["model"] == "fake-model"
     system, memory, question = friday.body["messages"]
     assert memory["content"].startswith(CONTEXT_HEADER) and "allergic to peanuts" in memory["content"]
     assert question == {"role": "user", "content": "Which snacks should I avoid?"}
     assert upstream.requests[2].body["stream"] is True
+    weekend, picnic = upstream.requests[3:]
+    assert weekend.path == "/v1/responses" and weekend.body["input"] == "Which snacks are safe for me this weekend?"
+    own, memory = weekend.body["instructions"].split("\n\n", 1)
+    assert own == "You are a helpful assistant. Be brief." and memory.startswith(CONTEXT_HEADER)
+    assert "allergic to peanuts" in memory
+    assert picnic.body["stream"] is True and picnic.body["previous_response_id"].startswith("resp_")

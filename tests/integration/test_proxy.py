@@ -26,7 +26,7 @@ from openai import (  # noqa: E402
     RateLimitError,
 )
 
-from palimpsest.server.proxy_record import GIVEN, QUERY  # noqa: E402
+from palimpsest.server.proxy_record import GIVEN, QUERY, RESPONSE  # noqa: E402
 from palimpsest.server.routes_proxy import (  # noqa: E402
     CONTEXT_HEADER,
     CONVERSATION_HEADER,
@@ -212,3 +212,93 @@ def test_replies_recorded_together_are_refused_one_by_one(b):
                                         (TENANT, "alice", "Peanuts: you are allergic to them.", [b.allergy_id])])
     assert isinstance(outcomes[1], InvalidInputError) and "no-such-memory" in str(outcomes[1].problems)
     assert [o[0]["memory_id"] for o in (outcomes[0], outcomes[2])] == [b.allergy_id, b.allergy_id]
+
+
+# -- the Responses API form: POST /v1/responses -----------------------------------------------------------------
+def test_a_response_is_given_the_users_memory_in_its_instructions_and_comes_back_unchanged(b):
+    b.upstream.script(Reply.text("Avoid peanuts and satay."))
+    raw = client(b, conversation="r-snacks").responses.with_raw_response.create(
+        model="gpt-test", instructions="You are terse.", temperature=0,
+        input="Which snacks should I avoid, given my peanuts allergy?")
+    answer = raw.parse()
+    assert answer.output_text == "Avoid peanuts and satay." and answer.status == "completed"
+    assert json.loads(raw.http_response.content)["object"] == "response"
+    assert int(raw.headers[MEMORIES_HEADER]) >= 1 and raw.headers[CONVERSATION_HEADER] == "r-snacks"
+
+    received = b.upstream.requests[-1]
+    assert received.path == "/v1/responses" and received.headers["authorization"] == "Bearer upstream-secret"
+    assert received.body["input"] == "Which snacks should I avoid, given my peanuts allergy?"  # the input as sent
+    own, memory = received.body["instructions"].split("\n\n", 1)  # the memory after the request's instructions
+    assert own == "You are terse." and memory.startswith(CONTEXT_HEADER) and ALLERGY in memory
+    turn, reply = b.conversation("alice", "r-snacks", 2)
+    assert (turn["text"], reply["text"]) == ("Which snacks should I avoid, given my peanuts allergy?",
+                                             "Avoid peanuts and satay.")
+    assert b.allergy_id in json.loads(reply["metadata"][GIVEN]) and reply["metadata"][RESPONSE] == answer.id
+
+
+def test_a_streamed_response_passes_its_events_through_and_is_recorded_once_complete(b):
+    said = "花生是唯一要避开的东西，其他都可以吃。"  # the scripted server streams it 8 characters at a time
+    b.upstream.script(Reply.text(said), Reply.text("Peanut-free, all of them."))
+    events = list(client(b, conversation="r-stream").responses.create(model="gpt-test", stream=True, input=[
+        {"role": "user", "content": [{"type": "input_text", "text": "我对花生过敏，有什么要避开的？"}]}]))
+    assert [e.type for e in events[:4]] == ["response.created", "response.in_progress",
+                                            "response.output_item.added", "response.content_part.added"]
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == said
+    assert events[-1].type == "response.completed" and events[-1].response.output_text == said
+    assert CONTEXT_HEADER in b.upstream.requests[-1].body["instructions"]
+    with client(b, conversation="r-stream-helper").responses.stream(model="gpt-test", input="Snacks for a hike, "
+                                                                    "with my peanuts allergy?") as stream:
+        helped = stream.get_final_response()  # the SDK's stream helper, which checks the events' order
+    assert helped.output_text == "Peanut-free, all of them."
+    rows = b.conversation("alice", "r-stream", 2)
+    assert [r["text"] for r in rows] == ["我对花生过敏，有什么要避开的？", said]
+    assert rows[1]["metadata"][RESPONSE] == events[-1].response.id
+
+
+def test_the_async_client_continues_a_response_chain_and_an_objection_is_judged_against_what_it_was_given(b):
+    async def chain() -> tuple[str, str]:
+        async with AsyncOpenAI(base_url=b.base_url, api_key=b.key, max_retries=0, default_headers={
+                USER_HEADER: "alice", CONVERSATION_HEADER: "r-chain"}) as aclient:
+            b.upstream.script(Reply.text("Satay is fine for you."), Reply.text("Sorry, avoid satay."))
+            first = await aclient.responses.create(model="gpt-test", input="Can I eat satay with my peanuts allergy?")
+            stream = await aclient.responses.create(model="gpt-test", stream=True, previous_response_id=first.id,
+                                                    input="No, that's wrong, satay has peanuts in it.")
+            last = [e async for e in stream][-1]
+            return first.output_text, last.response.output_text
+
+    said, corrected = asyncio.run(chain())
+    assert (said, corrected) == ("Satay is fine for you.", "Sorry, avoid satay.")
+    assert b.upstream.requests[-1].body["previous_response_id"].startswith("resp_")  # forwarded as given
+    rows = b.conversation("alice", "r-chain", 4)
+    given = json.loads(rows[1]["metadata"][GIVEN])
+    assert b.allergy_id in given  # the objection names the response it answers, not its text: found by its id
+    [signal] = [s for s in b.memory.feedback(TENANT, "alice") if s["type"] == "negative"
+                and s["query"] == "Can I eat satay with my peanuts allergy?"]
+    assert signal["memory_ids"] == given
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_failed_response_passes_through_and_nothing_is_recorded(b, stream):
+    user = f"r-err-{int(stream)}"
+    b.upstream.script(Reply.error(429, "slow down, scripted"))
+    with pytest.raises(RateLimitError, match="slow down, scripted"):
+        list(client(b, user, "c").responses.create(model="gpt-test", stream=stream, input="This call fails."))
+    b.upstream.script(Reply.text("A long answer the connection drops before its end.", stream_cut_after=3))
+    with pytest.raises(APIError, match="ended the stream early"):
+        list(client(b, user, "c").responses.create(model="gpt-test", stream=True, input="This one is cut short."))
+    b.upstream.script(Reply.text("This one worked."))
+    client(b, user, "c").responses.create(model="gpt-test", input="This call works.")
+    assert [r["text"] for r in b.conversation(user, "c", 2)] == ["This call works.", "This one worked."]
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    (b'{"model": "m"}', "input"), (b'{"model": "m", "input": []}', "input"), (b'{"model": "m", "input": [1]}', "input"),
+    (b'{"model": "m", "input": "hi", "conversation": {"id": 7}}', "conversation"),
+])
+def test_a_malformed_response_request_is_a_400_in_openais_shape(b, body, param):
+    answer = httpx.post(b.base_url + "/responses", content=body,
+                        headers={"authorization": f"Bearer {b.key}", USER_HEADER: "alice",
+                                 "content-type": "application/json"})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["param"] == param and error["message"]

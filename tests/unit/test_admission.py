@@ -153,6 +153,7 @@ def test_settings_out_of_range_are_refused_naming_the_field_and_the_environment_
     ("POST", "/v1/users/alice/archive", WRITE),
     ("POST", "/v1/users/alice/tools/create_memory", WRITE),
     ("POST", "/v1/chat/completions", "proxy"),
+    ("POST", "/v1/responses", "proxy"),
     ("GET", "/health", None),
     ("GET", "/ui/app.js", None),
 ])

@@ -117,6 +117,11 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         self._since_consolidation = 0
         self._scheduler: threading.Timer | None = None
 
+    @property
+    def staged_since_consolidation(self) -> int:
+        """Graph memories this process staged since its last consolidation round."""
+        return self._since_consolidation
+
     # -- lifecycle --------------------------------------------------
     @classmethod
     def open(

@@ -114,6 +114,7 @@ class Gate:
         self.waiting: dict[str, deque[_Waiter]] = {}  # tenant → its waiters; insertion order is the turn order
         self.hold_s = 0.0  # mean time a request held a slot (0 until one has)
         self.refused = 0
+        self.last_left = time.monotonic()  # when a request last gave its slot back
 
     def _refuse(self, reason: str) -> Overloaded:
         self.refused += 1
@@ -159,7 +160,8 @@ class Gate:
 
     def leave(self, entered: float) -> None:
         """Give back a slot taken at ``entered``; it goes to the next tenant in turn."""
-        held = time.monotonic() - entered
+        self.last_left = time.monotonic()
+        held = self.last_left - entered
         self.hold_s = held if self.hold_s == 0.0 else self.hold_s + _EWMA * (held - self.hold_s)
         self.running -= 1
         while self.queued and self.running < self.slots:
@@ -211,6 +213,12 @@ class Admission:
 
     def leave(self, klass: str, entered: float) -> None:
         self.gates[klass].leave(entered)
+
+    def idle_for(self) -> float:
+        """Seconds since the last request of any class ended; 0 while one runs or waits."""
+        if any(g.running or g.queued for g in self.gates.values()):
+            return 0.0
+        return time.monotonic() - max(g.last_left for g in self.gates.values())
 
     def state(self) -> dict:
         return {c: g.state() for c, g in self.gates.items()}

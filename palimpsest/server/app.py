@@ -8,6 +8,8 @@ embedded :class:`palimpsest.Memory` — it *is* a ``Memory``, attached.
 
 from __future__ import annotations
 
+import contextlib
+
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from ray import serve
@@ -18,6 +20,7 @@ from palimpsest.server import routes_generated, routes_proxy, routes_reembed
 from palimpsest.server.routes_store import router as store_router
 from palimpsest.server.admission import Admission, AdmissionSettings
 from palimpsest.server.admission_http import AdmissionMiddleware
+from palimpsest.server.quiet import QuietConsolidation
 from palimpsest.server.routes_users import router as users_router
 from palimpsest.server.settings import ServeSettings
 
@@ -92,7 +95,28 @@ def build_app(max_body_bytes: int, admission: AdmissionSettings | None = None) -
                    routes_proxy, ui):
         app.include_router(module.router)
     mcp_app.mount(app)
+    _consolidate_when_quiet(app, gates)
     return app
+
+
+def _consolidate_when_quiet(app: FastAPI, gates: Admission) -> None:
+    """For the app's lifetime, the replica's graph consolidation runs while no request does
+    (:mod:`palimpsest.server.quiet`)."""
+    outer = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a):
+        from palimpsest.memory import CONSOLIDATE_EVERY
+
+        quiet = QuietConsolidation(gates.idle_for, CONSOLIDATE_EVERY)
+        quiet.start(lambda: access._served.memory if access._served is not None else None)
+        try:
+            async with outer(a) as state:
+                yield state
+        finally:
+            quiet.stop()
+
+    app.router.lifespan_context = lifespan
 
 
 def open_served(settings: ServeSettings) -> access.Served:
@@ -101,6 +125,7 @@ def open_served(settings: ServeSettings) -> access.Served:
 
     memory = Memory.open(settings.store, create=False)
     memory.embedder  # load the model now, not on the first request
+    memory.consolidate_every = 0  # staged memories are consolidated while the replica is quiet, not in a request
     return access.Served(memory, settings)
 
 
@@ -123,6 +148,7 @@ def deployment(settings: ServeSettings, env: dict[str, str] | None = None):
         max_ongoing_requests=ongoing,
         max_queued_requests=ongoing,
         backpressure_config={"status_code": 503, "retry_after_s": settings.admission.retry_after_s},
+        logging_config={"enable_access_log": False},  # a log line per request costs CPU the answers need
         graceful_shutdown_wait_loop_s=0.5,
         graceful_shutdown_timeout_s=30,
     )

@@ -184,3 +184,49 @@ def test_a_refusal_is_503_with_retry_after_in_the_api_shape_and_openai_shape_for
     error = json.loads(proxy.body)["error"]
     assert proxy.status_code == 503 and proxy.headers["retry-after"] == "2"
     assert error["code"] == "overloaded" and "memory-proxy calls" in error["message"]
+
+
+def test_a_replica_is_idle_only_once_every_class_has_been_free_for_a_while():
+    async def scenario():
+        admission = Admission(AdmissionSettings())
+        entered = await admission.enter(READ, "acme")
+        busy = admission.idle_for()
+        admission.leave(READ, entered)
+        await asyncio.sleep(0.05)
+        return busy, admission.idle_for()
+
+    busy, idle = run(scenario())
+    assert busy == 0.0 and idle >= 0.04
+
+
+def test_quiet_consolidation_waits_for_a_quiet_replica_unless_the_lag_grows_too_long():
+    from palimpsest.server.quiet import QuietConsolidation
+
+    idle = {"s": 0.0}
+    quiet = QuietConsolidation(lambda: idle["s"], every=150, idle_s=1.0, max_lag=20)
+    assert not quiet.due(149)  # not enough staged
+    assert not quiet.due(150)  # enough, but requests are running
+    assert quiet.due(20 * 150)  # the graph's lag is bounded even under load that never pauses
+    idle["s"] = 1.5
+    assert quiet.due(150) and not QuietConsolidation(lambda: 9.0, every=0).due(10_000)  # 0: on demand only
+
+
+def test_quiet_consolidation_runs_a_round_in_its_thread_and_stops():
+    from palimpsest.server.quiet import QuietConsolidation
+
+    class Staged:  # the two members of palimpsest.Memory the thread uses
+        staged_since_consolidation = 200
+        rounds = 0
+
+        def consolidate(self):
+            self.rounds += 1
+            self.staged_since_consolidation = 0
+
+    memory = Staged()
+    quiet = QuietConsolidation(lambda: 5.0, every=150, tick_s=0.01)
+    quiet.start(lambda: memory)
+    deadline = time.monotonic() + 5
+    while memory.rounds == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    quiet.stop()
+    assert memory.rounds == 1 and quiet.rounds == 1

@@ -62,6 +62,12 @@ ZH_CHANGES = _rx(
     r"不是(?P<o>[^，。！]+?)了",
     r"(?P<o>[^，。！]+?)冲突",
 )
+# A clause without any of these words matches no pattern above: it is not tried (most clauses of a dialogue).
+_GATE = re.compile(
+    r"\b(?:from|swap|swapp|swapped|replac\w*|instead|off|away|longer|stopped|quit|dropped|ditched|abandoned|gave|got"
+    r"|leaving|died|broke|clash\w*|any\s?more)\b"
+    r"|从|把|替换|代替|取代|换成|改成|改为|不再|弃用|放弃|停用|淘汰|抛弃|不喝|不吃|不用|不玩|不搞|不碰|没在搞|离开|坏了|不是|冲突",
+    re.IGNORECASE)
 _PARTS = re.compile(r"\s+(?:on|and|with|in)\s+|上的|和|与|[,，、;；]", re.IGNORECASE)
 _LEAD = re.compile(r"^(?:我们?|咱们|已经|现在|全部|都|把|的)+")
 _TAIL = re.compile(r"(?:上|里|了|啦|吧)+$")
@@ -100,6 +106,8 @@ def changes(text: str) -> tuple[Change, ...]:
     """The changes ``text`` states, one per clause at most (the first pattern that names an old value)."""
     found = []
     for clause in split_statements(rule_text(text)):
+        if not _GATE.search(clause):
+            continue
         for pattern in (*EN_CHANGES, *ZH_CHANGES):
             match = pattern.search(clause)
             if match is None:

@@ -213,3 +213,24 @@ def test_a_change_supersedes_the_earlier_turns_and_replies_that_state_the_old_va
     index = superseded_turns(later.notes, SWITCH, later.messages.by_id)
     assert set(index) == {"t1", "t2"} and index["t1"].label.startswith('superseded by "Small update')
     assert superseded_turns(later.notes, T0, later.messages.by_id) == {}  # not yet, then
+
+
+def test_the_gate_of_the_change_rules_passes_every_clause_a_rule_reads():
+    """A clause the gate stops is one no change pattern would read: the same changes with the gate open."""
+    import re
+
+    from projections.rules import turn_change
+
+    said = ["I switched from Vim to Emacs", "I swapped chess for go", "Zed instead of Vim", "we moved off AWS",
+            "I gave up on tea", "Leaving Oslo was hard", "My Pixel finally died", "Monday clashed with lunch",
+            "I don't drink soda any more", "从阿里云换成腾讯云", "把华为换成了小米", "不喝绿茶了", "绿茶基本不碰了",
+            "离开杭州还挺舍不得的", "不是三月了", "周一冲突太多", "用MySQL替换PostgreSQL", "I like tea", "我喜欢茶"]
+    gated = [turn_change.changes(s) for s in said]
+    turn_change.changes.cache_clear()
+    saved, turn_change._GATE = turn_change._GATE, re.compile("")
+    try:
+        assert [turn_change.changes(s) for s in said] == gated
+    finally:
+        turn_change._GATE = saved
+        turn_change.changes.cache_clear()
+    assert sum(bool(g) for g in gated) == len(said) - 2

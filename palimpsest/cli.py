@@ -231,12 +231,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_stats(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        stats = mem.stats()
-    if args.json:
-        print_json(stats)
-        return 0
+def print_stats(stats: dict, args: argparse.Namespace) -> None:
+    """``stats`` (a declared operation, :mod:`palimpsest.operations`) as text: the store, its models, its shards."""
     print(f"store {stats['path']}: {stats['num_shards']} shards, encoder {stats['embedder']} ({stats['model_id']}, "
           f"{stats['dim']} numbers per vector)")
     print(f"users {stats['users']} · messages {stats['messages']} · touches {stats['touches']} · events {stats['events']}")
@@ -246,7 +242,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
                   "(run `palimpsest reembed` again to finish it)")
     for s in stats["shards"]:
         print(f"  shard {s['shard']}: {s['users']} users, {s['events']} events, {s['vectors_indexed']} vectors")
-    return 0
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
@@ -365,10 +360,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True)
     sp.add_argument("--tenant", help="export only this tenant's events")
     sp.set_defaults(func=cmd_export)
-
-    sp = sub.add_parser("stats", help="counts per store and shard")
-    read_options(sp)
-    sp.set_defaults(func=cmd_stats)
 
     sp = sub.add_parser("policies", help="the store's retention policy and the presets a counterfactual can use "
                                          "(`replay --policy NAME`)")

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from palimpsest.cli_common import parse_when, print_json, read_options, stream_args
 from palimpsest.cli_style import more
-from palimpsest.operation import Operation, Param, base_type, load
+from palimpsest.operation import STORE, Operation, Param, base_type, load
 from palimpsest.operations import OPERATIONS
 
 
@@ -77,8 +77,8 @@ def _argument(sp: argparse.ArgumentParser, p: Param) -> None:
 
 def call(op: Operation, mem, args: argparse.Namespace):
     """The operation's method on ``mem`` (a Memory, or a RemoteMemory with ``--server``) with the parsed arguments."""
-    return getattr(mem, op.name)(tenant=args.tenant, user_id=args.user, **{p.arg: getattr(args, p.name)
-                                                                           for p in op.params})
+    scope = {} if op.user == STORE else {"tenant": args.tenant, "user_id": args.user}
+    return getattr(mem, op.name)(**scope, **{p.arg: getattr(args, p.name) for p in op.params})
 
 
 def show(op: Operation, result, args: argparse.Namespace, mem=None) -> None:
@@ -110,7 +110,8 @@ def register(sub, run: Callable[[Operation, argparse.Namespace], int]) -> None:
         *group, word = op.cli.command.split()
         target = _group(sub, group[0]) if group else sub
         sp = target.add_parser(word, help=op.cli.help)
-        stream_args(sp, required=op.user == "required")
+        if op.user != STORE:
+            stream_args(sp, required=op.user == "required")
         for p in op.params:
             _argument(sp, p)
         for *flags, help_ in op.cli.switches:

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from urllib.parse import quote
 
 from events.errors import InvalidInputError, PalimpsestError
-from palimpsest.operation import Operation, answer_of, as_method, http_request, signature
+from palimpsest.operation import STORE, Operation, answer_of, as_method, http_request, signature
 from palimpsest.operations import OPERATIONS
 from palimpsest.reports import IngestReport
 from palimpsest.transport import Http
@@ -118,33 +118,13 @@ class RemoteMemory:
         self._own(tenant)
         return self.http.call("GET", "/v1/users")["users"]
 
-    def _get(self, tenant: str, user_id: str, path: str, **params):
-        return self.http.call("GET", self._user(tenant, user_id) + path, params=params)
-
     # search, build_context, notes, note_history, episodes, retention, get_user_profile, tiers, archived, ...:
     # generated from their declarations (palimpsest.operations), below the class
 
-    def graph_export(self, tenant: str, user_id: str, *, title: str | None = None) -> dict:
-        return self._get(tenant, user_id, "/graph")
-
     # -- acting on one user --------------------------------------------
+    # record_reply, judge_feedback, review_notes, archive, restore, ...: generated, below the class
     def _post(self, tenant: str, user_id: str, path: str, body: dict):
         return self.http.call("POST", self._user(tenant, user_id) + path, body=body)
-
-
-
-    def record_reply(self, tenant: str, user_id: str, reply: str, retrieved, *, query: str = "") -> list[dict]:
-        ids = [i.memory_id for i in retrieved.items] if isinstance(retrieved, Context) else list(retrieved)
-        return self._post(tenant, user_id, "/reply", {"reply": reply, "memory_ids": ids, "query": query})["used"]
-
-    def judge_feedback(self, tenant: str, user_id: str, user_input: str, agent_response: str, *,
-                       context_window=(), retrieved=(), query: str | None = None) -> dict:
-        if isinstance(retrieved, Context):
-            query = query or retrieved.query
-        ids = [i.memory_id for i in retrieved.items] if isinstance(retrieved, Context) else list(retrieved)
-        return self._post(tenant, user_id, "/feedback/judge", {
-            "user_input": user_input, "agent_response": agent_response,
-            "context_window": list(context_window), "memory_ids": ids, "query": query or None})
 
     def tool_call(self, tenant: str, user_id: str, name: str, arguments, *, reference: datetime | None = None) -> dict:
         if isinstance(arguments, str):
@@ -158,19 +138,7 @@ class RemoteMemory:
         return self._post(tenant, user_id, f"/tools/{quote(name, safe='')}",
                           {"arguments": arguments, **_when("reference", reference)})
 
-
     # -- the tenant ----------------------------------------------------
-    def sweep(self, now: datetime | None = None, *, tenant: str | None = None, user_id: str | None = None,
-              dry_run: bool = False) -> list[dict]:
-        self._own(tenant)
-        return self.http.call("POST", "/v1/archive/sweep", body={"user_id": user_id, "dry_run": dry_run,
-                                                                 **_when("now", now)})["archived"]
-
-    def review_notes(self, now: datetime | None = None, *, tenant: str | None = None,
-                     user_id: str | None = None) -> list[dict]:
-        self._own(tenant)
-        return self.http.call("POST", "/v1/notes/review", body={"user_id": user_id, **_when("now", now)})["decisions"]
-
     def consolidate(self, *, tenant: str | None = None, user_id: str | None = None, decay: bool = False,
                     idle: bool = False, at: datetime | None = None, **_) -> dict:
         self._own(tenant)
@@ -190,12 +158,8 @@ class RemoteMemory:
     def forget(self, tenant: str, user_id: str) -> dict:
         return self.http.call("POST", self._user(tenant, user_id) + "/forget")
 
-    # -- the store (admin keys) ----------------------------------------
-    def replay(self) -> list[ReplayReport]:
-        return [ReplayReport(**r) for r in self.http.call("POST", "/v1/replay")["shards"]]
-
-    def stats(self) -> dict:
-        return self.http.call("GET", "/v1/stats")
+    # -- the store -----------------------------------------------------
+    # stats, digest, replay (admin keys): generated from their declarations, below the class
 
     def policies(self) -> dict:
         """The live retention policy, the presets and their old names (``GET /v1/policies``)."""
@@ -238,6 +202,11 @@ class RemoteMemory:
                               "the machine that holds the store, or use the HTTP API (see /docs)")
 
 
+def replay_reports_of(answer: list[dict]) -> list[ReplayReport]:
+    """A replay's reports, one per shard, rebuilt from their JSON (``equal`` as the store's own reports have it)."""
+    return [ReplayReport(**r) for r in answer]
+
+
 def hits_of(answer: list[dict]) -> list[Hit]:
     """A search's hits rebuilt from their JSON (the record's fields, the ``terms`` the shard computed included)."""
     return [Hit(**{k: h[k] for k in HIT_FIELDS if k in h}, occurred_at=datetime.fromisoformat(h["occurred_at"]))
@@ -266,9 +235,9 @@ def _remote(op: Operation):
     """The declared operation's method: its HTTP request under the user's path (tenant-wide without a user)."""
 
     def run(self: RemoteMemory, values: dict):
-        tenant, user_id = values.pop("tenant"), values.pop("user_id")
+        tenant, user_id = values.pop("tenant", None), values.pop("user_id", None)
         user_path = self._user(tenant, user_id) if user_id else None
-        if user_path is None:
+        if user_path is None and op.user != STORE:
             self._own(tenant)
         method, path, body, params = http_request(op, op.wire(_given(values)), user_path)
         return answer_of(op, self.http.call(method, path, body=body, params=params))
@@ -278,4 +247,6 @@ def _remote(op: Operation):
 
 for _op in OPERATIONS.values():
     if _op.http is not None:
+        if _op.name in vars(RemoteMemory):  # a hand-written one would be silently replaced
+            raise TypeError(f"RemoteMemory.{_op.name} is written by hand and declared; remove the hand-written one")
         setattr(RemoteMemory, _op.name, _remote(_op))

@@ -28,6 +28,7 @@ from events.errors import InvalidInputError
 READ, WRITE, ADMIN = "read", "write", "admin"
 PYTHON, HTTP, MCP, CLI = "python", "http", "mcp", "cli"
 REQUIRED = inspect.Parameter.empty
+STORE = "store"  # Operation.user of an operation over the whole store
 USER_PREFIX = "/v1/users/{user_id}"
 TENANT_PREFIX = "/v1"
 _SCALARS = (str, int, bool, datetime, dict)  # dict: a JSON object (a POST's body only); list[str] also allowed
@@ -179,7 +180,9 @@ class Operation:
     kind: str  # READ, WRITE or ADMIN (an admin operation needs an admin key over HTTP)
     params: tuple[Param, ...] = ()
     doc: str = ""  # the generated Python method's docstring
-    user: str = "required"  # "optional": tenant-wide without a user (tenant and user_id then keywords)
+    # "optional": tenant-wide without a user (tenant and user_id then keywords); "store": the whole store, no tenant
+    # and no user (an admin operation: its route is /v1{path} alone)
+    user: str = "required"
     # Over HTTP, whether the call may name a user the tenant does not have yet (None: a write may, a read may not;
     # False: 404 for an unknown user, as for a read).
     new_user: bool | None = None
@@ -214,6 +217,8 @@ class Operation:
         """``(full path, summary, tenant-wide)`` of each route: the user's, and the tenant's if it has one."""
         if self.http is None:
             return []
+        if self.user == STORE:
+            return [(TENANT_PREFIX + self.http.path, self.http.summary, True)]
         out = [(USER_PREFIX + self.http.path, self.http.summary, False)]
         if self.http.tenant_summary:
             out.append((TENANT_PREFIX + self.http.path, self.http.tenant_summary, True))
@@ -234,8 +239,10 @@ def check(op: Operation) -> Operation:
         problems.append(f"name {op.name!r}: lowercase words joined by _")
     if op.kind not in (READ, WRITE, ADMIN):
         problems.append(f"kind {op.kind!r}: one of read, write, admin")
-    if op.user not in ("required", "optional"):
-        problems.append(f"user {op.user!r}: required or optional")
+    if op.user not in ("required", "optional", STORE):
+        problems.append(f"user {op.user!r}: required, optional or store")
+    if op.user == STORE and op.kind != ADMIN:
+        problems.append("user 'store': an operation over the whole store (every tenant) is an admin operation")
     names = [p.name for p in op.params]
     args = [p.arg for p in op.params]
     if len(set(names)) != len(names) or len(set(args)) != len(args) or {"tenant", "user_id", "self"} & {*names, *args}:
@@ -292,7 +299,8 @@ def registry(*ops: Operation) -> dict[str, Operation]:
 # -- Python ------------------------------------------------------------------
 def signature(op: Operation) -> inspect.Signature:
     """The Python method's signature: ``self, tenant, user_id``, the positional params, then keywords (an operation
-    whose user is optional takes ``tenant`` and ``user_id`` as keywords, as the tenant-wide calls of ``Memory`` do)."""
+    whose user is optional takes ``tenant`` and ``user_id`` as keywords, as the tenant-wide calls of ``Memory`` do;
+    one over the whole store takes neither)."""
     P = inspect.Parameter
     head = [P("self", P.POSITIONAL_OR_KEYWORD)]
     if op.user == "required":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from palimpsest.operation import READ, WRITE, Cli, Http, Operation, Param, ShardReader, registry
+from palimpsest.operation import ADMIN, READ, STORE, WRITE, Cli, Http, Operation, Param, ShardReader, registry
 
 OPERATIONS: dict[str, Operation] = registry(
     # -- one user's recall ------------------------------------------------------------------------------------------
@@ -165,6 +165,20 @@ OPERATIONS: dict[str, Operation] = registry(
                 render="palimpsest.cli_archive:print_moved"),
     ),
     Operation(
+        "sweep", WRITE,
+        (Param("now", datetime | None, None, "when retention is measured (default: now)", positional=True,
+               flag="--at"),
+         Param("dry_run", bool, False, "only report what would be archived; write nothing")),
+        doc="Archive the memories whose retention at ``now`` fell below the policy's floor (of one user, of a "
+            "tenant, or of every tenant); what was (with ``dry_run``, would be) archived, per user and reason.",
+        user="optional", new_user=False,
+        http=Http("POST", "/archive/sweep", "Archive the user's memories whose retention fell below the floor",
+                  answer="archived",
+                  tenant_summary="Archive the memories whose retention fell below the floor (your tenant)"),
+        cli=Cli("archive sweep", "archive every memory whose retention fell below the policy's floor",
+                render="palimpsest.cli_archive:print_sweep"),
+    ),
+    Operation(
         "archived", READ,
         http=Http("GET", "/archive", "The user's archived memories with when, why and their retention",
                   answer="archived"),
@@ -239,6 +253,30 @@ OPERATIONS: dict[str, Operation] = registry(
         cli=Cli("explain", "why a memory or note is what it is: sources, derivations, touches, feedback, retention "
                            "curve, archival, adjustments", render="palimpsest.cli_learning:print_explain"),
     ),
+    Operation(
+        "memory_retention", READ,
+        (Param("memory_id", str, help="the memory's id", positional=True, flag="memory_id"),
+         Param("now", datetime | None, None, "the retention at this time (default: now)"),
+         Param("until", datetime | None, None, "the curve's end (default: past the projected archival date)"),
+         Param("points", int, 80, "the curve's points", ge=2, le=2000)),
+        doc="One memory: the recorded message, its retention at ``now`` with why, its forgetting curve from creation "
+            "to ``until`` with each counted access, its touches by reason, and its archival if it was archived.",
+        http=Http("GET", "/memories/{memory_id}", "One memory: the message, its retention at `now` with why, its "
+                                                  "forgetting curve, touches, archival", name="memory"),
+    ),
+    # -- the memory graph -------------------------------------------------------------------------------------------
+    Operation(
+        "graph_export", READ,
+        doc="The user's memory graph as ``html`` (self-contained, interactive) and ``graphml`` text, with counts.",
+        http=Http("GET", "/graph", "The user's memory graph as interactive HTML and GraphML, with counts",
+                  name="export"),
+    ),
+    Operation(
+        "graph_data", READ,
+        doc="The user's memory graph as the graph view draws it (``data``: nodes, edges, colours) with counts.",
+        http=Http("GET", "/graph/view", "The user's memory graph as the graph view draws it (nodes, edges)",
+                  name="graph_view"),
+    ),
     # -- the memory graph's node merges ---------------------------------------------------------------------------
     Operation(
         "graph_merges", READ,
@@ -309,5 +347,23 @@ OPERATIONS: dict[str, Operation] = registry(
         handler=ShardReader("actors.reads_items", encodes="query"),
         http=Http("POST", "/items/search", "The user's items that best match a query, best first", answer="items"),
         cli=Cli("items search", "one user's items that best match a query"),
+    ),
+    # -- the whole store (admin keys) ------------------------------------------------------------------------------
+    Operation(
+        "stats", ADMIN, user=STORE,
+        doc="Counts per store and shard: users, events, messages, touches, vectors per model.",
+        http=Http("GET", "/stats", "Counts per store and shard (admin: they span every tenant)"),
+        cli=Cli("stats", "counts per store and shard", render="palimpsest.cli:print_stats"),
+    ),
+    Operation(
+        "digest", ADMIN, user=STORE,
+        doc="Each shard's projection digests.",
+        http=Http("GET", "/digest", "Each shard's projection digests (admin)", answer="shards"),
+    ),
+    Operation(
+        "replay", ADMIN, user=STORE,
+        doc="Rebuild every projection of every shard from the log (in parallel) and compare digests.",
+        http=Http("POST", "/replay", "Rebuild every projection from the log and compare digests (admin)",
+                  answer="shards", decode="palimpsest.client:replay_reports_of"),
     ),
 )

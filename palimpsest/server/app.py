@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from ray import serve
 
 from palimpsest.server import access, errors, ingress, mcp_app, ui
-from palimpsest.server import routes_audit, routes_graph, routes_inspect, routes_keys, routes_tenant
+from palimpsest.server import routes_audit, routes_inspect, routes_keys, routes_tenant
 from palimpsest.server import routes_generated, routes_proxy, routes_reembed
 from palimpsest.server.routes_store import router as store_router
 from palimpsest.server.admission import Admission, AdmissionSettings
@@ -91,7 +91,7 @@ def build_app(max_body_bytes: int, admission: AdmissionSettings | None = None) -
     app.include_router(users_router)
     app.include_router(routes_generated.router)  # the declared operations' routes (palimpsest.operations)
     app.include_router(store_router)
-    for module in (routes_tenant, routes_graph, routes_audit, routes_keys, routes_inspect, routes_reembed,
+    for module in (routes_tenant, routes_audit, routes_keys, routes_inspect, routes_reembed,
                    routes_proxy, ui):
         app.include_router(module.router)
     mcp_app.mount(app)

@@ -21,12 +21,6 @@ class AddMessages(Body):
     extract_graph: bool = True
 
 
-class SweepBody(Body):
-    user_id: str | None = None
-    now: AwareDatetime | None = None
-    dry_run: bool = False
-
-
 class ConsolidateBody(Body):
     user_id: str | None = None
     decay: bool = False

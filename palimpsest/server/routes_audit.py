@@ -1,4 +1,4 @@
-"""``/v1/audit/…`` and ``/v1/stats``: the read-only audit of a store *while it is served*.
+"""``/v1/audit/…``: the read-only audit of a store *while it is served*.
 
 The shard actors hold the logs open, so the audit cannot attach the files as
 ``palimpsest sql`` does on a stopped store: each shard hands over its stored
@@ -100,9 +100,3 @@ def export(who: Caller = Authorized, tenant: str | None = None) -> Response:
     finally:
         audit.close()
     return Response(data, media_type=PARQUET, headers={"Content-Disposition": 'attachment; filename="events.parquet"'})
-
-
-@router.get("/stats", summary="Counts per store and shard (admin: they span every tenant)")
-def stats(who: Caller = Authorized) -> dict:
-    who.require_admin("the store's statistics")
-    return who.memory.stats()

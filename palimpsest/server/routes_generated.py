@@ -10,13 +10,16 @@ declaration names a key.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+from datetime import datetime
 from typing import Literal
 
 from fastapi import APIRouter, Query
+from pydantic import AwareDatetime
 
 from events.commands import canonical_id
-from palimpsest.operation import ADMIN, Operation, base_type, request_model
+from palimpsest.operation import ADMIN, STORE, Operation, base_type, request_model
 from palimpsest.operations import OPERATIONS
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.responses import JsonRoute
@@ -40,6 +43,8 @@ def _signature(op: Operation, tenant_wide: bool) -> inspect.Signature:
             annotation = p.type
             if p.choices:
                 annotation = Literal[p.choices] | None if nullable else Literal[p.choices]
+            elif kind is datetime:  # with its offset: a time without one is ambiguous
+                annotation = AwareDatetime | None if nullable else AwareDatetime
             if kind is str:  # a text's bounds are its length's
                 bounds = {{"ge": "min_length", "le": "max_length"}[k]: v for k, v in bounds.items()}
             params.append(P(p.name, P.KEYWORD_ONLY, annotation=annotation,
@@ -61,13 +66,15 @@ def _endpoint(op: Operation, tenant_wide: bool):
         if "body" in values:
             values.update((values.pop("body") or request_model(op, body=True, scoped=tenant_wide)()).model_dump())
         user_id = values.pop("user_id", None)
-        if user_id is None:  # tenant-wide (a POST's body may name one user of the tenant)
-            user = {}
+        if op.user == STORE:  # the whole store (an admin's)
+            scope = {}
+        elif user_id is None:  # tenant-wide (a POST's body may name one user of the tenant)
+            scope = {"tenant": who.tenant}
         elif op.starts_user:  # a write may start a new user (its ids are checked by the method)
-            user = {"user_id": canonical_id(user_id)}
+            scope = {"tenant": who.tenant, "user_id": canonical_id(user_id)}
         else:
-            user = {"user_id": who.user(user_id)}
-        result = plain(getattr(who.memory, op.name)(tenant=who.tenant, **user, **op.python(values)))
+            scope = {"tenant": who.tenant, "user_id": who.user(user_id)}
+        result = plain(getattr(who.memory, op.name)(**scope, **op.python(values)))
         return {op.http.answer: result} if op.http.answer else result
 
     endpoint.__name__ = endpoint.__qualname__ = op.http.name or op.name
@@ -76,10 +83,17 @@ def _endpoint(op: Operation, tenant_wide: bool):
 
 
 def plain(result):
-    """A result as its JSON: a record with ``to_dict`` (a hit, a context) as that, a list of them each."""
+    """A result as its JSON: a record with ``to_dict`` (a hit, a context) as that, another dataclass or a pydantic
+    model as its fields, a list of them each."""
     if isinstance(result, list):
-        return [r.to_dict() if hasattr(r, "to_dict") else r for r in result]
-    return result.to_dict() if hasattr(result, "to_dict") else result
+        return [plain(r) for r in result]
+    if hasattr(result, "to_dict"):
+        return result.to_dict()
+    if hasattr(result, "model_dump"):
+        return result.model_dump(mode="json")
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return dataclasses.asdict(result)
+    return result
 
 
 def add_routes(target: APIRouter, ops) -> None:

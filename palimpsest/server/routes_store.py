@@ -1,8 +1,7 @@
-"""Tenant-wide and store-wide routes: users, archive sweep, consolidation, the event audit, digests and replay.
+"""Tenant-wide routes: who the key is, the tenant's users, consolidation and the event audit.
 
-A tenant key acts on its own tenant only; ``digest`` and ``replay`` span
-every tenant's data and need an admin key, which may also audit the events
-of any tenant (``?tenant=``) or of all.
+A tenant key acts on its own tenant only; an admin key may also audit the events of any tenant (``?tenant=``)
+or of all. (The archive sweep, digests and replay are declared operations: :mod:`palimpsest.operations`.)
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from fastapi import APIRouter, Query
 
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
-from palimpsest.server.models import ConsolidateBody, SweepBody
+from palimpsest.server.models import ConsolidateBody
 from palimpsest.server.responses import JsonRoute
 
 router = APIRouter(prefix="/v1", tags=["store"], route_class=JsonRoute)
@@ -28,12 +27,6 @@ def whoami(who: Caller = Authorized) -> dict:
 @router.get("/users", summary="The users of your tenant")
 def users(who: Caller = Authorized) -> dict:
     return {"tenant": who.tenant, "users": who.served.streams.of_tenant(who.tenant)}
-
-
-@router.post("/archive/sweep", summary="Archive the memories whose retention fell below the floor (your tenant)")
-def sweep(body: SweepBody, who: Caller = Authorized) -> dict:
-    user = who.user(body.user_id) if body.user_id else None
-    return {"archived": who.memory.sweep(body.now, tenant=who.tenant, user_id=user, dry_run=body.dry_run)}
 
 
 @router.post("/consolidate", summary="Consolidate staged graph memories (your tenant, or one user)")
@@ -66,30 +59,8 @@ def events(
     return {"events": [_envelope(e) for e in found]}
 
 
-@router.get("/digest", summary="Each shard's projection digests (admin)")
-def digest(who: Caller = Authorized) -> dict:
-    who.require_admin("the store digest")
-    return {"shards": who.memory.digest()}
-
-
-@router.post("/replay", summary="Rebuild every projection from the log and compare digests (admin)")
-def replay(who: Caller = Authorized) -> dict:
-    who.require_admin("a replay of the whole store")
-    return {"shards": [_plain(r) for r in who.memory.replay()]}
-
-
 def _envelope(env) -> dict:
     return {"tenant": env.tenant, "user_id": env.user_id, "seq": env.seq, "event_id": env.event_id,
             "kind": env.kind, "schema_version": env.schema_version, "occurred_at": env.occurred_at.isoformat(),
             "recorded_at": env.recorded_at.isoformat(), "causation_id": env.causation_id,
             "correlation_id": env.correlation_id, "payload": json.loads(env.event.model_dump_json())}
-
-
-def _plain(report) -> dict:
-    if hasattr(report, "model_dump"):
-        return report.model_dump(mode="json")
-    if hasattr(report, "__dataclass_fields__"):
-        from dataclasses import asdict
-
-        return json.loads(json.dumps(asdict(report), default=str))
-    return report

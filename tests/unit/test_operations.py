@@ -17,7 +17,7 @@ import pytest
 from events.errors import InvalidInputError
 from palimpsest.client import RemoteMemory
 from palimpsest.operation import (
-    CLI, HTTP, MCP, PYTHON, READ, Http, Operation, Param, ShardReader, base_type, registry, signature, validate,
+    CLI, HTTP, MCP, PYTHON, READ, STORE, Http, Operation, Param, ShardReader, base_type, registry, signature, validate,
 )
 from palimpsest.operations import OPERATIONS
 
@@ -72,7 +72,7 @@ def test_every_python_exposure_is_a_memory_and_a_remote_memory_method_taking_the
     from palimpsest.memory import Memory
 
     call = {p.arg: _sample(p) for p in op.params}
-    user = {"tenant": "acme", "user_id": "alice"}
+    user = {} if op.user == STORE else {"tenant": "acme", "user_id": "alice"}
     for cls in (Memory, RemoteMemory):
         found = getattr(cls, op.name)
         inspect.signature(found).bind(None, **user, **call)  # how the routes and the CLI call it: by keyword
@@ -190,7 +190,7 @@ def served():
 
     memory = Recorder(notes=[{"note_id": "n1", "text": "tea ☕"}], note_history={"chain": []},
                       get_user_profile={"traits": {}}, adjustments=[], record_reply=[{"memory_id": "m1"}],
-                      review_notes=[], judge_feedback={"type": "neutral"})
+                      review_notes=[], judge_feedback={"type": "neutral"}, user_stats={"messages": 0})
     state = SimpleNamespace(memory=memory, streams={("acme", "alice")})
     app = build_app(4 << 20)
     app.dependency_overrides[access.caller] = lambda: access.Caller("k1", "acme", False, state)
@@ -299,6 +299,14 @@ def test_a_tenant_wide_post_may_name_one_user_of_the_tenant_in_its_body(served):
                                                    "now": datetime(2024, 5, 1, 9, tzinfo=UTC)})
     r = client.post("/v1/notes/review", json={"user_id": "bob"})
     assert r.status_code == 404 and r.json()["problems"][0]["field"] == "user_id" and memory.calls == []
+
+
+def test_an_operation_over_the_whole_store_answers_at_v1_alone_and_only_an_admin_key(served):
+    client, memory = served
+    r = client.get("/v1/stats")
+    assert r.status_code == 403 and r.json()["problems"][0]["field"] == "authorization" and memory.calls == []
+    assert client.get("/v1/users/alice/stats").status_code == 200  # user_stats, the user's own counts
+    assert client.post("/v1/users/alice/replay").status_code == 404  # no user route for the store's replay
 
 
 def test_a_remote_memory_method_sends_a_context_given_for_memory_ids_as_its_ids_and_query():

@@ -99,10 +99,10 @@ def register(sub) -> None:
     sp.add_argument("--burst", type=int, default=200, help="requests a key may send at once before the rate applies")
     sp.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024, help="request size cap (413 above)")
     sp.add_argument("--read-slots", type=int,
-                    help="reads each replica runs at once (default 8; PALIMPSEST_READ_SLOTS); more wait in a "
+                    help="reads each replica runs at once (default 4; PALIMPSEST_READ_SLOTS); more wait in a "
                          "bounded queue, fair across tenants")
     sp.add_argument("--write-slots", type=int,
-                    help="writes each replica runs at once (default 4; PALIMPSEST_WRITE_SLOTS)")
+                    help="writes each replica runs at once (default 2; PALIMPSEST_WRITE_SLOTS)")
     sp.add_argument("--queue", type=int,
                     help="requests of a class that may wait for a slot (default 32; PALIMPSEST_ADMISSION_QUEUE); "
                          "past it, 503 with Retry-After at once")

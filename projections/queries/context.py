@@ -113,6 +113,33 @@ def _current_taken(hit: Hit, taken: set[str]) -> bool:
     return "superseded" in b and (b.get("superseded_by_note") in taken or any(m in taken for m in b["superseded_by"]))
 
 
+class _Turns:
+    """The candidate turns of a context in rank order, with their token costs; :meth:`fill` takes what fits."""
+
+    def __init__(self, hits: list[Hit], days: list[str], sizes: list[int], header_size: dict[str, int]) -> None:
+        self.rows = list(zip(hits, days, sizes))
+        self.header_size = header_size
+
+    def fill(self, items: list[ContextItem], budget: int) -> None:
+        """Append to ``items`` the turns not yet in it that fit, in rank order (a day's header is paid by the first
+        turn of that day taken); a superseded turn whose version in force is in ``items`` is left out."""
+        used = sum(i.tokens for i in items)
+        taken = {i.memory_id for i in items}
+        shown = {i.day for i in items if i.occurred_at is not None}
+        for hit, day, size in self.rows:
+            if hit.memory_id in taken:
+                continue
+            cost = size + (0 if day in shown else self.header_size[day])
+            if used + cost > budget or _current_taken(hit, taken):
+                continue
+            taken.add(hit.memory_id)
+            used += cost
+            shown.add(day)
+            items.append(ContextItem(memory_id=hit.memory_id, turn_id=hit.turn_id, conversation_id=hit.conversation_id,
+                                     line=format_line(hit), tokens=cost, score=hit.score, provenance=hit.provenance,
+                                     occurred_at=hit.occurred_at))
+
+
 def assemble(
     query: str,
     hits: list[Hit],
@@ -128,40 +155,28 @@ def assemble(
     A turn whose notes in the context carry at least ``note_coverage`` of its
     content terms is not repeated: the notes state it in fewer tokens and
     their provenance points to the turn; a turn they carry only in part stays.
-    A superseded turn whose version in force (its note or one of its turns)
-    is in the context is left out. A line that does not fit is skipped and
+    A note whose every source turn the context took is dropped and its
+    tokens go to the next turns. A superseded turn whose version in force
+    (its note or one of its turns) is in the context is left out. A line that does not fit is skipped and
     smaller ones may follow. The text shows each day's date once, above that
     day's turns (:attr:`Context.text`), so a turn costs its date only when it
     is the first of its day taken.
     """
     share = min(note_tokens, int(budget * note_share))
     items: list[ContextItem] = _notes_first(notes, share, count_tokens) if share > 0 else []
-    used = sum(i.tokens for i in items)
     hits = _not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage)
     days = [h.occurred_at.date().isoformat() for h in hits]
     headers = list(dict.fromkeys(days))
     bodies = [body_line(h) for h in hits]
     sizes = count_tokens(bodies + [day_header(d) for d in headers]) if hits else []
-    header_size = dict(zip(headers, sizes[len(bodies):]))
-    shown: set[str] = set()
-    taken = {i.memory_id for i in items}
-    for hit, day, size in zip(hits, days, sizes):
-        cost = size + (0 if day in shown else header_size[day])  # a day's header is paid by its first turn
-        if used + cost > budget or _current_taken(hit, taken):
-            continue
-        taken.add(hit.memory_id)
-        used += cost
-        shown.add(day)
-        items.append(
-            ContextItem(
-                memory_id=hit.memory_id,
-                turn_id=hit.turn_id,
-                conversation_id=hit.conversation_id,
-                line=format_line(hit),
-                tokens=cost,
-                score=hit.score,
-                provenance=hit.provenance,
-                occurred_at=hit.occurred_at,
-            )
-        )
+    turns = _Turns(hits, days, sizes, dict(zip(headers, sizes[len(bodies):])))
+    turns.fill(items, budget)
+    # A note whose every turn the context took says nothing the turns do not: its tokens go to the next turns.
+    taken = {i.memory_id for i in items if i.occurred_at is not None}
+    redundant = {i.memory_id for i in items if i.occurred_at is None and len(i.provenance["event_ids"]) > 1
+                 and set(i.provenance["event_ids"][1:]) <= taken}
+    if redundant:
+        items[:] = [i for i in items if i.memory_id not in redundant]
+        turns.fill(items, budget)
+    used = sum(i.tokens for i in items)
     return Context(query=query, budget=budget, tokens=used, items=tuple(items))

@@ -94,7 +94,10 @@ def test_a_turn_stays_in_the_context_unless_its_notes_carry_all_of_it(memory):
     [hit] = fuse(memory, "Atlas MySQL", [], k=1, config=PLAIN)
     only_half = [_entry("a", "Decision: Atlas plans", hit.memory_id)]
     kept = assemble("q", [hit], 100, _words, only_half, note_tokens=50, note_share=0.5)
-    assert [i.memory_id for i in kept.items] == ["a", hit.memory_id]
+    assert [i.memory_id for i in kept.items] == [hit.memory_id]  # the turn stays; its note, now redundant, goes
+    other = _entry("b", "Decision: Atlas plans", "elsewhere")
+    both = assemble("q", [hit], 100, _words, [*only_half, other], note_tokens=50, note_share=0.5)
+    assert [i.memory_id for i in both.items] == ["b", hit.memory_id]
     whole = [_entry("a", "Decision: Atlas moves to MySQL, a change of plan", hit.memory_id)]
     stated = assemble("q", [hit], 100, _words, whole, note_tokens=50, note_share=0.5)
     assert [i.memory_id for i in stated.items] == ["a"]

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from events.errors import PalimpsestError
-from palimpsest.cli_common import open_store, parse_when, print_json, read_options, stream_args
+from palimpsest.cli_common import open_store, parse_when, print_json, read_options, remote, stream_args
 from palimpsest.cli_style import paint
 
 
@@ -45,8 +45,10 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
-        report = mem.consolidate(tenant=args.tenant, user_id=args.user, max_in_flight=args.workers, at=args.at,
-                                 decay=args.decay, idle=args.decay)
+        # the tasks in flight are the store's own, where it runs: a server sets its own
+        workers = {"max_in_flight": args.workers} if args.workers and not remote(args, connect=False) else {}
+        report = mem.consolidate(tenant=args.tenant, user_id=args.user, at=args.at, decay=args.decay,
+                                 idle=args.decay, **workers)
     if args.json:
         print_json(report)
         return 0

@@ -139,12 +139,6 @@ class RemoteMemory:
                           {"arguments": arguments, **_when("reference", reference)})
 
     # -- the tenant ----------------------------------------------------
-    def consolidate(self, *, tenant: str | None = None, user_id: str | None = None, decay: bool = False,
-                    idle: bool = False, at: datetime | None = None, **_) -> dict:
-        self._own(tenant)
-        return self.http.call("POST", "/v1/consolidate", body={"user_id": user_id, "decay": decay, "idle": idle,
-                                                               **_when("at", at)})
-
     def counterfactual(self, policy, now: datetime | None = None, *, queries=(), k: int = 10,
                        tenant: str | None = None) -> list[dict]:
         self._own(tenant)

@@ -5,6 +5,24 @@ subcommand are generated from it (:mod:`palimpsest.server.routes_generated`, :mo
 :mod:`palimpsest.server.mcp_tools`, :mod:`palimpsest.cli_operations`), and so is the ``Memory`` method of one
 answered by a shard reader (:mod:`palimpsest.memory_operations`). Adding an operation is one declaration here
 and its handler; ``tests/unit/test_operations.py`` walks every exposure of every operation.
+
+Routes still written by hand, and why:
+
+(``palimpsest consolidate`` is written by hand over the declared ``consolidate``: it also sets the tasks in flight,
+a setting of the process that runs them.)
+
+- not operations of the memory: ``/v1/keys`` (the API keys, ``routes_keys``), ``/v1/chat/completions`` (the
+  OpenAI-compatible proxy, ``routes_proxy``), ``/v1/audit/sql``, ``/v1/audit/events`` and ``/v1/audit/export``
+  (the read-only SQL audit over the log's rows and its Parquet file, ``routes_audit``), ``/v1/admin/reembed``
+  (a background job's start and progress, ``routes_reembed``), ``/v1/whoami`` (the key itself), ``/v1/policies``
+  (the store's settings, no shard asked) and the inspector's static files (``ui``);
+- operations whose shape the declarations do not express yet: ``POST /v1/users/{user_id}/messages`` (a batch
+  of message records, which ``RemoteMemory.add_messages`` validates whole and sends in batches per user with a
+  progress bar; MCP's ``add_memory`` keeps MemoryOS's arguments), ``/forget`` (an admin key may name another
+  tenant, every stored Unicode form of the id is erased, the CLI asks to confirm), ``/tools/{name}`` (the
+  memory-graph tool calls, whose arguments follow the LLM tool schemas of :mod:`projections.rules.tool_schema`),
+  ``/v1/users`` (the replica's known users), ``/v1/events`` (the log's envelopes under audit filters) and ``/v1/counterfactual`` (a policy and a list of
+  queries as objects).
 """
 
 from __future__ import annotations
@@ -265,6 +283,18 @@ OPERATIONS: dict[str, Operation] = registry(
                                                   "forgetting curve, touches, archival", name="memory"),
     ),
     # -- the memory graph -------------------------------------------------------------------------------------------
+    Operation(
+        "consolidate", WRITE,
+        (Param("decay", bool, False, "also archive the graph memories whose decayed importance fell below the floor"),
+         Param("idle", bool, False, "also the users with nothing staged (their note check and decay)"),
+         Param("at", datetime | None, None, "measure decay at this time (default: each user's latest message time)")),
+        doc="Consolidate the staged graph memories (of one user, of a tenant, or of every tenant): one task per user "
+            "marks superseded what rests on superseded notes, merges near-duplicates, links and abstracts; with "
+            "``decay``, archives what decayed. Counts of users, staged memories, events and changes.",
+        user="optional", new_user=False,
+        http=Http("POST", "/consolidate", "Consolidate the user's staged graph memories",
+                  tenant_summary="Consolidate staged graph memories (your tenant, or one user)"),
+    ),
     Operation(
         "graph_export", READ,
         doc="The user's memory graph as ``html`` (self-contained, interactive) and ``graphml`` text, with counts.",

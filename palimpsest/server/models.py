@@ -21,13 +21,6 @@ class AddMessages(Body):
     extract_graph: bool = True
 
 
-class ConsolidateBody(Body):
-    user_id: str | None = None
-    decay: bool = False
-    idle: bool = False
-    at: AwareDatetime | None = None
-
-
 class ToolCall(Body):
     """The JSON arguments of a memory-graph tool call, as an LLM would send them."""
 

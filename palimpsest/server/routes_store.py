@@ -1,7 +1,7 @@
-"""Tenant-wide routes: who the key is, the tenant's users, consolidation and the event audit.
+"""Tenant-wide routes: who the key is, the tenant's users and the event audit.
 
 A tenant key acts on its own tenant only; an admin key may also audit the events of any tenant (``?tenant=``)
-or of all. (The archive sweep, digests and replay are declared operations: :mod:`palimpsest.operations`.)
+or of all. (The archive sweep, consolidation, digests and replay are declared operations: :mod:`palimpsest.operations`.)
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from fastapi import APIRouter, Query
 
 from palimpsest.server.access import Authorized, Caller
 from palimpsest.server.errors import ApiError
-from palimpsest.server.models import ConsolidateBody
 from palimpsest.server.responses import JsonRoute
 
 router = APIRouter(prefix="/v1", tags=["store"], route_class=JsonRoute)
@@ -27,12 +26,6 @@ def whoami(who: Caller = Authorized) -> dict:
 @router.get("/users", summary="The users of your tenant")
 def users(who: Caller = Authorized) -> dict:
     return {"tenant": who.tenant, "users": who.served.streams.of_tenant(who.tenant)}
-
-
-@router.post("/consolidate", summary="Consolidate staged graph memories (your tenant, or one user)")
-def consolidate(body: ConsolidateBody, who: Caller = Authorized) -> dict:
-    user = who.user(body.user_id) if body.user_id else None
-    return who.memory.consolidate(tenant=who.tenant, user_id=user, decay=body.decay, idle=body.idle, at=body.at)
 
 
 @router.get("/events", summary="Read-only audit of the event log, filtered (a tenant key: its own tenant)")

@@ -278,6 +278,30 @@ def test_a_remote_memory_method_sends_the_request_the_hand_written_one_sent():
     ]
 
 
+def test_search_answers_the_terms_the_shard_ranked_with_and_remote_memory_keeps_them():
+    """The route computes no terms: a hit's terms are the shard's (from the fusion it ranked with, which need not
+    be the store's default), answered as they came and rebuilt as they were sent."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from palimpsest.server import access
+    from palimpsest.server.app import build_app
+    from projections.queries.results import Hit
+
+    terms = {"dense": 0.021, "bm25": 0.0132, "feedback": -0.004}  # not what the default fusion would give
+    hit = Hit("m1", 1, sum(terms.values()), "green tea", "maya", "user", datetime(2024, 5, 1, 9, tzinfo=UTC), "c1",
+              "c1:1", {"rrf": sum(terms.values()), "dense_rank": 1}, {"event_ids": ["e1"]}, terms)
+    memory = Recorder(search=[hit])
+    app = build_app(4 << 20)
+    app.dependency_overrides[access.caller] = lambda: access.Caller(
+        "k1", "acme", False, SimpleNamespace(memory=memory, streams={("acme", "alice")}))
+    answer = TestClient(app).post("/v1/users/alice/search", json={"query": "tea", "k": 1}).json()
+    assert answer == {"hits": [hit.to_dict()]} and answer["hits"][0]["terms"] == terms
+    assert sum(answer["hits"][0]["terms"].values()) == pytest.approx(answer["hits"][0]["breakdown"]["rrf"])
+    client, _ = _remote(answer)
+    assert client.search("acme", "alice", "tea", 1) == [hit]
+
+
 def test_a_write_of_the_learning_loop_takes_its_ids_under_their_http_name_and_needs_a_known_user(served):
     client, memory = served
     r = client.post("/v1/users/alice/reply", json={"reply": "Green tea it is", "memory_ids": ["m1", "m2"]})

@@ -9,7 +9,7 @@ export NO_MKDOCS_2_WARNING := 1
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-serve bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback bench-truth serve install browser docs docs-serve clean
+.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-serve bench-overload bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback bench-truth serve install browser docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -89,6 +89,11 @@ bench-erasure: $(STAMP)
 # The served store under a mixed open-loop load at 1, 8, 32 and 64 clients (bench/serve.json).
 bench-serve: $(STAMP)
 	$(BIN)/python -m benchmarks.serve --data $(DATA) --out bench/serve.json
+
+# The served store past its capacity: the capacity found by a ramp, goodput and refusals at 2x and 4x, the
+# search-only capacity, a modest tenant beside a flooding one (bench/serve_overload.json).
+bench-overload: $(STAMP)
+	$(BIN)/python -m benchmarks.serve --data $(DATA) --overload --out bench/serve_overload.json
 
 # kill -9 cycles (shards, directory, Ray workers, the driver) during ingest; 0 lost, 0 duplicated (see README)
 bench-chaos: $(STAMP)

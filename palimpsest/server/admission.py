@@ -12,8 +12,10 @@ flood of ingests never takes a search's slot.
 A request is refused (:class:`Overloaded`) before any work is spent on it:
 
 - at once, when the queue (or the tenant's share of it) is full, or when the
-  wait its place in the queue predicts (places ahead × the slots' mean hold
-  time ÷ slots) is longer than its budget;
+  wait its place in the queue predicts (places ahead × the slots' hold time
+  ÷ slots) is longer than its budget; the hold time predicted rises at once
+  with a longer hold and falls back with the mean, so that few requests wait
+  out their budget only to be refused then;
 - when it has waited its budget without getting a slot (the deadline).
 
 The server answers a refusal 503 with ``Retry-After``; nothing was done.
@@ -113,6 +115,9 @@ class Gate:
         self.queued = 0
         self.waiting: dict[str, deque[_Waiter]] = {}  # tenant → its waiters; insertion order is the turn order
         self.hold_s = 0.0  # mean time a request held a slot (0 until one has)
+        # the wait predictions' hold time: up at once with a longer hold, down as the mean does, so a wait is
+        # refused up front rather than after its budget when holds grow
+        self.hold_high_s = 0.0
         self.refused = 0
         self.last_left = time.monotonic()  # when a request last gave its slot back
 
@@ -125,7 +130,7 @@ class Gate:
         own = len(self.waiting.get(tenant, ()))
         tenants = len(self.waiting) + (tenant not in self.waiting)
         ahead = min(self.queued, own * tenants + tenants - 1)
-        return (ahead + 1) * self.hold_s / self.slots
+        return (ahead + 1) * self.hold_high_s / self.slots
 
     async def enter(self, tenant: str, budget_s: float) -> float:
         """Wait for a slot (at most ``budget_s``); the time it was taken. :class:`Overloaded` if refused."""
@@ -163,6 +168,7 @@ class Gate:
         self.last_left = time.monotonic()
         held = self.last_left - entered
         self.hold_s = held if self.hold_s == 0.0 else self.hold_s + _EWMA * (held - self.hold_s)
+        self.hold_high_s = max(held, self.hold_high_s + _EWMA * (held - self.hold_high_s))
         self.running -= 1
         while self.queued and self.running < self.slots:
             tenant = next(iter(self.waiting))

@@ -230,3 +230,12 @@ def test_quiet_consolidation_runs_a_round_in_its_thread_and_stops():
         time.sleep(0.01)
     quiet.stop()
     assert memory.rounds == 1 and quiet.rounds == 1
+
+
+def test_a_sudden_longer_hold_raises_the_predicted_wait_at_once():
+    gate = Gate(READ, slots=1, queue=8, tenant_share=1.0, retry_after_s=1)
+    now = time.monotonic()
+    for held in (0.01, 0.01, 0.2):
+        gate.running += 1
+        gate.leave(now - held)
+    assert gate.predicted_wait_s("acme") >= 0.2 > gate.hold_s  # the mean lags; the prediction does not

@@ -115,6 +115,14 @@ def measure_overload(url: str, memory, keys: dict[str, str], data: ds.Dataset, a
     questions = data.questions[:args.questions] if args.questions else data.questions
     texts = [m["text"] for m in data.messages]
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    # measured warm: the shards' idle-time work after the load (snapshots, read indexes, the replica's quiet
+    # consolidation) done, every question's first search asked once
+    time.sleep(2.0)  # the replica consolidates once quiet for a second
+    settle_s = memory.wait_idle()
+    warm = [("search", "POST", f"/v1/users/{q.user_id}/search", {"query": q.question, "k": 10},
+             tenancy.headers(q.user_id), None) for q in questions]
+    drive(url, warm, 40.0, len(warm) / 40.0, args.connections)
+    loaded["idle_work_after_load_s"] = round(settle_s, 1)
     common = {"factor": args.ramp_factor, "seconds": args.step_seconds, "max_rate": args.max_rate,
               "connections": args.connections, "log": log}
     log("mixed load: ramp until goodput stops rising")

@@ -28,6 +28,11 @@ router = APIRouter(route_class=JsonRoute)
 P = inspect.Parameter
 
 
+def _scoped(op: Operation, tenant_wide: bool) -> bool:
+    """Whether the route's body may name one user: a tenant-wide POST's may (not one over the whole store)."""
+    return tenant_wide and op.user != STORE and op.http.method == "POST"
+
+
 def _signature(op: Operation, tenant_wide: bool) -> inspect.Signature:
     """What FastAPI reads: the path parameters, the caller, then the query parameters (GET) or the body (POST)."""
     path_names = op.http.path_params()
@@ -49,8 +54,8 @@ def _signature(op: Operation, tenant_wide: bool) -> inspect.Signature:
                 bounds = {{"ge": "min_length", "le": "max_length"}[k]: v for k, v in bounds.items()}
             params.append(P(p.name, P.KEYWORD_ONLY, annotation=annotation,
                             default=Query(**default, **bounds, description=p.help or None)))
-    elif rest or tenant_wide:  # a body with nothing required may be left out
-        model = request_model(op, body=True, scoped=tenant_wide)
+    elif rest or _scoped(op, tenant_wide):  # a body with nothing required may be left out
+        model = request_model(op, body=True, scoped=_scoped(op, tenant_wide))
         if any(p.required for p in rest):
             params.append(P("body", P.KEYWORD_ONLY, annotation=model))
         else:
@@ -64,7 +69,8 @@ def _endpoint(op: Operation, tenant_wide: bool):
         if op.kind == ADMIN:
             who.require_admin(op.name.replace("_", " "))
         if "body" in values:
-            values.update((values.pop("body") or request_model(op, body=True, scoped=tenant_wide)()).model_dump())
+            values.update((values.pop("body") or request_model(op, body=True, scoped=_scoped(op, tenant_wide))())
+                          .model_dump())
         user_id = values.pop("user_id", None)
         if op.user == STORE:  # the whole store (an admin's)
             scope = {}

@@ -53,9 +53,16 @@ def test_every_http_exposure_is_a_route_of_the_app_with_its_summary_and_paramete
         assert route["tags"] == (["store"] if tenant_wide else ["users"])
         where = {p["name"]: p["in"] for p in route.get("parameters", ())}
         assert {n: where.get(n) for n in op.http.path_params()} == {n: "path" for n in op.http.path_params()}
+        rest = {p.name for p in op.params} - set(op.http.path_params())
         if op.http.method == "GET":
-            assert {p.name for p in op.params} - set(op.http.path_params()) <= {n for n, i in where.items()
-                                                                                   if i == "query"}
+            assert rest <= {n for n, i in where.items() if i == "query"}
+        elif rest or tenant_wide and op.user != STORE:  # the body: the declared parameters (a tenant's: a user too)
+            schema = route["requestBody"]["content"]["application/json"]["schema"]
+            ref = schema.get("$ref") or next(a["$ref"] for a in schema["anyOf"] if "$ref" in a)
+            fields = set(openapi["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"])
+            assert fields == rest | ({"user_id"} if tenant_wide and op.user != STORE else set())
+        else:
+            assert "requestBody" not in route
         assert ("user_id" in where) is not tenant_wide
 
 

@@ -156,7 +156,9 @@ def test_a_log_that_does_not_decode_stops_the_store_with_the_reason(ray_cluster,
 def test_retention_shows_types_and_that_only_counted_touches_reinforce(store, capsys):
     with held(store):  # closed before the retention reads: the touches are written, as at the end of a command
         rc, out, _ = run(capsys, "--store", store, "search", "--tenant", "demo", "--user", "maya", "green tea", "--json")
-        searched = {h["memory_id"] for h in json.loads(out)}
+        hits = json.loads(out)
+        searched = {h["memory_id"] for h in hits}
+        stale = {h["memory_id"] for h in hits if "superseded" in h["breakdown"]}  # "I prefer green tea", superseded
         rc, out, _ = run(capsys, "--store", store, "context", "--tenant", "demo", "--user", "maya", "database",
                          "--budget", "40", "--json")
         used = {i["memory_id"] for i in json.loads(out)["items"]}
@@ -169,7 +171,8 @@ def test_retention_shows_types_and_that_only_counted_touches_reinforce(store, ca
 
     assert rc == 0 and len(rows) == 24
     assert {m for m, r in rows.items() if r["access_count"]} == used  # a context counts as an access
-    assert all(rows[m]["ignored_touches"] >= 1 for m in searched - used)  # a plain search hit is recorded only
+    assert all(rows[m]["ignored_touches"] >= 1 for m in searched - used - stale)  # a plain search hit is recorded only
+    assert stale and all(rows[m]["ignored_touches"] == rows[m]["access_count"] == 0 for m in stale)  # a stale read: none
     by_turn = {r["turn_id"]: r for r in rows.values()}
     assert by_turn["atlas-1:4"]["memory_type"] == "decision"  # "We decided to use PostgreSQL ..."
     # Now, years after the 2024 conversations, what was never used has faded below the floor; what was just used has not.

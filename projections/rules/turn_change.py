@@ -37,17 +37,24 @@ EN_CHANGES = _rx(
     _VERB + r"\w*\b.*?\bfrom\s+(?:my\s+|our\s+|the\s+)?(?P<o>.+?)\s+(?:over\s+)?(?:to|onto|into)\s+(?P<n>.+)",
     r"\bswapp?e?d?\s+(?:my\s+|our\s+|the\s+)?(?P<o>.+?)\s+for\s+(?P<n>.+)",
     r"\breplac\w*\s+(?P<o>.+?)\s+(?:with|by)\s+(?P<n>.+)",
-    r"(?P<n>\S+(?:\s+\S+)?)\s+instead\s+of\s+(?P<o>.+)",
-    r"\b(?:off|away\s+from)\s+(?P<o>.+?)(?:\s+(?:and\s+)?(?:onto|to)\s+(?P<n>.+)|$)",
-    r"\b(?:no\s+longer|stopped|quit|dropped|ditched|abandoned|gave\s+up(?:\s+on)?|got\s+rid\s+of)\s+" + _GERUND
-    + r"(?:my\s+|our\s+|the\s+)?(?P<o>.+)",
+    r"\b(?:mov|migrat|switch|transition)\w*\s+(?:\S+\s+){1,3}?(?:off|away\s+from)\s+(?P<o>.+?)"
+    r"(?:\s+(?:and\s+)?(?:onto|to)\s+(?P<n>.+)|$)",
     r"\b(?:the\s+)?(?:move|migration|switch|change)\s+from\s+(?P<o>.+?)"
     r"(?:\s+(?:went|was|is|has|had|finished|completed|took|ended)\b|$)",
     r"^(?P<o>.+?)\s+(?:clashed|clashes|clash)\b",
-    r"\bleaving\s+(?P<o>.+?)(?:\s+(?:was|is|has\s+been)\b|$)",
+)
+# Read only in a turn that also says something changed (_CUE): "dessert instead of drinks" or "I stopped by the
+# store" alone is no change of habit.
+EN_CUED = _rx(
+    r"(?P<n>\S+(?:\s+\S+)?)\s+instead\s+of\s+(?P<o>.+)",
+    r"\b(?:no\s+longer|stopped|quit|dropped|ditched|abandoned|gave\s+up(?:\s+on)?|got\s+rid\s+of)\s+"
+    r"(?!by\b|at\b|in\b|into\b|off\b|to\b|for\b|over\b|out\b)" + _GERUND + r"(?:my\s+|our\s+|the\s+)?(?P<o>[a-z0-9].*)",
+    r"\bleaving\s+(?P<o>.+?)\s+(?:was|is|has\s+been)\b",
     r"\bmy\s+(?P<o>.+?)\s+(?:finally\s+|just\s+)?(?:died|broke|gave\s+out)\b",
     r"\b(?:don't|do\s+not|won't|doesn't)\s+(?:use|like|want|drink|eat|play)\s+(?P<o>.+?)\s+any\s?more",
 )
+_CUE = re.compile(r"\b(?:new|now|switch\w*|chang\w*|these\s+days|from\s+now\s+on|any\s?more|no\s+longer|moved|replac\w*"
+                  r"|got\s+myself|bought|settled|plan)\b|现在|改|换|新|以后|不再", re.IGNORECASE)
 ZH_CHANGES = _rx(
     r"从(?P<o>.+?)(?:换|改|迁移|切换|转|迁|推迟|提前|延期|挪|搬)(?:到|成|为|用)了?(?P<n>.+)",
     r"把(?P<o>.+?)(?:换成|改成|替换成|替换为|改为|迁移到|切换到|挪到)了?(?P<n>.+)",
@@ -105,10 +112,12 @@ def _parts(phrase: str) -> dict[tuple[str, ...], str]:
 def changes(text: str) -> tuple[Change, ...]:
     """The changes ``text`` states, one per clause at most (the first pattern that names an old value)."""
     found = []
-    for clause in split_statements(rule_text(text)):
+    text = rule_text(text)
+    patterns = (*EN_CHANGES, *ZH_CHANGES, *(EN_CUED if _CUE.search(text) else ()))
+    for clause in split_statements(text):
         if not _GATE.search(clause):
             continue
-        for pattern in (*EN_CHANGES, *ZH_CHANGES):
+        for pattern in patterns:
             match = pattern.search(clause)
             if match is None:
                 continue

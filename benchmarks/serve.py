@@ -171,6 +171,7 @@ def free_port() -> int:
 
 def run(args: argparse.Namespace) -> dict:
     from actors.ray_init import ensure_ray, shutdown_ray
+    from palimpsest.server.admission import AdmissionSettings
     from palimpsest.server.keys import KeyRing
     from palimpsest.server.run import start
     from palimpsest.server.settings import ServeSettings
@@ -179,8 +180,9 @@ def run(args: argparse.Namespace) -> dict:
     store = Path(tempfile.mkdtemp(prefix="palimpsest-serve-bench-")) / "store"
     load_start, started = os.getloadavg(), time.perf_counter()
     ensure_ray()
+    admission = AdmissionSettings.from_env()  # PALIMPSEST_READ_SLOTS, ... as for palimpsest serve
     settings = ServeSettings(store=str(store), port=free_port(), replicas=args.replicas, rate_per_s=0,
-                             ingress=args.ingress)
+                             ingress=args.ingress, admission=admission)
     running = start(settings, embedder=args.embedder)
     try:
         running.memory.consolidate_every = 0  # consolidation rounds would land inside the timed levels
@@ -193,7 +195,7 @@ def run(args: argparse.Namespace) -> dict:
         shutil.rmtree(store.parent, ignore_errors=True)
     report["config"] = {"data": str(args.data), "samples": len(data.samples), "turns": len(data.messages),
                         "embedder": args.embedder, "tenants": args.tenants, "replicas": args.replicas,
-                        "ingress": running.ingress,
+                        "ingress": running.ingress, "admission": vars(admission),
                         "seconds_per_level": args.seconds, "quick": args.quick,
                         "cpus": os.cpu_count(), "load_average_before": load_start, "load_average_after": os.getloadavg(),
                         "wall_seconds": round(time.perf_counter() - started, 1)}

@@ -2,10 +2,12 @@
 
 Each route is the operation's method on the served :class:`palimpsest.Memory` with the tenant taken from the
 key and the user checked by :meth:`Caller.user` (404 before any shard is asked for a user the tenant does not
-have; a write may start a new user); an admin operation needs an admin key. A GET takes the parameters as query parameters, a POST as a
-JSON body (the operation's request model; tenant-wide, it may also name one ``user_id`` of the tenant, which
-then must exist); the answer is the result (a record with ``to_dict`` as that), or ``{answer: result}`` when the
-declaration names a key.
+have; a write may start a new user unless declared otherwise); an admin operation needs an admin key, and one
+over the whole store answers at ``/v1`` alone, with neither tenant nor user. A GET takes the parameters as query
+parameters (times with their offset), a POST as a JSON body (the operation's request model; tenant-wide, it may
+also name one ``user_id`` of the tenant, which then must exist); the answer is the result (a record with
+``to_dict`` as that, another dataclass or a pydantic model as its fields), or ``{answer: result}`` when the
+declaration names a key. The routes still written by hand, and why, are listed in :mod:`palimpsest.operations`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""``/v1/users/{user_id}/…``: one user of the caller's tenant — write messages, read memories, tool calls.
+"""``/v1/users/{user_id}/…`` written by hand: add messages, forget the user, a memory-graph tool call.
 
-Each route is the :class:`palimpsest.Memory` method of the same name with
-the tenant taken from the key; reads of a user the tenant does not have
-answer 404 before any shard is asked. The user's plain reads (notes, episodes, retention, profile, tiers,
-archive, adjustments, feedback, stats) are declared operations: their routes are generated
-(:mod:`palimpsest.server.routes_generated`).
+Each route is the :class:`palimpsest.Memory` method of the same name with the tenant taken from the key; a user
+the tenant does not have answers 404 before any shard is asked (adding messages, or creating a graph memory, may
+start one). Every other route of a user is a declared operation, generated
+(:mod:`palimpsest.server.routes_generated`); why these three are not is said in :mod:`palimpsest.operations`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from tests.serve_helpers import free_port
 
 pytestmark = pytest.mark.integration
 TOOLS = {"add_memory", "retrieve_memory", "get_user_profile", "create_memory", "link_memories", "search_memories",
-         "build_context", "user_stats"}  # user_stats: a declared operation (palimpsest.operations)
+         "build_context", "user_stats", "conversations"}  # get_user_profile and the last three: declared operations
 REF = "2024-05-03T20:00:00+00:00"
 
 
@@ -200,9 +200,9 @@ def _embedded(monkeypatch, served):
     """Make every command module open the served store's own Memory (this process), not a new one."""
     import contextlib
 
-    from palimpsest import cli, cli_archive, cli_feedback, cli_graph, cli_notes
+    from palimpsest import cli, cli_feedback, cli_graph
 
-    for module in (cli, cli_archive, cli_feedback, cli_graph, cli_notes):
+    for module in (cli, cli_feedback, cli_graph):  # cli: the declared operations' subcommands (cmd_operation)
         monkeypatch.setattr(module, "open_store", lambda args, **_: contextlib.nullcontext(served["running"].memory))
 
 

@@ -183,6 +183,14 @@ class RecordReply(UserCommand):
     query: str = ""
 
 
+class RecordReplies(Command):
+    """Several replies, of one user or many of the shard, each decided as its :class:`RecordReply` is and appended
+    together, in one transaction; the outcome is each reply's, in order. One reply refused refuses them all
+    (nothing is written): send each alone then, to find which."""
+
+    replies: tuple[RecordReply, ...] = Field(min_length=1)
+
+
 class PutItem(UserCommand):
     """Put the item ``key`` of ``collection`` (``""``: outside any collection): a new version of its note, and,
     unless ``message`` is None (an unindexed item), the message search finds it by, with its embedding."""

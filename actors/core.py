@@ -66,7 +66,7 @@ from actors.decide_erasure import decide_forget
 from actors.decide_items import decide_delete, decide_put
 from actors.decide_graph import decide_consolidation, decide_label_vectors, decide_link, decide_stage, decide_unmerge
 from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
-from actors.decide_notes import decide_reply, decide_review
+from actors.decide_notes import decide_replies, decide_reply, decide_review
 from actors.deciders import decide_record_messages
 from actors.decision import Answer, Deps, drawing_ids, new_event_id
 from actors.dense import DenseIndex
@@ -97,6 +97,7 @@ DECIDERS: dict[type, Callable] = {
     c.ArchiveMemories: decide_archive,
     c.RestoreMemories: decide_restore,
     c.RecordReply: decide_reply,
+    c.RecordReplies: decide_replies,
     c.PutItem: decide_put,
     c.DeleteItem: decide_delete,
     c.ReviewNotes: decide_review,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from actors.commands import RecordReply, ReviewNotes
+from actors.commands import RecordReplies, RecordReply, ReviewNotes
 from actors.decide_archive import selected
 from actors.decision import Decision, Deps, new_event_id
 from actors.llm.review import llm_review_notes
@@ -56,6 +56,13 @@ def decide_reply(state: ShardState, cmd: RecordReply, deps: Deps) -> Decision:
         )
         pending.append(PendingEvent(tenant, user_id, new_event_id(), touched))
     return Decision(pending, [{"memory_id": m, "score": score} for m, score in used])
+
+
+def decide_replies(state: ShardState, cmd: RecordReplies, deps: Deps) -> Decision:
+    """Each reply decided as :func:`decide_reply` decides it (a reply's decision reads the texts of the memories it
+    was given, which no other reply's touches change), their events together."""
+    decisions = [decide_reply(state, reply, deps) for reply in cmd.replies]
+    return Decision([p for d in decisions for p in d.pending], [d.outcome for d in decisions])
 
 
 def decide_review(state: ShardState, cmd: ReviewNotes, deps: Deps) -> Decision:

@@ -32,19 +32,21 @@ class SignalsApiMixin:
         self, replies: Iterable[tuple[str, str, str, Context | Iterable[str]]]
     ) -> list[list[dict] | InvalidInputError]:
         """:meth:`record_reply` for many ``(tenant, user_id, reply, retrieved)`` at once, of one user or many: one
-        call per shard, the shards in parallel. Each reply's outcome in order: the ids judged used, or the
-        :class:`InvalidInputError` that refused it (the others are recorded all the same)."""
+        command per shard (one commit for all its replies), the shards in parallel. Each reply's outcome in order:
+        the ids judged used, or the :class:`InvalidInputError` that refused it (the others are recorded all the
+        same)."""
         commands = [_reply(*r) for r in replies]
         by_shard: dict[int, list[int]] = {}
         for n, command in enumerate(commands):
             by_shard.setdefault(self.shards.index_of(command.tenant, command.user_id, assign=True), []).append(n)
-        pending = {index: self.shards.submit(index, [commands[n] for n in ns]) for index, ns in by_shard.items()}
+        pending = {index: self.shards.submit(index, [c.RecordReplies(replies=tuple(commands[n] for n in ns))])
+                   for index, ns in by_shard.items()}
         outcomes: list = [None] * len(commands)
         for index, ns in by_shard.items():
             try:
-                for n, outcome in zip(ns, get(pending[index])):
+                for n, outcome in zip(ns, get(pending[index])[0]):
                     outcomes[n] = outcome
-            except InvalidInputError:  # one was refused: each again alone (one applied already answers the same)
+            except InvalidInputError:  # one was refused, so none was written: each again alone
                 for n in ns:
                     try:
                         outcomes[n] = self.shards.send(commands[n].tenant, commands[n].user_id, commands[n])

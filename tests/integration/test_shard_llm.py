@@ -99,6 +99,24 @@ def test_usage_is_judged_by_the_model_when_configured(tmp_path):
         svc.close()
 
 
+def test_replies_recorded_together_have_their_usage_judged_by_the_model_outside_the_lock(tmp_path):
+    from actors import answers_first
+
+    with FakeOpenAI() as server:
+        svc = ShardCore(spec_for(tmp_path, server.base_url))
+        server.script(Reply.json({"operations": []}), Reply.json({"operations": []}))
+        [fly] = record(svc, "We decided to deploy Atlas on Fly.io.")
+        [tea] = record(svc, "我每天早上喝绿茶。", start=1)
+        server.script(Reply.json({"used_ids": [fly["memory_id"]]}), Reply.json({"used_ids": []}))
+        [both] = answers_first.handle(svc, [c.RecordReplies(replies=(
+            c.RecordReply(tenant="acme", user_id="alice", reply="It runs on Fly.io.", memory_ids=(fly["memory_id"],)),
+            c.RecordReply(tenant="acme", user_id="alice", reply="好的。", memory_ids=(tea["memory_id"],))))])
+        assert [[u["memory_id"] for u in used] for used in both] == [[fly["memory_id"]], []]
+        calls = [e.event for e in svc.log.scan() if e.kind == "llm_call_recorded" and e.event.purpose == "usage_judge"]
+        assert len(calls) == 2 and not any(call.error for call in calls)  # each asked once, before the decision
+        svc.close()
+
+
 def test_a_closed_episode_gets_a_model_title_recorded_and_shown(tmp_path):
     with FakeOpenAI() as server:
         svc = ShardCore(spec_for(tmp_path, server.base_url))

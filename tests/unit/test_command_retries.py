@@ -94,6 +94,9 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
         "ArchiveMemories": c.ArchiveMemories(**USER, memory_ids=ids[:1], now=NOW, reason="by hand"),
         "RestoreMemories": c.RestoreMemories(**USER, memory_ids=ids[1:2], now=NOW, reason="by hand"),
         "RecordReply": c.RecordReply(**USER, reply="Your sister is a nurse in Boston", memory_ids=ids[1:2]),
+        "RecordReplies": c.RecordReplies(replies=(
+            c.RecordReply(**USER, reply="Your sister is a nurse in Boston", memory_ids=ids[1:2]),
+            c.RecordReply(**USER, reply="You repainted the kitchen", memory_ids=ids[:1]))),
         "ReviewNotes": c.ReviewNotes(now=datetime(2026, 1, 1, tzinfo=UTC)),
         "JudgeFeedback": c.JudgeFeedback(**USER, user_input="不对，我说过她在芝加哥", agent_response="Boston",
                                          memory_ids=ids[1:2]),
@@ -115,7 +118,7 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
 
 KINDS = ["RecordMessages", "StageGraphMemories", "RecordLabelVectors", "LinkMemories", "ApplyConsolidation", "Unmerge",
          "SweepArchive",
-         "ArchiveMemories", "RestoreMemories", "RecordReply", "ReviewNotes", "JudgeFeedback",
+         "ArchiveMemories", "RestoreMemories", "RecordReply", "RecordReplies", "ReviewNotes", "JudgeFeedback",
          "RevertAdjustment", "Molt", "RevertPolicy", "ForgetUser", "RecordEmbeddings", "SwitchEmbedder", "PutItem",
          "DeleteItem"]
 

@@ -244,3 +244,23 @@ def test_a_reply_reinforces_only_the_retrieved_notes_and_turns_it_drew_on(servic
     assert (touched.reason, touched.memory_ids) == ("used", (nurse_note.note_id,))
     with pytest.raises(InvalidInputError, match="memory_ids"):
         service.handle([c.RecordReply(tenant="acme", user_id="alice", reply="anything", memory_ids=("no-such-id",))])
+
+
+def test_replies_recorded_together_are_one_transaction_with_each_replys_outcome(service):
+    outcomes = record(service, CONVERSATION)
+    memory = service.state.user("acme", "alice")
+    [nurse_note] = [n for n in memory.notes.active() if "nurse" in n.text]
+    kitchen = outcomes[3]["memory_id"]
+    reply = lambda text, *ids: c.RecordReply(tenant="acme", user_id="alice", reply=text, memory_ids=ids)  # noqa: E731
+    together = c.RecordReplies(replies=(reply("Your sister is a nurse in Boston.", nurse_note.note_id),
+                                        reply("The kitchen is yellow now, 厨房是黄色的.", kitchen)))
+    [both] = service.handle([together])
+
+    assert [[u["memory_id"] for u in used] for used in both] == [[nurse_note.note_id], [kitchen]]
+    touched = [e for e in service.log.scan() if e.kind == "memory_touched"][-2:]
+    assert [t.event.memory_ids for t in touched] == [(nurse_note.note_id,), (kitchen,)]
+    assert set(service.log.command(together.command_id).event_ids) == {t.event_id for t in touched}  # one record
+    written = service.log.count()
+    with pytest.raises(InvalidInputError, match="no-such-id"):  # one refused: none written
+        service.handle([c.RecordReplies(replies=(reply("Boston.", nurse_note.note_id), reply("x", "no-such-id")))])
+    assert service.log.count() == written

@@ -11,9 +11,10 @@ against it, naming the same memories, as :meth:`palimpsest.Memory.judge_feedback
 
 Recording runs after the answer has gone (the client does not wait for it), in batches: the calls answered while
 one batch is written go together in the next (one ingest for all their messages, the replies one call per shard).
-The next call of a user to this replica waits for the recording of their calls before it reads their memory
-(:meth:`Recorder.settled`), so the memory is read as the user's last call left it, and a replica answering faster
-than it can record slows down instead of piling recordings up. A recording refused or failed is logged with its
+The next call of a user to this replica waits until the messages of their calls are written before it reads their
+memory (:meth:`Recorder.settled`), so the memory is read with the user's last turn and reply in it, and a replica
+answering faster than it can record slows down instead of piling recordings up; it does not wait for the replies'
+reports (the reinforcement of the memories a reply used), which are written after the messages. A recording refused or failed is logged with its
 user and conversation; the answer had already gone.
 """
 
@@ -93,11 +94,11 @@ class Turn:
         return [i.memory_id for i in self.context.items] if self.context is not None else []
 
 
-def record(memory, turns: list[Turn]) -> None:
+def record(memory, turns: list[Turn], messages_written=None) -> None:
     """Record ``turns`` (blocking: the shards' calls), of one user or many, in one batch: each turn's feedback
-    first (it answers the reply before the turn), then every turn's messages in one ingest, then the replies with
-    the memories they were given. A turn refused (its messages, its feedback or its reply) is logged; the others
-    are recorded all the same."""
+    first (it answers the reply before the turn), then every turn's messages in one ingest (then
+    ``messages_written()``, if given), then the replies with the memories they were given. A turn refused (its
+    messages, its feedback or its reply) is logged; the others are recorded all the same."""
     for turn in turns:
         if turn.continues:
             _guarded(turn, "feedback", _judge, memory, turn)
@@ -107,6 +108,8 @@ def record(memory, turns: list[Turn]) -> None:
         written = batch
     except InvalidInputError:  # one turn was refused: each alone, so the others are kept
         written = [t for t in batch if _guarded(t, "messages", memory.add_messages, _messages(t))]
+    if messages_written is not None:
+        messages_written()
     replies = [t for t in written if t.reply.strip() and t.given]
     for turn, outcome in zip(replies, memory.record_replies([(t.tenant, t.user_id, t.reply, t.context)
                                                              for t in replies])):
@@ -179,7 +182,8 @@ class Recorder:
         self._writer: asyncio.Task | None = None
 
     async def settled(self, stream: tuple[str, str]) -> None:
-        """Return once every call of ``stream`` answered before now is recorded (or its failure logged)."""
+        """Return once the messages of every call of ``stream`` answered before now are recorded (or the failure
+        to record them logged)."""
         done = self._last.get(stream)
         if done is not None:
             await asyncio.wait([done])
@@ -195,16 +199,24 @@ class Recorder:
             self._writer = loop.create_task(self._write())
 
     async def _write(self) -> None:
+        loop = asyncio.get_running_loop()
         while self._queue:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            try:
-                await run_in_threadpool(record, self.memory, [turn for turn, _ in batch])
+            waiting = [done for _, done in batch]
+            try:  # the users' next calls may read once the messages are in, while the replies are reported
+                await run_in_threadpool(record, self.memory, [turn for turn, _ in batch],
+                                        lambda: loop.call_soon_threadsafe(_settle, waiting))
             except Exception as exc:  # noqa: BLE001 - the answers have gone: the failure is logged with what it lost
                 log.error("proxy_record_failed", turns=len(batch), users=sorted({t.user_id for t, _ in batch})[:20],
                           error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__, exc_info=exc)
             finally:
-                for _, done in batch:
-                    done.set_result(None)
+                _settle(waiting)
+
+
+def _settle(waiting: list[asyncio.Future]) -> None:
+    for done in waiting:
+        if not done.done():
+            done.set_result(None)
 
 
 _recorders: dict[int, tuple[asyncio.AbstractEventLoop, Recorder]] = {}

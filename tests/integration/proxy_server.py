@@ -44,6 +44,14 @@ class Bench:
                 return rows
             time.sleep(0.05)
 
+    def until(self, check, timeout_s: float = 60.0):
+        """``check()``'s value once it is truthy (what the proxy records after a call's messages, such as the
+        reinforcement of the memories its reply used, lands a moment after them)."""
+        deadline = time.monotonic() + timeout_s
+        while not (value := check()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return value
+
     def sent(self, index: int = -1) -> list[dict]:
         """The messages the upstream received in its ``index``-th request."""
         return self.upstream.requests[index].body["messages"]

@@ -95,8 +95,9 @@ def test_the_turn_the_reply_and_the_memories_it_was_given_are_recorded_and_the_u
     assert (answer["role"], answer["text"]) == ("assistant", reply.choices[0].message.content)
     given = json.loads(answer["metadata"][GIVEN])
     assert b.allergy_id in given and answer["metadata"][QUERY] == turn["text"]
-    used = [e.event for e in b.memory.events(TENANT, "alice", kinds=["memory_touched"]) if e.event.reason == "used"]
-    assert any(b.allergy_id in e.memory_ids and e.query == turn["text"] for e in used)  # reinforced, as `reply` does
+    assert b.until(lambda: [e for e in b.memory.events(TENANT, "alice", kinds=["memory_touched"])  # reinforced,
+                            if e.event.reason == "used" and b.allergy_id in e.event.memory_ids  # as `reply` does
+                            and e.event.query == turn["text"]])
 
 
 def test_a_streamed_answer_passes_through_chunk_by_chunk_and_is_recorded_once_complete(b):

@@ -149,9 +149,6 @@ class RemoteMemory:
         return self.http.call("POST", "/v1/counterfactual", body={
             "policy": policy.model_dump(mode="json"), "queries": compared, "k": k, **_when("now", now)})["users"]
 
-    def forget(self, tenant: str, user_id: str) -> dict:
-        return self.http.call("POST", self._user(tenant, user_id) + "/forget")
-
     # -- the store -----------------------------------------------------
     # stats, digest, replay (admin keys): generated from their declarations, below the class
 

@@ -186,6 +186,8 @@ class Operation:
     # Over HTTP, whether the call may name a user the tenant does not have yet (None: a write may, a read may not;
     # False: 404 for an unknown user, as for a read).
     new_user: bool | None = None
+    # Over HTTP, an admin key may name another tenant's user (``?tenant=``); a tenant key acts on its own tenant.
+    other_tenant: bool = False
     handler: ShardReader | None = None  # None: the palimpsest.Memory method of this name
     http: Http | None = None
     mcp: str | None = None  # the MCP tool's description; the tool sends the HTTP request
@@ -264,6 +266,8 @@ def check(op: Operation) -> Operation:
             problems.append("http tenant_summary: only an operation whose user is optional answers tenant-wide")
     if op.mcp and op.http is None:
         problems.append("mcp: a tool sends the operation's HTTP request; declare http too")
+    if op.other_tenant and op.user != "required":
+        problems.append("other_tenant: only an operation of one user may name another tenant's")
     if op.handler is not None and op.user != "required":
         problems.append("handler: a shard reader answers one user; user must be required")
     kinds = {p.name: _kind(p) for p in op.params}

@@ -8,21 +8,22 @@ and its handler; ``tests/unit/test_operations.py`` walks every exposure of every
 
 Routes still written by hand, and why:
 
-(``palimpsest consolidate`` is written by hand over the declared ``consolidate``: it also sets the tasks in flight,
-a setting of the process that runs them.)
-
-- not operations of the memory: ``/v1/keys`` (the API keys, ``routes_keys``), ``/v1/chat/completions`` (the
-  OpenAI-compatible proxy, ``routes_proxy``), ``/v1/audit/sql``, ``/v1/audit/events`` and ``/v1/audit/export``
-  (the read-only SQL audit over the log's rows and its Parquet file, ``routes_audit``), ``/v1/admin/reembed``
-  (a background job's start and progress, ``routes_reembed``), ``/v1/whoami`` (the key itself), ``/v1/policies``
-  (the store's settings, no shard asked) and the inspector's static files (``ui``);
+- not operations of the memory: ``/v1/keys`` (the API keys, ``routes_keys``), ``/v1/chat/completions`` and
+  ``/v1/responses`` (the OpenAI-compatible proxy, ``routes_proxy``), ``/v1/audit/sql``, ``/v1/audit/events`` and
+  ``/v1/audit/export`` (the read-only SQL audit over the log's rows and its Parquet file, ``routes_audit``),
+  ``/v1/admin/reembed`` (a background job's start and progress, ``routes_reembed``), ``/v1/whoami`` (the key
+  itself), ``/v1/policies`` (the store's settings, no shard asked) and the inspector's static files (``ui``);
 - operations whose shape the declarations do not express yet: ``POST /v1/users/{user_id}/messages`` (a batch
   of message records, which ``RemoteMemory.add_messages`` validates whole and sends in batches per user with a
-  progress bar; MCP's ``add_memory`` keeps MemoryOS's arguments), ``/forget`` (an admin key may name another
-  tenant, every stored Unicode form of the id is erased, the CLI asks to confirm), ``/tools/{name}`` (the
+  progress bar; MCP's ``add_memory`` keeps MemoryOS's arguments), ``/v1/users/{user_id}/tools/{name}`` (the
   memory-graph tool calls, whose arguments follow the LLM tool schemas of :mod:`projections.rules.tool_schema`),
-  ``/v1/users`` (the replica's known users), ``/v1/events`` (the log's envelopes under audit filters) and ``/v1/counterfactual`` (a policy and a list of
-  queries as objects).
+  ``/v1/users`` (the replica's known users), ``/v1/events`` (the log's envelopes under audit filters) and
+  ``/v1/counterfactual`` (a policy and a list of queries as objects).
+
+Subcommands written by hand over a declared method: ``palimpsest consolidate`` (it also sets the tasks in flight,
+a setting of the process that runs them), ``palimpsest forget`` (it asks to confirm, and refuses a plaintext store
+before starting anything), ``palimpsest graph`` (it writes files) and ``palimpsest replay`` (it also runs a
+counterfactual).
 """
 
 from __future__ import annotations
@@ -106,6 +107,14 @@ OPERATIONS: dict[str, Operation] = registry(
                   name="review_notes"),
         cli=Cli("notes review", "promotion / retraction review of notes whose importance crossed a threshold",
                 render="palimpsest.cli_notes:print_reviews"),
+    ),
+    Operation(
+        "forget", WRITE,
+        doc="Erase one user of one tenant for good: a ``user_forgotten`` event, the user's data keys destroyed (its "
+            "events can never be read again), its projections, vectors and snapshot removed; the outcome.",
+        new_user=False, other_tenant=True,
+        http=Http("POST", "/forget", "Erase the user for good: data key destroyed, projections, vectors, snapshot "
+                                     "removed"),
     ),
     # -- one user's notes, episodes, retention, profile, tiers, archive ------------------------------------------------
     Operation(

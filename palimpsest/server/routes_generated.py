@@ -1,8 +1,9 @@
 """The HTTP routes of the declared operations (:mod:`palimpsest.operations`), generated from their declarations.
 
 Each route is the operation's method on the served :class:`palimpsest.Memory` with the tenant taken from the
-key and the user checked by :meth:`Caller.user` (404 before any shard is asked for a user the tenant does not
-have; a write may start a new user unless declared otherwise); an admin operation needs an admin key, and one
+key and the user checked (404 before any shard is asked for a user the tenant does not have, in any Unicode form;
+a write may start a new user unless declared otherwise; ``?tenant=`` names another tenant's user where declared,
+for an admin key); an admin operation needs an admin key, and one
 over the whole store answers at ``/v1`` alone, with neither tenant nor user. A GET takes the parameters as query
 parameters (times with their offset), a POST as a JSON body (the operation's request model; tenant-wide, it may
 also name one ``user_id`` of the tenant, which then must exist); the answer is the result (a record with
@@ -24,6 +25,7 @@ from events.commands import canonical_id
 from palimpsest.operation import ADMIN, STORE, Operation, base_type, request_model
 from palimpsest.operations import OPERATIONS
 from palimpsest.server.access import Authorized, Caller
+from palimpsest.server.errors import ApiError
 from palimpsest.server.responses import JsonRoute
 
 router = APIRouter(route_class=JsonRoute)
@@ -41,6 +43,9 @@ def _signature(op: Operation, tenant_wide: bool) -> inspect.Signature:
     params = [] if tenant_wide else [P("user_id", P.KEYWORD_ONLY, annotation=str)]
     params += [P(n, P.KEYWORD_ONLY, annotation=op.param(n).type) for n in path_names]
     params.append(P("who", P.KEYWORD_ONLY, default=Authorized, annotation=Caller))
+    if op.other_tenant and not tenant_wide:
+        params.append(P("tenant", P.KEYWORD_ONLY, annotation=str | None, default=Query(
+            None, min_length=1, description="another tenant's user (an admin key); default: your key's tenant")))
     rest = [p for p in op.params if p.name not in path_names]
     if op.http.method == "GET":
         for p in rest:
@@ -73,21 +78,34 @@ def _endpoint(op: Operation, tenant_wide: bool):
         if "body" in values:
             values.update((values.pop("body") or request_model(op, body=True, scoped=_scoped(op, tenant_wide))())
                           .model_dump())
-        user_id = values.pop("user_id", None)
+        user_id, tenant = values.pop("user_id", None), values.pop("tenant", None)
         if op.user == STORE:  # the whole store (an admin's)
             scope = {}
         elif user_id is None:  # tenant-wide (a POST's body may name one user of the tenant)
             scope = {"tenant": who.tenant}
+        elif tenant is not None and tenant != who.tenant:  # another tenant's user: an admin's
+            who.require_admin(f"{op.name.replace('_', ' ')} of another tenant's user")
+            scope = {"tenant": tenant, "user_id": _known(who, tenant, user_id)}
         elif op.starts_user:  # a write may start a new user (its ids are checked by the method)
             scope = {"tenant": who.tenant, "user_id": canonical_id(user_id)}
         else:
-            scope = {"tenant": who.tenant, "user_id": who.user(user_id)}
+            scope = {"tenant": who.tenant, "user_id": _known(who, who.tenant, user_id)}
         result = plain(getattr(who.memory, op.name)(**scope, **op.python(values)))
         return {op.http.answer: result} if op.http.answer else result
 
     endpoint.__name__ = endpoint.__qualname__ = op.http.name or op.name
     endpoint.__signature__ = _signature(op, tenant_wide)
     return endpoint
+
+
+def _known(who: Caller, tenant: str, user_id: str) -> str:
+    """``user_id`` in its canonical form (NFC) if ``tenant`` has that user, in that form or as given (a store
+    written before ids were NFC); 404 otherwise, before any shard is asked."""
+    if not who.knows(tenant, user_id):
+        raise ApiError(404, "not_found", f"no user {canonical_id(user_id)!r} in "
+                       + ("your tenant" if tenant == who.tenant else f"tenant {tenant!r}"),
+                       [("user_id", "add messages for this user first; user ids are per tenant")])
+    return canonical_id(user_id)
 
 
 def plain(result):

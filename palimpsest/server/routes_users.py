@@ -1,9 +1,9 @@
-"""``/v1/users/{user_id}/…`` written by hand: add messages, forget the user, a memory-graph tool call.
+"""``/v1/users/{user_id}/…`` written by hand: add messages, a memory-graph tool call.
 
 Each route is the :class:`palimpsest.Memory` method of the same name with the tenant taken from the key; a user
 the tenant does not have answers 404 before any shard is asked (adding messages, or creating a graph memory, may
 start one). Every other route of a user is a declared operation, generated
-(:mod:`palimpsest.server.routes_generated`); why these three are not is said in :mod:`palimpsest.operations`.
+(:mod:`palimpsest.server.routes_generated`); why these two are not is said in :mod:`palimpsest.operations`.
 """
 
 from __future__ import annotations
@@ -29,20 +29,6 @@ def add_messages(user_id: str, body: AddMessages, who: Caller = Authorized) -> d
     report = who.memory.add_messages(messages, extract_graph=body.extract_graph)
     return {"received": report.received, "created": report.created, "duplicates": report.duplicates,
             "memory_ids": report.memory_ids}
-
-
-@router.post("/forget", summary="Erase the user for good: data key destroyed, projections, vectors, snapshot removed")
-def forget(user_id: str, who: Caller = Authorized, tenant: str | None = None) -> dict:
-    """Your tenant's user; an admin key may name another tenant (``?tenant=``)."""
-    if tenant is not None and tenant != who.tenant:
-        who.require_admin("forgetting another tenant's user")
-        if not who.knows(tenant, user_id):
-            raise ApiError(404, "not_found", f"no user {user_id!r} in tenant {tenant!r}",
-                           [("user_id", "user ids are per tenant")])
-        return who.memory.forget(tenant, user_id)
-    if not who.knows(who.tenant, user_id):
-        who.user(user_id)  # 404, as for any user the tenant does not have
-    return who.memory.forget(who.tenant, user_id)  # every stored Unicode form of the id (Memory.forget)
 
 
 @router.post("/tools/{name}", summary="A memory-graph tool call: create_memory, link_memories or search_memories")

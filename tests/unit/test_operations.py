@@ -265,6 +265,30 @@ def test_a_declared_write_takes_its_body_and_an_admin_operation_needs_an_admin_k
     assert memory.calls[-1] == ("purge", {"tenant": "acme", "user_id": "alice", "dry_run": True})
 
 
+def test_forget_acts_on_the_keys_tenant_and_an_admin_key_may_name_another_tenants_user():
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from palimpsest.server import access
+    from palimpsest.server.app import build_app
+
+    memory = Recorder(forget={"forgotten": True})
+    state = SimpleNamespace(memory=memory, streams={("acme", "alice"), ("globex", "zoe")})
+    admin = [False]
+    app = build_app(4 << 20)
+    app.dependency_overrides[access.caller] = lambda: access.Caller("k1", "acme", admin[0], state)
+    client = TestClient(app)
+    assert client.post("/v1/users/alice/forget").json() == {"forgotten": True}
+    assert memory.calls.pop() == ("forget", {"tenant": "acme", "user_id": "alice"})
+    r = client.post("/v1/users/zoe/forget", params={"tenant": "globex"})
+    assert r.status_code == 403 and r.json()["problems"][0]["field"] == "authorization"
+    assert client.post("/v1/users/zoe/forget").status_code == 404  # not a user of the key's tenant
+    admin[0] = True
+    assert client.post("/v1/users/nobody/forget", params={"tenant": "globex"}).status_code == 404
+    assert client.post("/v1/users/zoe/forget", params={"tenant": "globex"}).status_code == 200
+    assert memory.calls == [("forget", {"tenant": "globex", "user_id": "zoe"})]
+
+
 def _remote(answer) -> tuple[RemoteMemory, Recorder]:
     client = RemoteMemory.__new__(RemoteMemory)
     client.http, client._tenant = Recorder(call=answer), "acme"

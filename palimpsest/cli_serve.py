@@ -102,7 +102,7 @@ def register(sub) -> None:
                     help="reads each replica runs at once (default 4; PALIMPSEST_READ_SLOTS); more wait in a "
                          "bounded queue, fair across tenants")
     sp.add_argument("--write-slots", type=int,
-                    help="writes each replica runs at once (default 2; PALIMPSEST_WRITE_SLOTS)")
+                    help="writes each replica runs at once (default 1; PALIMPSEST_WRITE_SLOTS)")
     sp.add_argument("--queue", type=int,
                     help="requests of a class that may wait for a slot (default 32; PALIMPSEST_ADMISSION_QUEUE); "
                          "past it, 503 with Retry-After at once")

@@ -43,7 +43,7 @@ class AdmissionSettings:
     """A replica's admission limits (``palimpsest serve`` options; the environment variables set their defaults)."""
 
     read_slots: int = 4  # reads running at once (search, context, notes, ...)
-    write_slots: int = 2  # writes running at once (messages, replies, archive, ...)
+    write_slots: int = 1  # writes running at once (messages, replies, archive, ...)
     proxy_slots: int = 32  # memory-proxy calls at once (each mostly waits on the upstream model)
     queue: int = 32  # requests of one class waiting for a slot; past it, refused at once
     tenant_share: float = 0.5  # of a class's queue, at most this share waits for one tenant

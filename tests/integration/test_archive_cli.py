@@ -67,8 +67,11 @@ def test_sweep_archives_faded_memories_without_deleting_and_restore_brings_one_b
     assert rc == 0 and planned["reason"] == "retention_floor" and logged_events(mem) == before
 
     rc, out, _ = run(capsys, "--store", store, "retention", *USER, "--at", JUNE, "--json")
-    faded = {r["memory_id"] for r in json.loads(out) if r["archive"]}
-    assert set(planned["memory_ids"]) == faded and len(faded) == 13  # questions and small talk, not decisions or preferences
+    rows = json.loads(out)
+    faded = {r["memory_id"] for r in rows if r["archive"]}
+    assert set(planned["memory_ids"]) == faded and len(faded) == 12  # questions and small talk, not decisions or preferences
+    constraint = next(r for r in rows if r["turn_id"] == "atlas-3:4")  # "we must not store members' phone numbers"
+    assert constraint["exempt"] and not constraint["archive"]  # a constraint in force is never swept
 
     rc, out, _ = run(capsys, "--store", store, "archive", "sweep", "--at", JUNE, "--json")
     assert [set(r["memory_ids"]) for r in json.loads(out)] == [faded]

@@ -12,9 +12,9 @@
    target of at most 15 ms added at p95, and the proxy's own phases from its ``Server-Timing`` header: the wait
    for the user's earlier calls to be recorded (settle), reading the memory (memory), the upstream (upstream).
 
-The proxy records each call after answering, and a user's next call waits for that recording: with no think
-time (a client calling back to back, faster than any person or real model), the wait is part of each call and the
-levels measure how fast the store records; with a think time (default 1 s, still short of a real model's answer)
+The proxy records each call after answering, and a user's next call waits until that call's messages are written:
+with no think time (a client calling back to back, faster than any person or real model), the wait is part of
+each call and the levels measure how fast the store records; with a think time (default 1 s, still short of a real model's answer)
 they measure what a call pays. The figures depend on the machine and on what else runs on it: the load average
 before and after is in the report.
 """

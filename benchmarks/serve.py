@@ -76,14 +76,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def measure(url: str, memory, keys: dict[str, str], data: ds.Dataset, args: argparse.Namespace) -> dict:
-    """Steps 2–5 against a running server whose keys are ``keys`` (tenant -> key); the report."""
+def load(url: str, keys: dict[str, str], data: ds.Dataset, args: argparse.Namespace):
+    """Step 2: the samples dealt to the tenants and loaded over HTTP; ``(tenancy, load report, questions)``."""
     tenants = sorted(keys)
     tenancy = Tenancy(url, keys, {s.sample_id: tenants[i % len(tenants)] for i, s in enumerate(data.samples)})
     print(f"loading {len(data.messages)} turns of {len(data.samples)} samples over HTTP ({len(tenants)} tenants)",
           file=sys.stderr)
     loaded = load_dialogues(tenancy, data.samples)
-    questions = data.questions[:args.questions] if args.questions else data.questions
+    return tenancy, loaded, data.questions[:args.questions] if args.questions else data.questions
+
+
+def measure(url: str, memory, keys: dict[str, str], data: ds.Dataset, args: argparse.Namespace) -> dict:
+    """Steps 2–5 against a running server whose keys are ``keys`` (tenant -> key); the report."""
+    tenancy, loaded, questions = load(url, keys, data, args)
     print(f"asking {len(questions)} questions through HTTP and in-process", file=sys.stderr)
     hits = same_hits(tenancy, memory, questions)
     workload = Workload(tenancy, questions, [m["text"] for m in data.messages])
@@ -107,12 +112,7 @@ def measure(url: str, memory, keys: dict[str, str], data: ds.Dataset, args: argp
 
 def measure_overload(url: str, memory, keys: dict[str, str], data: ds.Dataset, args: argparse.Namespace) -> dict:
     """The overload suite against a running server (after the dialogues are loaded); the report."""
-    tenants = sorted(keys)
-    tenancy = Tenancy(url, keys, {s.sample_id: tenants[i % len(tenants)] for i, s in enumerate(data.samples)})
-    print(f"loading {len(data.messages)} turns of {len(data.samples)} samples over HTTP ({len(tenants)} tenants)",
-          file=sys.stderr)
-    loaded = load_dialogues(tenancy, data.samples)
-    questions = data.questions[:args.questions] if args.questions else data.questions
+    tenancy, loaded, questions = load(url, keys, data, args)
     texts = [m["text"] for m in data.messages]
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     # measured warm: the shards' idle-time work after the load (snapshots, read indexes, the replica's quiet

@@ -191,6 +191,16 @@ class RecordReplies(Command):
     replies: tuple[RecordReply, ...] = Field(min_length=1)
 
 
+class RecordTurns(Command):
+    """A batch of conversation turns on one shard: their ``messages`` and the usage of the ``replies`` among them
+    (each a :class:`RecordReply`, naming memories recorded before this batch), decided against the same state and
+    appended together, in one transaction. Refused (nothing is written) when the messages or any reply would be;
+    the outcome is ``{"messages": RecordMessages' outcome, "replies": RecordReplies' outcome}``."""
+
+    messages: RecordMessages
+    replies: tuple[RecordReply, ...] = ()
+
+
 class PutItem(UserCommand):
     """Put the item ``key`` of ``collection`` (``""``: outside any collection): a new version of its note, and,
     unless ``message`` is None (an unindexed item), the message search finds it by, with its embedding."""

@@ -48,7 +48,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -67,7 +67,7 @@ from actors.decide_items import decide_delete, decide_put
 from actors.decide_graph import decide_consolidation, decide_label_vectors, decide_link, decide_stage, decide_unmerge
 from actors.decide_molt import decide_molt, decide_revert_policy, molt_inputs
 from actors.decide_notes import decide_replies, decide_reply, decide_review
-from actors.deciders import decide_record_messages
+from actors.deciders import decide_record_messages, decide_record_turns
 from actors.decision import Answer, Deps, drawing_ids, new_event_id
 from actors.dense import DenseIndex
 from actors.erasure import cipher_of, counting_erased, erase_user, unfinished
@@ -88,6 +88,7 @@ logger = structlog.get_logger("palimpsest.shard")
 
 DECIDERS: dict[type, Callable] = {
     c.RecordMessages: decide_record_messages,
+    c.RecordTurns: decide_record_turns,
     c.StageGraphMemories: decide_stage,
     c.RecordLabelVectors: decide_label_vectors,
     c.LinkMemories: decide_link,
@@ -175,6 +176,9 @@ class ShardCore:
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         self._touches: list[PendingEvent] = []
         self._touches_since = 0.0
+        # What a commit's durable append runs inside: ShardActor lets go of the projections' lock there, so
+        # queries are answered during the write and its COMMIT (the log's lock still keeps writers out).
+        self.appending: Callable[[], Any] = nullcontext
         self.flush_failures = 0  # background touch flushes that failed (ShardActor's flusher logs and counts them)
         started = time.perf_counter()
         self.vectors = LanceVectorTable(spec.lance_dir, spec.table, spec.dim)
@@ -303,7 +307,8 @@ class ShardCore:
         streams = list(dict.fromkeys((p.tenant, p.user_id) for p in pending))
         with users.pinned(streams):  # resident from before the append until after the fold
             expected = {s: users[s].head if s in users else 0 for s in streams}
-            envelopes = self.log.append(pending, expected=expected, command=command)
+            with self.appending():  # queries read the state as it was until the fold: nothing acknowledged yet
+                envelopes = self.log.append(pending, expected=expected, command=command)
             self._fold_appended(envelopes, streams)
             self.vectors.add([  # the LanceDB table holds each user's vectors of its first model (actors.dense)
                 (e.tenant, e.user_id, users[e.stream].vectors.of_model(e.event.model_id)[e.event.message_event_id])

@@ -1,5 +1,6 @@
-"""The decider of :class:`~actors.commands.RecordMessages`: messages, their embeddings and classes, the
-graph memories and note operations read from them, all in one append.
+"""The deciders of :class:`~actors.commands.RecordMessages` (messages, their embeddings and classes, the
+graph memories and note operations read from them, all in one append) and of
+:class:`~actors.commands.RecordTurns` (those, and the usage of the replies among them).
 
 A message whose client id the user already has yields no new events (the
 outcome names the stored memory id); see :mod:`actors.decision` for what a
@@ -12,7 +13,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from actors.commands import RecordMessages
+from actors.commands import RecordMessages, RecordReplies, RecordTurns
+from actors.decide_notes import decide_replies
 from actors.decision import Decision, Deps, new_event_id
 from actors.decide_reembed import user_model
 from actors.llm.graph_ops import Embed, llm_graph_memories
@@ -46,6 +48,16 @@ def decide_record_messages(state: ShardState, cmd: RecordMessages, deps: Deps) -
                                       [tuple(g) for g in cmd.graph] if cmd.graph is not None else None,
                                       readings=cmd.readings)
     return Decision(pending, outcomes)
+
+
+def decide_record_turns(state: ShardState, cmd: RecordTurns, deps: Deps) -> Decision:
+    """The messages' events, then the replies' usage, both decided against ``state``: a reply names memories
+    recorded before the batch, whose texts the batch's own messages do not change (a note they supersede keeps its
+    text), so deciding it after their fold would decide the same."""
+    messages = decide_record_messages(state, cmd.messages, deps)
+    replies = decide_replies(state, RecordReplies(replies=cmd.replies), deps) if cmd.replies else Decision()
+    return Decision(messages.pending + replies.pending,
+                    {"messages": messages.outcome, "replies": replies.outcome or []})
 
 
 def decide_record(

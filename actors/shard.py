@@ -10,7 +10,13 @@ Two locks: ``_writing``, the log's (one writer at a time), always taken
 before ``_lock``, the projections' (one user at a time). Who holds what:
 
 - a command, an admin command, and a query that reads the log
-  (``flushes_first``): both, for the whole call;
+  (``flushes_first``): both, for the whole call, except that a command's
+  durable append (the DuckDB write and its COMMIT) lets go of ``_lock``
+  (``ShardCore.appending``): queries are answered meanwhile from the state as
+  it was, the streams written stay pinned resident, and the committed events
+  are folded once ``_lock`` is taken again, before the command is
+  acknowledged (a crash in between loses nothing: the log is folded again at
+  start);
 - any other query: ``_lock`` only, and it appends nothing; its touches wait
   in a buffer;
 - the touch flusher (thread ``touch-flusher``): group-commits the buffered
@@ -46,7 +52,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import ray
 import structlog
@@ -75,6 +81,7 @@ class ShardActor:
         heap.settle()
         self._lock = threading.Lock()  # the projections: queries, folds
         self._writing = threading.Lock()  # the log: one writer at a time; always taken before ``_lock``
+        self._core.appending = self._projections_let_go
         self._closed = threading.Event()
         self._warmer = Warmer(spec.dim)  # read indexes built while idle (actors.warm)
         threading.Thread(target=self._flusher, name="touch-flusher", daemon=True).start()
@@ -121,6 +128,15 @@ class ShardActor:
         self._warmer.saw()
         return answers_first.handle(self._core, commands, writing=self._writing, projections=self._lock,
                                     after_commit=self._crash_if_asked)
+
+    @contextmanager
+    def _projections_let_go(self):
+        """A commit's durable append, held by a writer (``_writing`` and ``_lock``): ``_lock`` let go meanwhile."""
+        self._lock.release()
+        try:
+            yield
+        finally:
+            self._lock.acquire()
 
     def _crash_if_asked(self) -> None:
         marker = self._core.spec.crash_marker

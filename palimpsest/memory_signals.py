@@ -5,14 +5,20 @@ Evolution Dispatcher's adjustments (§5–§6), listed and reverted here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
+
+import numpy as np
 
 from actors import commands as c
+from events.commands import validate_messages
 from events.errors import InvalidInputError
 from palimpsest.remote import Shards
 from palimpsest.remote import aware, get
 from projections.queries.context import Context
+
+CHUNK = 256  # messages the encoder takes at once
 
 
 class SignalsApiMixin:
@@ -53,6 +59,51 @@ class SignalsApiMixin:
                     except InvalidInputError as exc:
                         outcomes[n] = exc
         return outcomes
+
+    def record_turns(
+        self, messages: Iterable[Mapping[str, Any]], replies: Iterable[tuple[str, str, str, Context | Iterable[str]]],
+    ) -> tuple[list[dict | InvalidInputError], list[list[dict] | InvalidInputError]]:
+        """:meth:`add_messages` and :meth:`record_replies` at once: conversation turns (each message names its tenant
+        and user) and the replies among them with the memories each was given (recorded before these messages). One
+        command per shard, in one transaction there, the shards in parallel. The messages are validated first, as
+        :meth:`add_messages` validates them (an invalid one refuses the call, nothing written).
+
+        Per message its outcome (its memory id and whether it is new), per reply the ids judged used, in the order
+        given; or, for those of a shard that refused its part, the :class:`InvalidInputError` (nothing of that
+        shard's part was written: record them apart, to find which)."""
+        commands = validate_messages(list(messages))
+        reply_commands = [_reply(*r) for r in replies]
+        staged, readings = self._graph_memories(commands) if commands else ([], [])
+        embedder = self.embedder
+        texts = [m.index_text() for m in commands]
+        vectors = np.concatenate([embedder.encode(texts[i:i + CHUNK]) for i in range(0, len(texts), CHUNK)]) \
+            if texts else np.zeros((0, embedder.dim), dtype=np.float32)
+        by_shard: dict[int, tuple[list[int], list[int]]] = {}
+        for n, index in enumerate(self.shards.route([(m.tenant, m.user_id) for m in commands])):
+            by_shard.setdefault(index, ([], []))[0].append(n)
+        for n, r in enumerate(reply_commands):
+            by_shard.setdefault(self.shards.index_of(r.tenant, r.user_id, assign=True), ([], []))[1].append(n)
+        pending = {index: self.shards.submit(index, [c.RecordTurns(
+            messages=c.RecordMessages(messages=tuple(commands[n] for n in ms), vectors=vectors[ms],
+                                      model_id=embedder.model_id, graph=tuple(staged[n] for n in ms),
+                                      readings=tuple(readings[n] for n in ms)),
+            replies=tuple(reply_commands[n] for n in rs))]) for index, (ms, rs) in by_shard.items()}
+        message_outcomes: list = [None] * len(commands)
+        reply_outcomes: list = [None] * len(reply_commands)
+        for index, (ms, rs) in by_shard.items():
+            try:
+                [outcome] = get(pending[index])
+            except InvalidInputError as exc:  # the shard wrote none of its part
+                outcome = {"messages": [exc] * len(ms), "replies": [exc] * len(rs)}
+            for n, o in zip(ms, outcome["messages"]):
+                message_outcomes[n] = o
+                if not isinstance(o, Exception) and o["created"]:
+                    self._since_consolidation += len(staged[n])
+            for n, o in zip(rs, outcome["replies"]):
+                reply_outcomes[n] = o
+        if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
+            self.consolidate()
+        return message_outcomes, reply_outcomes
 
     def judge_feedback(
         self, tenant: str, user_id: str, user_input: str, agent_response: str, *,

@@ -10,12 +10,11 @@ finds it there and has the Feedback Judge judge the new user turn
 against it, naming the same memories, as :meth:`palimpsest.Memory.judge_feedback` does.
 
 Recording runs after the answer has gone (the client does not wait for it), in batches: the calls answered while
-one batch is written go together in the next (one ingest for all their messages, the replies one call per shard).
-The next call of a user to this replica waits until the messages of their calls are written before it reads their
-memory (:meth:`Recorder.settled`), so the memory is read with the user's last turn and reply in it, and a replica
-answering faster than it can record slows down instead of piling recordings up; it does not wait for the replies'
-reports (the reinforcement of the memories a reply used), which are written after the messages. A recording refused or failed is logged with its
-user and conversation; the answer had already gone.
+one batch is written go together in the next (their messages and the replies' reports, one command and one
+transaction per shard). The next call of a user to this replica waits until the messages of their calls are written
+before it reads their memory (:meth:`Recorder.settled`), so the memory is read with the user's last turn and reply in
+it, and a replica answering faster than it can record slows down instead of piling recordings up. A recording
+refused or failed is logged with its user and conversation; the answer had already gone.
 """
 
 from __future__ import annotations
@@ -96,25 +95,42 @@ class Turn:
 
 def record(memory, turns: list[Turn], messages_written=None) -> None:
     """Record ``turns`` (blocking: the shards' calls), of one user or many, in one batch: each turn's feedback
-    first (it answers the reply before the turn), then every turn's messages in one ingest (then
-    ``messages_written()``, if given), then the replies with the memories they were given. A turn refused (its
-    messages, its feedback or its reply) is logged; the others are recorded all the same."""
+    first (it answers the reply before the turn), then every turn's messages and the replies' reports (the memories
+    they were given) together, one command per shard (:meth:`palimpsest.Memory.record_turns`: one transaction),
+    then ``messages_written()``, if given. A turn refused (its messages, its feedback or its reply) is logged; the
+    others are recorded all the same: the turns of a shard that refused its part are recorded again one by one."""
     for turn in turns:
         if turn.continues:
             _guarded(turn, "feedback", _judge, memory, turn)
-    batch = [t for t in turns if _messages(t)]
+    batch = [(t, _messages(t)) for t in turns if _messages(t)]
+    refused = [t for t, _ in batch]
     try:
-        memory.add_messages([m for t in batch for m in _messages(t)])
-        written = batch
-    except InvalidInputError:  # one turn was refused: each alone, so the others are kept
-        written = [t for t in batch if _guarded(t, "messages", memory.add_messages, _messages(t))]
+        message_outcomes, reply_outcomes = memory.record_turns([m for _, ms in batch for m in ms],
+                                                               [_report(t) for t, _ in batch if _replied(t)])
+    except InvalidInputError:  # a message was refused: each turn alone, so the others are kept
+        pass
+    else:
+        outcomes, reports, refused = iter(message_outcomes), iter(reply_outcomes), []
+        for turn, messages in batch:
+            failed = [o for _, o in zip(messages, outcomes) if isinstance(o, Exception)]
+            if failed or (_replied(turn) and isinstance(next(reports), Exception)):
+                refused.append(turn)  # its shard wrote nothing of the batch
+    written = [t for t in refused if _guarded(t, "messages", memory.add_messages, _messages(t))]
     if messages_written is not None:
         messages_written()
-    replies = [t for t in written if t.reply.strip() and t.given]
-    for turn, outcome in zip(replies, memory.record_replies([(t.tenant, t.user_id, t.reply, t.context)
-                                                             for t in replies])):
+    replies = [t for t in written if _replied(t)]
+    for turn, outcome in zip(replies, memory.record_replies([_report(t) for t in replies]) if replies else ()):
         if isinstance(outcome, Exception):
             _failed(turn, "reply", outcome)
+
+
+def _replied(turn: Turn) -> bool:
+    """The turn has a reply that was given memories: it is reported with them."""
+    return bool(turn.reply.strip() and turn.given)
+
+
+def _report(turn: Turn) -> tuple:
+    return turn.tenant, turn.user_id, turn.reply, turn.context
 
 
 def _messages(turn: Turn) -> list[dict]:
@@ -203,7 +219,7 @@ class Recorder:
         while self._queue:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
             waiting = [done for _, done in batch]
-            try:  # the users' next calls may read once the messages are in, while the replies are reported
+            try:  # the users' next calls may read once the messages are in (the fallback's replies are reported after)
                 await run_in_threadpool(record, self.memory, [turn for turn, _ in batch],
                                         lambda: loop.call_soon_threadsafe(_settle, waiting))
             except Exception as exc:  # noqa: BLE001 - the answers have gone: the failure is logged with what it lost

@@ -97,6 +97,10 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
         "RecordReplies": c.RecordReplies(replies=(
             c.RecordReply(**USER, reply="Your sister is a nurse in Boston", memory_ids=ids[1:2]),
             c.RecordReply(**USER, reply="You repainted the kitchen", memory_ids=ids[:1]))),
+        "RecordTurns": c.RecordTurns(
+            messages=record_command([command("Where should we go hiking?", 7, user_id="mel"),
+                                     command("周末去黄山吧", 8, user_id="mel", role="assistant")]),
+            replies=(c.RecordReply(**USER, reply="Your sister is a nurse in Boston", memory_ids=ids[1:2]),)),
         "ReviewNotes": c.ReviewNotes(now=datetime(2026, 1, 1, tzinfo=UTC)),
         "JudgeFeedback": c.JudgeFeedback(**USER, user_input="不对，我说过她在芝加哥", agent_response="Boston",
                                          memory_ids=ids[1:2]),
@@ -118,7 +122,7 @@ def prepared(core: ShardCore) -> dict[str, c.Command]:
 
 KINDS = ["RecordMessages", "StageGraphMemories", "RecordLabelVectors", "LinkMemories", "ApplyConsolidation", "Unmerge",
          "SweepArchive",
-         "ArchiveMemories", "RestoreMemories", "RecordReply", "RecordReplies", "ReviewNotes", "JudgeFeedback",
+         "ArchiveMemories", "RestoreMemories", "RecordReply", "RecordReplies", "RecordTurns", "ReviewNotes", "JudgeFeedback",
          "RevertAdjustment", "Molt", "RevertPolicy", "ForgetUser", "RecordEmbeddings", "SwitchEmbedder", "PutItem",
          "DeleteItem"]
 

@@ -301,10 +301,14 @@ class BuildContext(UserQuery):
 
 
 class SearchMemories(UserQuery):
-    """``search_memories``: graph-expanded search (seed 001)."""
+    """``search_memories``: graph-expanded search (seed 001). ``pending_labels[i]`` → ``pending_vectors[i]``: the
+    vectors of labels not embedded yet, encoded for this read and not recorded (the reader names the ones it
+    lacks, :func:`actors.reads_graph.search_memories`)."""
 
     query: str
     query_vector: Vector
+    pending_labels: tuple[str, ...] = ()
+    pending_vectors: Vector | None = None
     now: AwareDatetime
     mode: str = "auto"
     expand_depth: int = 1

@@ -14,14 +14,26 @@ from projections.queries import graph_export, graph_search
 
 def search_memories(core, q: SearchMemories) -> Answer:
     """Vector seeds, BFS, five-term score, provenance. ``mode`` fast: seeds only; deep: expand to
-    ``expand_depth``; auto: expand for causal/relational questions or when the best seed is a weak match."""
+    ``expand_depth``; auto: expand for causal/relational questions or when the best seed is a weak match.
+
+    A read records nothing, so labels staged but not embedded yet (the labels' reactor records them after the
+    ingest, :mod:`palimpsest.label_reactor`) are not embedded here: while the graph has such a node and the
+    query brings no vector for its label, the answer is ``{"unembedded": [labels]}`` (no search, no touches);
+    the driver encodes them and asks again with ``pending_labels``/``pending_vectors``, and the search then
+    ranks as it will once they are recorded. A label staged between the two asks is not asked for again: its
+    node is found by the query's words (the lexical seeds) until it is embedded."""
     memory = core.state.user(q.tenant, q.user_id)
     if memory is None:
         return Answer({"depth": 0, "hits": []})
+    given = dict(zip(q.pending_labels, q.pending_vectors)) if q.pending_labels else {}
+    missing = [labels[0] for labels in graph_search.unembedded(memory.graph).values()
+               if not any(x in given for x in labels)]
+    if missing and not q.pending_labels:
+        return Answer({"unembedded": list(dict.fromkeys(missing))})
     depth, hits = graph_search.search(
         memory.graph, q.query, q.query_vector, now=q.now, mode=q.mode, expand_depth=q.expand_depth,
         relation_filter=q.relation_filter, memory_types=q.memory_types, time_range=q.time_range,
-        max_results=q.max_results)
+        max_results=q.max_results, label_vectors=given)
     return Answer({"depth": depth, "hits": [asdict(h) for h in hits]},
                   touches(q.tenant, q.user_id, q.query, hits, "search_hit"))
 

@@ -2,16 +2,23 @@
 
 An ingest leaves the encoder to the turns: the graph memories it stages carry
 no label vectors. :class:`LabelReactor` keeps which users they were staged
-for, and one pass of the encoder over every label still without a vector
-records them as ``graph_labels_embedded`` events (:meth:`GraphApiMixin.embed_labels
-<palimpsest.memory_graph.GraphApiMixin.embed_labels>`). A graph read or a
-consolidation asks the reactor to have caught up with the user it reads
-(:meth:`caught_up`: the pass, if one is due). With ``idle_s`` (for a
-long-lived process: ``PALIMPSEST_LABELS_IDLE_S`` seconds) the reactor also
-runs the pass on a thread of its own once an ingest has paused that long, so
-a later graph read finds the labels embedded. Off by default: a short script
-or a test then sees no event it did not cause by a call. One pass at a time;
-a failed background pass is logged and the users stay due.
+for and, once the ingest has paused ``idle_s`` seconds
+(``PALIMPSEST_LABELS_IDLE_S``, default 1 s), runs one pass of the encoder over
+every label still without a vector on a thread of its own, recorded as
+``graph_labels_embedded`` events (:meth:`GraphApiMixin.embed_labels
+<palimpsest.memory_graph.GraphApiMixin.embed_labels>`): the embedding follows
+the write that staged the labels, outside any shard lock while it encodes.
+Closing the process runs the pass still due, so a short script leaves its
+labels embedded. One pass at a time; a failed pass is logged and the users
+stay due.
+
+Reads do not wait for it and record nothing: a graph read encodes the labels
+not embedded yet for itself (:meth:`~palimpsest.memory_graph.GraphApiMixin._graph_read`).
+Writes that compare the labels' vectors (a consolidation, ``link_memories``)
+ask it to have caught up with their user first (:meth:`LabelReactor.caught_up`).
+``PALIMPSEST_LABELS_IDLE_S=off`` (or ``0``) turns the reactor's own passes off:
+then only those writes, :meth:`~palimpsest.Memory.wait_idle` and a
+re-embedding record the labels (a test then sees no event it did not cause by a call).
 """
 
 from __future__ import annotations
@@ -23,18 +30,29 @@ from collections.abc import Callable, Iterable
 
 import structlog
 
+from events.errors import InvalidInputError
+
 log = structlog.get_logger("palimpsest.labels")
-IDLE_S_ENV = "PALIMPSEST_LABELS_IDLE_S"  # seconds of ingest pause before a background pass (unset: no thread)
+IDLE_S_ENV = "PALIMPSEST_LABELS_IDLE_S"  # seconds of ingest pause before the reactor's pass ("off": no pass)
+DEFAULT_IDLE_S = 1.0
 
 
 def idle_s_from_env(environ=os.environ) -> float | None:
-    """The background pass's pause from ``PALIMPSEST_LABELS_IDLE_S`` (None: unset, empty or not a positive
-    number, which turns the background pass off)."""
-    try:
-        value = float(environ.get(IDLE_S_ENV, ""))
-    except ValueError:
+    """The reactor's pause from ``PALIMPSEST_LABELS_IDLE_S``: unset or empty, :data:`DEFAULT_IDLE_S`; ``off``,
+    ``false`` or ``0``, None (no pass of its own); else a positive number of seconds."""
+    value = environ.get(IDLE_S_ENV, "").strip()
+    if not value:
+        return DEFAULT_IDLE_S
+    if value.lower() in ("off", "false", "0"):
         return None
-    return value if value > 0 else None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise InvalidInputError([(IDLE_S_ENV, f"{value!r}; give a positive number of seconds, or off")],
+                                what="graph labels' reactor")
+    return seconds
 
 
 class LabelReactor:
@@ -93,10 +111,20 @@ class LabelReactor:
         with self._state:
             return len(self._due)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 120.0) -> None:
+        """Stop the thread; with a pause set (the reactor on), first run the pass still due, so the labels
+        staged by this process are recorded before it ends (a failure is logged, the labels stay unembedded)."""
         with self._state:
             self._closed = True
             self._state.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        if self.idle_s is not None and self.pending:
+            try:
+                self.caught_up()
+            except Exception as exc:  # noqa: BLE001 - closing goes on; a later pass or write embeds them
+                log.warning("label_embedding_failed", at="close", error=f"{type(exc).__name__}: {exc}")
 
     def _run(self) -> None:
         while True:

@@ -51,8 +51,9 @@ class GraphApiMixin:
         """Embed the graph labels staged without a vector (every user's, or one tenant's or user's) in one pass of
         the encoder, and record them (``graph_labels_embedded``, one event per user); returns how many labels
         were recorded. The labels' reactor (:mod:`palimpsest.label_reactor`) calls it once an ingest pauses, so an
-        ingest leaves the encoder to the turns; consolidation and graph reads (``search_memories``,
-        ``link_memories``) wait for the reactor to have caught up with their user instead of writing."""
+        ingest leaves the encoder to the turns; a consolidation and ``link_memories`` (writes that compare the labels'
+        vectors) wait for it to have caught up with their user. A graph read (``search_memories``) records nothing:
+        it encodes the labels not embedded yet for itself (:meth:`_graph_read`)."""
         return self._label_reactor.caught_up(tenant, user_id)
 
     def _embed_labels_now(self, tenant: str | None, user_id: str | None) -> int:
@@ -87,19 +88,31 @@ class GraphApiMixin:
             if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
                 self.consolidate()
             return {"memory_id": memory_id, "staged": True}
-        self._label_reactor.caught_up(tenant, user_id)  # a graph read: every node findable by its vector
         if isinstance(call, LinkMemories):
+            self._label_reactor.caught_up(tenant, user_id)  # a write: its endpoints are found by the labels' vectors
             source, target = self.embedder.encode([call.source_memory_description, call.target_memory_description])
             return self.shards.send(tenant, user_id, c.LinkMemories(
                 tenant=tenant, user_id=user_id, source_vector=source, target_vector=target,
                 relation_type=call.relation_type, relation=call.relation or call.relation_type,
                 importance=call.importance, now=reference, reason="link_memories tool call"))
         time_range = (call.time_range.start, call.time_range.end) if call.time_range else None
-        return self.shards.ask(tenant, user_id, c.SearchMemories(
+        query = c.SearchMemories(
             tenant=tenant, user_id=user_id, query=call.query, query_vector=self._query_vector(call.query),
             now=reference, mode=call.mode, expand_depth=call.expand_depth,
             memory_types=tuple(call.memory_types) if call.memory_types else None, time_range=time_range,
-            max_results=call.max_results))
+            max_results=call.max_results)
+        return self._graph_read(query)
+
+    def _graph_read(self, query: c.SearchMemories) -> dict:
+        """Ask a graph search. A read records nothing: labels the labels' reactor has not embedded yet are named
+        by the shard, encoded here for this read only, and the search asked again with their vectors."""
+        answer = self.shards.ask(query.tenant, query.user_id, query)
+        if "unembedded" not in answer:
+            return answer
+        labels = answer["unembedded"]
+        vectors = self._label_vectors(labels)
+        return self.shards.ask(query.tenant, query.user_id, query.model_copy(update={
+            "pending_labels": tuple(labels), "pending_vectors": np.stack([vectors[x] for x in labels])}))
 
     def create_memory(self, tenant: str, user_id: str, **arguments) -> dict:
         """``create_memory(subject, memory_type, topic, object?, attributes?, importance?)``: staged at once."""

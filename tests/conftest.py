@@ -12,6 +12,9 @@ import os
 # driver and every Ray worker it spawns inherit them: nothing is downloaded.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The graph labels' reactor records labels on a thread of its own once an ingest pauses (1 s by default): off in
+# the suite, so a test sees no event it did not cause by a call; tests/integration/test_graph_labels.py turns it on.
+os.environ.setdefault("PALIMPSEST_LABELS_IDLE_S", "off")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

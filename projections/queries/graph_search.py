@@ -1,7 +1,10 @@
 """Graph-expanded retrieval over the memory graph (seed 001 §5.2, §12.3): vector seeds, BFS, scoring.
 
 1. **Seeds.** The query vector is compared (cosine) with every canonical node
-   that has a vector (topics and objects). The ``seed_nodes`` most similar
+   that has a vector (topics and objects); a node whose label is not embedded
+   yet takes the vector a read passes for it (``label_vectors``: the driver
+   encodes those labels for the read, recording nothing; :func:`unembedded`
+   says which). The ``seed_nodes`` most similar
    nodes at or above ``seed_min_similarity`` seed the search; every active
    memory containing one is a seed memory at distance 0.
 2. **Expansion.** BFS over memories to ``depth`` (0 = seeds only, at most
@@ -34,7 +37,7 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -133,19 +136,43 @@ class GraphHit:
     message_ids: tuple[str, ...]
 
 
-def _cosines(state: GraphState, query: np.ndarray) -> dict[str, float]:
-    """Cosine of the query with every canonical node that has a vector of the query's size (one matrix product)."""
+LabelVectors = Mapping[str, np.ndarray]  # label → its vector, for the labels not embedded yet
+
+
+def unembedded(state: GraphState) -> dict[str, tuple[str, ...]]:
+    """The canonical topic/object nodes with no vector yet: node id → the labels whose recorded vector it would
+    take, its own first (as the merged view picks one). Cached until the structure changes (an embedding does)."""
+    cached = state._views.get("unembedded")
+    if cached is None or cached[0] != state.structure:
+        view = state.view()
+        out = {nid: (n.label, *(state.nodes[r].label for r in n.merged_ids)) for nid, n in view.nodes.items()
+               if n.vector is None and n.node_type in ("topic", "object")}
+        cached = state._views["unembedded"] = (state.structure, out)
+    return cached[1]
+
+
+def _cosines(state: GraphState, query: np.ndarray, label_vectors: LabelVectors | None = None) -> dict[str, float]:
+    """Cosine of the query with every canonical node that has a vector of the query's size (one matrix product),
+    and with each node not embedded yet whose label ``label_vectors`` holds."""
     q = np.asarray(query, dtype=np.float32).ravel()
     qn = np.linalg.norm(q)
     ids, matrix = state.node_matrix(q.shape[0])
-    if qn == 0 or not ids:
+    if qn == 0:
         return {}
-    return dict(zip(ids, (matrix @ (q / qn)).tolist()))
+    sims = dict(zip(ids, (matrix @ (q / qn)).tolist())) if ids else {}
+    for nid, labels in (unembedded(state).items() if label_vectors else ()):
+        vector = next((label_vectors[x] for x in labels if x in label_vectors), None)
+        if vector is not None and vector.shape == q.shape:
+            v = np.asarray(vector, dtype=np.float32)
+            norm = np.linalg.norm(v)
+            sims[nid] = float((v / norm) @ (q / qn)) if norm > 0 else 0.0
+    return sims
 
 
-def top_similarity(state: GraphState, query_vector: np.ndarray) -> float | None:
+def top_similarity(state: GraphState, query_vector: np.ndarray, label_vectors: LabelVectors | None = None
+                   ) -> float | None:
     """The best node cosine with the query (None when no node has a comparable vector): auto mode's signal."""
-    sims = _cosines(state, query_vector)
+    sims = _cosines(state, query_vector, label_vectors)
     return max(sims.values()) if sims else None
 
 
@@ -219,15 +246,17 @@ def search_graph(
     time_range: tuple[datetime | None, datetime | None] | None = None,
     max_results: int = 10,
     config: GraphSearchConfig = DEFAULT_GRAPH_SEARCH,
+    label_vectors: LabelVectors | None = None,
 ) -> list[GraphHit]:
-    """The best ``max_results`` active memories by the module's score, best first (ties: distance, memory id)."""
+    """The best ``max_results`` active memories by the module's score, best first (ties: distance, memory id);
+    ``label_vectors`` stand in for the vectors of labels not embedded yet (:func:`unembedded`)."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (e.g. datetime.now(UTC)); naive times are ambiguous")
     if not 0 <= depth <= config.max_depth:
         raise InvalidInputError([("depth", f"{depth!r}: use 0 to {config.max_depth}")], what="graph search")
     view = state.view()
     active = {mid for mid, m in state.memories.items() if m.status == "active"}
-    sims = _cosines(state, query_vector)
+    sims = _cosines(state, query_vector, label_vectors)
     seeds = sorted(((s, nid) for nid, s in sims.items() if s >= config.seed_min_similarity), reverse=True)
     seed_ids = {mid for _, nid in seeds[: config.seed_nodes] for mid in view.nodes[nid].memory_ids} & active
     semantic = {mid: max([0.0, *(sims.get(n, 0.0) for n in view.memory_nodes[mid])]) for mid in active}
@@ -272,7 +301,8 @@ def _terms(m: GraphMemory, semantic: float, distance: int, now: datetime, config
 
 def search(state: GraphState, query: str, query_vector: np.ndarray, *, now: datetime, mode: str = "auto",
            config: GraphSearchConfig = DEFAULT_GRAPH_SEARCH, expand_depth: int | None = None,
-           **filters) -> tuple[int, list[GraphHit]]:
+           label_vectors: LabelVectors | None = None, **filters) -> tuple[int, list[GraphHit]]:
     """Pick the depth for ``mode`` (fast / deep / auto), then :func:`search_graph`; returns (depth used, hits)."""
-    depth = expansion_depth(mode, query, top_similarity(state, query_vector), config, expand_depth)
-    return depth, search_graph(state, query_vector, now=now, query=query, depth=depth, config=config, **filters)
+    depth = expansion_depth(mode, query, top_similarity(state, query_vector, label_vectors), config, expand_depth)
+    return depth, search_graph(state, query_vector, now=now, query=query, depth=depth, config=config,
+                               label_vectors=label_vectors, **filters)

@@ -176,3 +176,31 @@ def test_label_index_weighs_rare_words_more_and_handles_chinese():
     state = graph(("m1", memory("小红", "去", "瑜伽课")), ("m2", memory("小红", "吃", "火锅")), ("m3", memory("小红", "买", "书")))
     scores = LabelIndex().sync(state.memories).scores("小红上周去了瑜伽课")
     assert scores["m1"] > scores["m2"] == scores["m3"] > 0  # 小红 is in every memory: a low idf
+
+
+def test_vectors_a_read_brings_for_labels_not_embedded_yet_rank_as_the_recorded_ones_will():
+    from events.graph_events import GraphLabelsEmbedded
+    from projections.queries.graph_search import unembedded
+
+    vectors = {"mood": E0, "sleep": E1, "coffee": E2, "argument": E3}
+    bare = [(mid, memory(m.subject, m.topic, m.object, memory_type=m.memory_type, importance=m.importance,
+                         at=m.occurred_at, turn=(m.source_turn_ids or (None,))[0])) if mid.startswith("m") else (mid, m)
+            for mid, m in CHAIN]
+    staged = graph(*bare)
+    assert {labels[0] for labels in unembedded(staged).values()} == {"mood", "bad", "sleep", "poor", "coffee", "late",
+                                                                      "argument", "Bob"}
+    assert search(staged, "Why do I feel this way?", E0, now=NOW)[1] == []  # no vector, no word of theirs: nothing
+    given = {label: vectors.get(label, E3) for labels in unembedded(staged).values() for label in labels}
+    before = [vars_of(h) for h in search(staged, "Why do I feel this way?", E0, now=NOW, label_vectors=given)[1]]
+    embedded = graph(("e1", GraphLabelsEmbedded(dim=4, vectors={k: v.tobytes() for k, v in given.items()})),
+                     state=graph(*bare))
+    assert unembedded(embedded) == {}
+    after = [vars_of(h) for h in search(embedded, "Why do I feel this way?", E0, now=NOW)[1]]
+    assert before and [h["memory_id"] for h in before] == [h["memory_id"] for h in after]
+    for b, a in zip(before, after, strict=True):
+        assert b["score"] == pytest.approx(a["score"], abs=1e-6) and b["distance"] == a["distance"]
+    assert unembedded(staged)  # the read recorded nothing in the state it read
+
+
+def vars_of(hit) -> dict:
+    return {"memory_id": hit.memory_id, "score": hit.score, "distance": hit.distance}

@@ -1,4 +1,5 @@
-"""The graph labels' reactor: staged labels are embedded once an ingest pauses; reads wait for it to catch up."""
+"""The graph labels' reactor: staged labels are embedded once an ingest pauses, or at close; writes that need them
+ask it to catch up first."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_labels_are_embedded_only_after_the_ingest_pauses():
     reactor.close()
 
 
-def test_a_read_before_the_pause_embeds_its_user_at_once():
+def test_a_write_needing_the_labels_before_the_pause_embeds_its_user_at_once():
     passes = Passes()
     reactor = LabelReactor(passes, idle_s=60)
     reactor.staged([("acme", "alice"), ("acme", "bob")])
@@ -88,10 +89,38 @@ def test_without_a_pause_set_no_thread_runs_and_a_read_does_the_pass():
     reactor.close()
 
 
-def test_the_pause_comes_from_the_environment_and_anything_but_a_positive_number_turns_it_off():
-    from palimpsest.label_reactor import IDLE_S_ENV, idle_s_from_env
+def test_closing_runs_the_pass_still_due_once_the_thread_has_stopped():
+    passes = Passes()
+    reactor = LabelReactor(passes, idle_s=60)  # the pause never comes: close runs the pass
+    reactor.staged([("acme", "alice")])
+    reactor.close()
+    assert passes.calls == [(None, None)] and reactor.pending == 0 and not reactor._thread.is_alive()
+    off = Passes()
+    reactor = LabelReactor(off)  # no pause set: close leaves the labels to the writes that need them
+    reactor.staged([("acme", "alice")])
+    reactor.close()
+    assert off.calls == [] and reactor.pending == 1
+
+
+def test_a_failed_pass_at_close_is_logged_not_raised():
+    passes = Passes(fail=1)
+    reactor = LabelReactor(passes, idle_s=60)
+    reactor.staged([("acme", "alice")])
+    reactor.close()
+    assert passes.calls == [(None, None)] and reactor.pending == 1
+
+
+def test_the_pause_comes_from_the_environment_off_turns_it_off_and_a_bad_value_is_refused_by_name():
+    import pytest
+
+    from events.errors import InvalidInputError
+    from palimpsest.label_reactor import DEFAULT_IDLE_S, IDLE_S_ENV, idle_s_from_env
 
     assert idle_s_from_env({IDLE_S_ENV: "1.5"}) == 1.5
-    for value in ("", "0", "-2", "soon", "nan"):
+    assert idle_s_from_env({}) == idle_s_from_env({IDLE_S_ENV: " "}) == DEFAULT_IDLE_S == 1.0
+    for value in ("off", "OFF", "false", "0"):
         assert idle_s_from_env({IDLE_S_ENV: value}) is None, value
-    assert idle_s_from_env({}) is None
+    for value in ("-2", "soon", "nan", "inf"):
+        with pytest.raises(InvalidInputError) as err:
+            idle_s_from_env({IDLE_S_ENV: value})
+        assert err.value.problems[0][0] == IDLE_S_ENV and "off" in err.value.problems[0][1], value

@@ -28,6 +28,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
              if getattr(args, f) is not None}
     admission = replace(AdmissionSettings.from_env(), **given)  # the options over the environment's defaults
     settings = ServeSettings(store=args.store, host=args.host, port=args.port, replicas=args.replicas,
+                             max_replicas=args.max_replicas,
                              rate_per_s=args.rate_limit, burst=args.burst, max_body_bytes=args.max_body_bytes,
                              ingress=args.ingress, upstream=Upstream.from_env(), admission=admission)
     return serve_forever(settings, embedder=args.embedder, num_shards=args.num_shards)
@@ -91,6 +92,10 @@ def register(sub) -> None:
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=DEFAULT_PORT)
     sp.add_argument("--replicas", type=int, default=1, help="HTTP replicas (default 1)")
+    sp.add_argument("--max-replicas", type=int,
+                    help="autoscale: Ray Serve adds replicas up to this many while each has more requests in flight "
+                         "than its read and write slots, and removes them when idle (at least --replicas are kept; "
+                         "served through Ray Serve's proxy)")
     sp.add_argument("--ingress", choices=INGRESS, default="auto",
                     help="direct: the replica answers the port itself (no proxy hop; replica i on port+i); proxy: "
                          "Ray Serve's HTTP proxy balances over the replicas; auto (default): direct for one replica "

@@ -129,6 +129,23 @@ def open_served(settings: ServeSettings) -> access.Served:
     return access.Served(memory, settings)
 
 
+def replicas(settings: ServeSettings) -> dict:
+    """How many replicas: ``settings.replicas``, or with ``max_replicas`` above it Ray Serve's autoscaling between the
+    two, aiming at as many requests in flight per replica as its admission runs at once (reads and writes; a
+    replica holding more is queueing them). The rate limit is per key across replicas (one shared bucket); each
+    replica's admission keeps one tenant to its share of that replica's queue, and the proxy spreads a tenant's
+    requests over the replicas."""
+    if not settings.autoscaled:
+        return {"num_replicas": settings.replicas}
+    admission = settings.admission
+    return {"autoscaling_config": {
+        "min_replicas": settings.replicas, "initial_replicas": settings.replicas,
+        "max_replicas": settings.max_replicas,
+        "target_ongoing_requests": admission.read_slots + admission.write_slots,
+        "upscale_delay_s": 10.0, "downscale_delay_s": 120.0,
+    }}
+
+
 def deployment(settings: ServeSettings, env: dict[str, str] | None = None):
     """The bound Serve application: ``settings.replicas`` replicas of the ingress, ``env`` set in each
     (the direct ingress switches, :mod:`palimpsest.server.ingress`)."""
@@ -143,7 +160,7 @@ def deployment(settings: ServeSettings, env: dict[str, str] | None = None):
 
     @serve.deployment(
         name="palimpsest",
-        num_replicas=settings.replicas,
+        **replicas(settings),
         ray_actor_options=options,
         max_ongoing_requests=ongoing,
         max_queued_requests=ongoing,

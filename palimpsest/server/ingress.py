@@ -12,8 +12,10 @@ still starts its proxy on the head node; it is moved to a free port of its
 own (it forwards to the same replicas).
 
 ``auto`` chooses direct for one replica on a local Ray and the proxy
-otherwise: several replicas behind one URL, or replicas on other nodes of a
-cluster (a direct replica listens on the node it was placed on), need the proxy's balancing.
+otherwise: several replicas behind one URL, replicas that come and go
+(``--max-replicas``: a direct replica's port is fixed), or replicas on other
+nodes of a cluster (a direct replica listens on the node it was placed on),
+need the proxy's balancing.
 
 A direct replica binds its port with ``SO_REUSEADDR`` (:func:`reuse_address`;
 Ray Serve binds it without): the connections a killed server leaves behind
@@ -52,9 +54,13 @@ def mode(settings: ServeSettings) -> str:
     if settings.ingress not in INGRESS:
         raise InvalidInputError([("ingress", f"{settings.ingress!r}; choose one of {', '.join(INGRESS)}")],
                                 what="serve settings")
+    if settings.ingress == "direct" and settings.autoscaled:
+        raise InvalidInputError([("ingress", "direct serves a fixed number of replicas (one port each); with "
+                                             "--max-replicas use --ingress proxy (or auto)")], what="serve settings")
     if settings.ingress != "auto":
         return settings.ingress
-    return "direct" if settings.replicas == 1 and not os.environ.get("RAY_ADDRESS") else "proxy"
+    direct = settings.replicas == 1 and not settings.autoscaled and not os.environ.get("RAY_ADDRESS")
+    return "direct" if direct else "proxy"
 
 
 def direct_env(settings: ServeSettings) -> dict[str, str]:
@@ -109,6 +115,10 @@ def plan(settings: ServeSettings, port_wait_s: float = 0.0) -> Plan:
     chosen = mode(settings)
     if settings.replicas < 1:
         raise InvalidInputError([("replicas", f"{settings.replicas}; give at least 1")], what="serve settings")
+    if settings.max_replicas is not None and settings.max_replicas < settings.replicas:
+        raise InvalidInputError([("max_replicas", f"{settings.max_replicas}; give at least --replicas "
+                                                  f"({settings.replicas}), the fewest replicas kept")],
+                                what="serve settings")
     ports = range(settings.port, settings.port + (settings.replicas if chosen == "direct" else 1))
     taken = wait_for_ports(settings.host, ports, port_wait_s)
     if taken:
@@ -172,6 +182,8 @@ def wait_until_answering(plan: Plan, timeout: float = READY_SECONDS) -> None:
 def describe(running) -> str:
     """The line ``palimpsest serve`` prints about its ingress."""
     if running.ingress == "proxy":
-        return f"ingress: Ray Serve's HTTP proxy on {running.url} forwards to {running.settings.replicas} replica(s)"
+        s = running.settings
+        count = f"{s.replicas} to {s.max_replicas} replicas (autoscaled)" if s.autoscaled else f"{s.replicas} replica(s)"
+        return f"ingress: Ray Serve's HTTP proxy on {running.url} forwards to {count}"
     extra = f" (replicas: {', '.join(running.replica_urls)})" if len(running.replica_urls) > 1 else ""
     return f"ingress: direct, the replica answers {running.url} itself (no proxy hop){extra}"

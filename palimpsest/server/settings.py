@@ -20,6 +20,9 @@ class ServeSettings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     replicas: int = 1
+    # above ``replicas``: Ray Serve adds replicas up to this many while each is busier than its admission's slots
+    # (and removes them again once idle); None: always ``replicas``
+    max_replicas: int | None = None
     rate_per_s: float = 100.0  # per key across every replica, on average; 0 turns the limit off
     burst: int = 200
     max_body_bytes: int = 4 * 1024 * 1024
@@ -32,6 +35,10 @@ class ServeSettings:
     upstream: Upstream | None = None
     # each replica's admission: slots for reads, writes and proxy calls, the queue, the wait budget
     admission: AdmissionSettings = field(default_factory=AdmissionSettings)
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.max_replicas is not None and self.max_replicas > self.replicas
 
     @property
     def url(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import socket
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -13,7 +14,8 @@ from starlette.responses import PlainTextResponse
 
 from actors.limiter import TokenBuckets
 from events.errors import InvalidInputError
-from palimpsest.server import errors, ingress
+from palimpsest.server import app, errors, ingress
+from palimpsest.server.admission import AdmissionSettings
 from palimpsest.server.app import BodyCap
 from palimpsest.server.limits import RateLimiter
 from palimpsest.server.responses import JsonRoute
@@ -43,6 +45,24 @@ def test_auto_is_direct_for_one_local_replica_and_proxy_otherwise(monkeypatch):
     assert proxy.mode == "proxy" and proxy.proxy_port == port and proxy.env == {} and proxy.replica_urls == ()
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")  # a cluster: replicas may land on other nodes
     assert ingress.mode(ServeSettings(store="s")) == "proxy"
+
+
+def test_max_replicas_autoscales_between_the_two_through_the_proxy(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    fixed = ServeSettings(store="s", replicas=2)
+    assert app.replicas(fixed) == {"num_replicas": 2} and app.replicas(replace(fixed, max_replicas=2)) == {
+        "num_replicas": 2}
+    scaled = ServeSettings(store="s", max_replicas=4, admission=AdmissionSettings(read_slots=6, write_slots=2))
+    assert ingress.mode(scaled) == "proxy"  # replicas that come and go: no fixed port each
+    assert app.replicas(scaled) == {"autoscaling_config": {
+        "min_replicas": 1, "initial_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 8,
+        "upscale_delay_s": 10.0, "downscale_delay_s": 120.0}}
+    with pytest.raises(InvalidInputError) as direct:
+        ingress.mode(replace(scaled, ingress="direct"))
+    assert direct.value.problems[0][0] == "ingress" and "proxy" in direct.value.problems[0][1]
+    with pytest.raises(InvalidInputError) as fewer:
+        ingress.plan(ServeSettings(store="s", port=_free_port(), replicas=3, max_replicas=2))
+    assert fewer.value.problems[0][0] == "max_replicas" and "--replicas" in fewer.value.problems[0][1]
 
 
 def test_a_bad_ingress_or_a_taken_port_is_refused_naming_the_field():

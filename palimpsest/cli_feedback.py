@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from palimpsest.cli_common import open_store, parse_when, print_json, read_options, stream_args
 from palimpsest.cli_style import paint
 
 
@@ -45,16 +44,12 @@ def print_adjustments(rows: list[dict], args: argparse.Namespace) -> None:
     print(paint(f"-- {len(rows)} adjustments", "dim"))
 
 
-def cmd_revert(args: argparse.Namespace) -> int:
-    with open_store(args) as mem:
-        out = mem.revert_adjustment(args.tenant, args.user, args.adjustment_id, reason=args.reason, now=args.at)
-    if args.json:
-        print_json(out)
-    elif out["reverted"]:
+def print_revert(out: dict, args: argparse.Namespace) -> None:
+    """``adjustments revert`` (a declared operation, :mod:`palimpsest.operations`) as text."""
+    if out["reverted"]:
         print(f"reverted {args.adjustment_id} (event {out['event_id']})")
     else:
         print(f"{args.adjustment_id} was already reverted at {out['already_reverted_at']}: nothing written")
-    return 0
 
 
 def print_signals(signals: list[dict], args: argparse.Namespace) -> None:
@@ -68,12 +63,5 @@ def register(sub) -> None:
     sub.add_parser("feedback", help="the feedback judge: judge a user's reaction, list signals")  # its commands:
     # judge and list, declared operations (palimpsest.operations)
 
-    p = sub.add_parser("adjustments", help="the learning loop's adjustments (penalties, invalidations, skills): list, revert")
-    asub = p.add_subparsers(dest="adjustments_command", required=True)
-    sp = asub.add_parser("revert", help="undo an adjustment (an adjustment_reverted event; nothing is deleted)")
-    stream_args(sp)
-    sp.add_argument("adjustment_id")
-    sp.add_argument("--reason", default="reverted by hand")
-    sp.add_argument("--at", type=parse_when, help="when, ISO with offset (default: now)")
-    read_options(sp)
-    sp.set_defaults(func=cmd_revert)
+    sub.add_parser("adjustments", help="the learning loop's adjustments (penalties, invalidations, skills): list, "
+                                       "revert")  # its commands: declared operations (palimpsest.operations)

@@ -12,7 +12,8 @@ Routes still written by hand, and why:
   ``/v1/responses`` (the OpenAI-compatible proxy, ``routes_proxy``), ``/v1/audit/sql``, ``/v1/audit/events`` and
   ``/v1/audit/export`` (the read-only SQL audit over the log's rows and its Parquet file, ``routes_audit``),
   ``/v1/admin/reembed`` (a background job's start and progress, ``routes_reembed``), ``/v1/whoami`` (the key
-  itself), ``/v1/policies`` (the store's settings, no shard asked) and the inspector's static files (``ui``);
+  itself), ``/v1/policies`` (the store's settings, no shard asked), ``/health`` (the replica's liveness and
+  admission gates) and the inspector's static files (``ui``);
 - operations whose shape the declarations do not express yet: ``POST /v1/users/{user_id}/messages`` (a batch
   of message records, which ``RemoteMemory.add_messages`` validates whole and sends in batches per user with a
   progress bar; MCP's ``add_memory`` keeps MemoryOS's arguments), ``/v1/users/{user_id}/tools/{name}`` (the
@@ -23,7 +24,11 @@ Routes still written by hand, and why:
 Subcommands written by hand over a declared method: ``palimpsest consolidate`` (it also sets the tasks in flight,
 a setting of the process that runs them), ``palimpsest forget`` (it asks to confirm, and refuses a plaintext store
 before starting anything), ``palimpsest graph`` (it writes files) and ``palimpsest replay`` (it also runs a
-counterfactual).
+counterfactual). Subcommands of what is not declared: ``ingest`` (the messages route's batches, read from a file),
+``tool``/``tools`` (the tool calls' route), ``events``, ``sql`` and ``export`` (the audit routes), ``policies``,
+``reembed``, ``keys``, ``serve``, ``mcp``, ``backup``, ``restore``, ``encrypt`` and ``demo`` (the store's files,
+services and setup, not one user's memory), and ``molt`` (one subcommand for the Molt controller, its first argument
+picking a run over many users, a user's history or the revert of a policy change; Python only, no route).
 """
 
 from __future__ import annotations
@@ -219,6 +224,20 @@ OPERATIONS: dict[str, Operation] = registry(
                   answer="adjustments"),
         cli=Cli("adjustments list", "the user's adjustments, oldest first, with the signals each aggregates",
                 render="palimpsest.cli_feedback:print_adjustments"),
+    ),
+    Operation(
+        "revert_adjustment", WRITE,
+        (Param("adjustment_id", str, help="the adjustment to undo (its id in `adjustments list`)", positional=True,
+               flag="adjustment_id"),
+         Param("reason", str, "reverted by hand", "why (kept in the log)"),
+         Param("now", datetime | None, None, "when (default: now)", flag="--at")),
+        doc="Undo an adjustment (an ``adjustment_reverted`` event): what it invalidated or penalised comes back; "
+            "one already reverted is left as it is (``reverted`` false, ``already_reverted_at``).",
+        new_user=False,
+        http=Http("POST", "/adjustments/revert", "Undo an adjustment (an event; what it invalidated or penalised "
+                                                 "comes back)"),
+        cli=Cli("adjustments revert", "undo an adjustment (an adjustment_reverted event; nothing is deleted)",
+                render="palimpsest.cli_feedback:print_revert"),
     ),
     Operation(
         "feedback", READ,

@@ -333,3 +333,19 @@ def test_the_policies_route_lists_the_new_name_and_the_counterfactual_route_take
     assert asked == [CATEGORY_DECAY_POLICY, CATEGORY_DECAY_POLICY.replace(archive_floor=0.1)]
     refused = client.post("/v1/counterfactual", json={"preset": "seed-003"})
     assert refused.status_code == 400 and "category-decay" in refused.text
+
+
+def test_adjustments_revert_the_declared_operation_undoes_once_and_says_so(store, capsys):
+    hits = json.loads(run(capsys, store, "search", *USER, QUESTION, "--json"))
+    ids = [x for h in hits[:3] for x in ("--memory-id", h["memory_id"])]
+    verdict = json.loads(run(capsys, store, "feedback", "judge", *USER, "--input", "No, that's wrong. I stopped "
+                             "drinking coffee.", "--reply", "You drink coffee every morning.", *ids, "--json"))
+    assert verdict["type"] == "negative" and verdict["adjustments"]
+    [adjustment] = json.loads(run(capsys, store, "adjustments", "list", *USER, "--active", "--json"))
+    first = run(capsys, store, "adjustments", "revert", *USER, adjustment["adjustment_id"], "--reason", "she is back")
+    assert first.startswith(f"reverted {adjustment['adjustment_id']} (event ")
+    again = json.loads(run(capsys, store, "adjustments", "revert", *USER, adjustment["adjustment_id"], "--json"))
+    assert again["reverted"] is False and again["already_reverted_at"]
+    assert json.loads(run(capsys, store, "adjustments", "list", *USER, "--active", "--json")) == []
+    [listed] = json.loads(run(capsys, store, "adjustments", "list", *USER, "--json"))
+    assert listed["revert_reason"] == "she is back"

@@ -219,6 +219,39 @@ def test_replies_recorded_together_are_refused_one_by_one(b):
     assert [o[0]["memory_id"] for o in (outcomes[0], outcomes[2])] == [b.allergy_id, b.allergy_id]
 
 
+def test_a_recording_batch_is_one_transaction_and_a_refused_reply_costs_only_its_own_report(b):
+    """What the proxy records a batch of answered calls with (``proxy_record.record``): per shard one command, the
+    turns' messages and the replies' usage in one transaction; a reply the shard refuses has that shard's turns
+    recorded one by one: every turn's messages, the other replies' usage."""
+    from dataclasses import replace
+
+    from palimpsest.server.proxy_record import Turn, record
+
+    given = b.memory.build_context(TENANT, "alice", "peanuts allergy", token_budget=300)
+    assert b.allergy_id in [i.memory_id for i in given.items]
+    unknown = replace(given, items=(replace(given.items[0], memory_id="no-such-memory"),))
+    now = datetime.now(UTC)
+    turn = lambda conversation, text, reply, context: Turn(  # noqa: E731
+        TENANT, "alice", conversation, text, "", now).finished(reply, context)
+
+    record(b.memory, [turn("batch-1", "Any allergies I should mention?", "Peanuts: you are allergic to them.", given)])
+    user, assistant = b.conversation("alice", "batch-1", 2)
+    appended = {e.event_id: e.recorded_at for e in b.memory.events(TENANT, "alice", kinds=["message_recorded"])}
+    [used] = [e for e in b.memory.events(TENANT, "alice", kinds=["memory_touched"])
+              if e.event.reason == "used" and e.recorded_at == appended[user["memory_id"]]]
+    assert appended[user["memory_id"]] == appended[assistant["memory_id"]]  # one append: one recorded_at
+    assert b.allergy_id in used.event.memory_ids and used.event.query == "peanuts allergy"
+
+    record(b.memory, [turn("batch-2", "What am I allergic to?", "You are allergic to peanuts.", given),
+                      turn("batch-3", "还有别的吗？", "没有别的了。", unknown)])
+    assert [r["text"] for r in b.conversation("alice", "batch-2", 2)] == ["What am I allergic to?",
+                                                                         "You are allergic to peanuts."]
+    assert [r["text"] for r in b.conversation("alice", "batch-3", 2)] == ["还有别的吗？", "没有别的了。"]
+    assert b.until(lambda: [e for e in b.memory.events(TENANT, "alice", kinds=["memory_touched"])
+                            if e.event.reason == "used" and b.allergy_id in e.event.memory_ids
+                            and e.recorded_at > used.recorded_at])  # the other reply's usage, reported alone
+
+
 # -- the Responses API form: POST /v1/responses -----------------------------------------------------------------
 def test_a_response_is_given_the_users_memory_in_its_instructions_and_comes_back_unchanged(b):
     b.upstream.script(Reply.text("Avoid peanuts and satay."))

@@ -18,7 +18,9 @@ before ``_lock``, the projections' (one user at a time). Who holds what:
   acknowledged (a crash in between loses nothing: the log is folded again at
   start);
 - any other query: ``_lock`` only, and it appends nothing; its touches wait
-  in a buffer;
+  in a buffer. It takes ``_lock`` through a turnstile (``_turnstile``) that a
+  writer waiting for ``_lock`` holds (:class:`WriterTurn`), so the writer
+  waits for the queries already running, not for those arriving after it;
 - the touch flusher (thread ``touch-flusher``): group-commits the buffered
   touches once older than ``spec.touch_flush_s``: ``_lock`` to take them,
   ``_writing`` alone for the durable append (queries are answered
@@ -70,6 +72,25 @@ logger = structlog.get_logger("palimpsest.shard")
 REACT_POLL_S = 0.05  # how soon a queued model follow-up is asked
 
 
+class WriterTurn:
+    """``lock`` as a writer takes it: ahead of the queries arriving while it waits, which pass ``turnstile`` (held
+    by the waiting writer) before they take ``lock``. A context manager, reusable."""
+
+    def __init__(self, lock: threading.Lock, turnstile: threading.Lock) -> None:
+        self._lock, self._turnstile = lock, turnstile
+
+    def take(self) -> None:
+        with self._turnstile:
+            self._lock.acquire()
+
+    def __enter__(self) -> WriterTurn:
+        self.take()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
+
+
 @ray.remote(max_restarts=-1, max_task_retries=-1, num_cpus=0)
 class ShardActor:
     def __init__(self, spec: ShardSpec) -> None:
@@ -81,11 +102,13 @@ class ShardActor:
         heap.settle()
         self._lock = threading.Lock()  # the projections: queries, folds
         self._writing = threading.Lock()  # the log: one writer at a time; always taken before ``_lock``
+        self._turnstile = threading.Lock()  # held by a writer waiting for ``_lock``: queries queue behind it
+        self._writer_turn = WriterTurn(self._lock, self._turnstile)  # how writers take ``_lock``
         self._core.appending = self._projections_let_go
         self._closed = threading.Event()
         self._warmer = Warmer(spec.dim)  # read indexes built while idle (actors.warm)
         threading.Thread(target=self._flusher, name="touch-flusher", daemon=True).start()
-        self._reactor = Reactor(self._core, writing=self._writing, projections=self._lock, stop=self._closed)
+        self._reactor = Reactor(self._core, writing=self._writing, projections=self._writer_turn, stop=self._closed)
         if self._core.llm is not None:  # without a model no follow-up waits for one
             threading.Thread(target=self._react, name="model-followups", daemon=True).start()
         self._channel = ChannelServer(self.query, f"shard-{spec.index}")
@@ -126,7 +149,7 @@ class ShardActor:
     def handle(self, commands: list[Command]) -> list:
         """Commands in order (:mod:`actors.answers_first`: a decider's model calls are made with no lock held)."""
         self._warmer.saw()
-        return answers_first.handle(self._core, commands, writing=self._writing, projections=self._lock,
+        return answers_first.handle(self._core, commands, writing=self._writing, projections=self._writer_turn,
                                     after_commit=self._crash_if_asked)
 
     @contextmanager
@@ -136,7 +159,7 @@ class ShardActor:
         try:
             yield
         finally:
-            self._lock.acquire()
+            self._writer_turn.take()
 
     def _crash_if_asked(self) -> None:
         marker = self._core.spec.crash_marker
@@ -147,8 +170,10 @@ class ShardActor:
     def query(self, queries: list[Query]) -> list:
         self._warmer.saw(queries)
         if any(q.flushes_first for q in queries):  # these write pending touches, then read the log
-            with self._writing, self._lock:
+            with self._writing, self._writer_turn:
                 return [self._core.query(q) for q in queries]
+        with self._turnstile:  # behind a writer waiting for the projections
+            pass
         with self._lock:
             return [self._core.query(q) for q in queries]
 
@@ -156,7 +181,7 @@ class ShardActor:
         """Admin commands (a replay, a backup), each run alone: no command, query, flush or recorded model answer
         meanwhile."""
         self._warmer.saw()
-        with self._writing, self._lock:
+        with self._writing, self._writer_turn:
             answers = [self._core.admin(command) for command in commands]
             if any(isinstance(command, Replay) for command in commands):
                 heap.settle()  # the rebuilt projections out of the collector's reach, as at start-up
@@ -209,7 +234,7 @@ class ShardActor:
             except Exception as exc:  # noqa: BLE001 - a failed flush is logged and counted; the touches are dropped
                 self._core.flush_failures += 1
                 logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))
-            with self._lock:
+            with self._writer_turn:
                 try:
                     self._core.fold_touches(taken, envelopes)
                 except Exception as exc:  # noqa: BLE001 - as when the flush ran in one step

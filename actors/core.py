@@ -176,8 +176,8 @@ class ShardCore:
         self._line_tokens: dict[str, int] = {}  # derived cache: a context line's token count never changes
         self._touches: list[PendingEvent] = []
         self._touches_since = 0.0
-        # What a commit's durable append runs inside: ShardActor lets go of the projections' lock there, so
-        # queries are answered during the write and its COMMIT (the log's lock still keeps writers out).
+        # What a commit's durable writes run inside (the log's append, then the new LanceDB rows): ShardActor lets
+        # go of the projections' lock there, so queries are answered meanwhile (the log's lock keeps writers out).
         self.appending: Callable[[], Any] = nullcontext
         self.flush_failures = 0  # background touch flushes that failed (ShardActor's flusher logs and counts them)
         started = time.perf_counter()
@@ -310,11 +310,14 @@ class ShardCore:
             with self.appending():  # queries read the state as it was until the fold: nothing acknowledged yet
                 envelopes = self.log.append(pending, expected=expected, command=command)
             self._fold_appended(envelopes, streams)
-            self.vectors.add([  # the LanceDB table holds each user's vectors of its first model (actors.dense)
+            rows = [  # the LanceDB table holds each user's vectors of its first model (actors.dense)
                 (e.tenant, e.user_id, users[e.stream].vectors.of_model(e.event.model_id)[e.event.message_event_id])
                 for e in envelopes
                 if e.kind == "message_embedded" and e.event.model_id == users[e.stream].vectors.first
-            ])
+            ]
+            if rows:
+                with self.appending():  # its write (and every 64th, a compaction) holds no query up either
+                    self.vectors.add(rows)
             for e in envelopes:
                 if e.kind == "user_forgotten":
                     erase_user(self, e.stream, e.event.key_generation)

@@ -9,7 +9,9 @@ not know), and ``rebuild`` rewrites it from scratch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import threading
 import warnings
 from collections.abc import Iterable
 from datetime import timedelta
@@ -24,6 +26,15 @@ from projections.folds.vectors import VectorRow
 
 Stream = tuple[str, str]
 REBUILD_ROWS = 50_000  # rows per write of a rebuild (~80 MB of 384-dim vectors)
+
+
+def _one_write(method):
+    """``method`` run while no other write of the table runs (:attr:`LanceVectorTable._writes`)."""
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        with self._writes:
+            return method(self, *args, **kwargs)
+    return guarded
 
 
 def _quote(value: str) -> str:
@@ -53,6 +64,9 @@ class LanceVectorTable:
             raise StoreError(f"the vector table {table!r} in {directory} holds vectors of {size} numbers, but the "
                              f"store says {dim}; set dim in store.json back to {size}") from exc
         self._adds_since_optimize = 0
+        # One write at a time: the shard adds a command's rows without the projections' lock, while a query may
+        # reconcile a user it loads (reads need no lock: each reads a committed version of the table).
+        self._writes = threading.RLock()
 
     def _batch(self, rows: list[tuple[str, str, VectorRow]]) -> pa.Table:
         flat = np.concatenate([r.vector for _, _, r in rows]).astype(np.float32, copy=False)
@@ -67,6 +81,7 @@ class LanceVectorTable:
             schema=self.schema,
         )
 
+    @_one_write
     def add(self, rows: list[tuple[str, str, VectorRow]]) -> None:
         if not rows:
             return
@@ -75,6 +90,7 @@ class LanceVectorTable:
         if self._adds_since_optimize >= 64:  # many small fragments slow the scan down
             self.optimize()
 
+    @_one_write
     def optimize(self) -> None:
         self._table.optimize()
         self._adds_since_optimize = 0
@@ -98,6 +114,7 @@ class LanceVectorTable:
         t = self._table.search().select(["tenant", "user_id", "memory_id"]).limit(None).to_arrow()
         return set(zip(*(t.column(c).to_pylist() for c in ("tenant", "user_id", "memory_id"))))
 
+    @_one_write
     def reconcile(self, expected: Iterable[tuple[str, str, VectorRow]]) -> tuple[int, int]:
         """Make the table hold exactly ``expected``; returns (rows added, rows removed)."""
         want = {(t, u, r.memory_id): (t, u, r) for t, u, r in expected}
@@ -111,6 +128,7 @@ class LanceVectorTable:
         self.add(missing)
         return len(missing), len(extra)
 
+    @_one_write
     def reconcile_stream(self, tenant: str, user_id: str, rows: Iterable[VectorRow],
                          have: set[str]) -> tuple[int, int]:
         """Make one user's rows equal ``rows``, given the memory ids the table holds for it (``have``)."""
@@ -124,6 +142,7 @@ class LanceVectorTable:
         self.add(missing)
         return len(missing), len(extra)
 
+    @_one_write
     def erase_stream(self, tenant: str, user_id: str) -> int:
         """Remove one user's rows from every file of the table; returns how many rows it had.
 
@@ -144,6 +163,7 @@ class LanceVectorTable:
         self._adds_since_optimize = 0
         return removed
 
+    @_one_write
     def rebuild(self, rows: Iterable[tuple[str, str, VectorRow]], chunk: int = REBUILD_ROWS) -> None:
         """The table rewritten to hold exactly ``rows``: one write per ``chunk`` rows (a write costs ~10-20 ms
         whatever its size, and ``rows`` may be generated user by user so that no more than a chunk is held)."""

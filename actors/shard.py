@@ -11,12 +11,13 @@ before ``_lock``, the projections' (one user at a time). Who holds what:
 
 - a command, an admin command, and a query that reads the log
   (``flushes_first``): both, for the whole call, except that a command's
-  durable append (the DuckDB write and its COMMIT) lets go of ``_lock``
-  (``ShardCore.appending``): queries are answered meanwhile from the state as
-  it was, the streams written stay pinned resident, and the committed events
-  are folded once ``_lock`` is taken again, before the command is
-  acknowledged (a crash in between loses nothing: the log is folded again at
-  start);
+  durable writes let go of ``_lock`` (``ShardCore.appending``): during the
+  log's append (the DuckDB write and its COMMIT) queries are answered from
+  the state as it was, the streams written stay pinned resident, and the
+  committed events are folded once ``_lock`` is taken again, before the
+  command is acknowledged (a crash in between loses nothing: the log is
+  folded again at start); the new LanceDB rows are then written without
+  ``_lock`` too (the table is a projection reconciled at start);
 - any other query: ``_lock`` only, and it appends nothing; its touches wait
   in a buffer. It takes ``_lock`` through a turnstile (``_turnstile``) that a
   writer waiting for ``_lock`` holds (:class:`WriterTurn`), so the writer

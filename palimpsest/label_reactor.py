@@ -61,7 +61,10 @@ class LabelReactor:
     def __init__(self, embed: Callable[[str | None, str | None], int], *, idle_s: float | None = None) -> None:
         self._embed = embed
         self.idle_s = idle_s
-        self._due: set[tuple[str, str]] = set()  # users whose staged labels may lack vectors
+        # users whose staged labels may lack vectors → the stamp of their latest staging: a pass clears only the
+        # users staged before it began (labels staged meanwhile may have been committed after its look)
+        self._due: dict[tuple[str, str], int] = {}
+        self._stamp = 0
         self._clean: set[tuple[str, str]] = set()  # users whose every label this process embedded
         self._pass = threading.Lock()  # one embedding pass at a time
         self._state = threading.Condition()
@@ -70,12 +73,13 @@ class LabelReactor:
         self._closed = False
 
     def staged(self, users: Iterable[tuple[str, str]]) -> None:
-        """Graph memories were staged for ``users``: their labels are due (embedded after the next pause)."""
+        """Graph memories were written for ``users``: their labels are due (embedded after the next pause)."""
         users = set(users)
         if not users:
             return
         with self._state:
-            self._due |= users
+            self._stamp += 1
+            self._due.update(dict.fromkeys(users, self._stamp))
             self._clean -= users
             self._last_staged = time.monotonic()
             if self._thread is None and not self._closed and self.idle_s is not None:
@@ -85,20 +89,29 @@ class LabelReactor:
 
     def caught_up(self, tenant: str | None = None, user_id: str | None = None) -> int:
         """Make sure every label of the user (or of everyone) has its vector; returns how many were recorded now."""
-        if tenant is not None and user_id is not None:
+        one = tenant is not None and user_id is not None
+        if one:
             with self._state:
                 if (tenant, user_id) in self._clean:
                     return 0
         with self._pass:
+            with self._state:
+                began = self._stamp
             recorded = self._embed(tenant, user_id)
             with self._state:
-                if tenant is not None and user_id is not None:
-                    self._due.discard((tenant, user_id))
-                    self._clean.add((tenant, user_id))
+                if one:
+                    self._done([(tenant, user_id)], began)
                 elif tenant is None:
-                    self._clean |= self._due
-                    self._due.clear()
+                    self._done(list(self._due), began)
             return recorded
+
+    def _done(self, users: Iterable[tuple[str, str]], began: int) -> None:
+        """A pass that began at stamp ``began`` embedded ``users``' labels: those not staged again since are clean.
+        Called with ``_state`` held."""
+        for user in users:
+            if self._due.get(user, 0) <= began:
+                self._due.pop(user, None)
+                self._clean.add(user)
 
     def forget(self) -> None:
         """Forget what was embedded (the encoder changed, or a user was erased): every user is due again."""
@@ -134,13 +147,12 @@ class LabelReactor:
                     self._state.wait(timeout=max(wait, 0.01) if wait is not None else None)
                 if self._closed:
                     return
-                users = set(self._due)
+                users, began = list(self._due), self._stamp
             try:
                 with self._pass:
                     self._embed(None, None)
                 with self._state:
-                    self._due -= users
-                    self._clean |= users
+                    self._done(users, began)
             except Exception as exc:  # noqa: BLE001 - a background pass must not end the thread; the next retries
                 log.warning("label_embedding_failed", users=len(users), error=f"{type(exc).__name__}: {exc}")
                 with self._state:

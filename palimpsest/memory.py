@@ -273,7 +273,11 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         graph_of = self._graph_memories if extract_graph else None
         embedder = self.embedder  # load the model before the clock and the progress bar start
         started = time.perf_counter()
-        results, staging = send_batches(self.shards, embedder, commands, graph_of, batch_size, progress)
+        try:
+            results, staging = send_batches(self.shards, embedder, commands, graph_of, batch_size, progress)
+        finally:  # a failed chunk leaves the others written
+            if graph_of is not None:
+                self._labels_staged(commands)
         for i in range(len(commands)):
             outcome = results[i]
             report.memory_ids.append(outcome["memory_id"])

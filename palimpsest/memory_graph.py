@@ -37,15 +37,19 @@ class GraphApiMixin:
         return {label: self._labels[label] for label in labels}
 
     def _graph_memories(self, commands: list[RecordMessage]) -> tuple[list[tuple], list[tuple]]:
-        """Per command, the graph memories its text states, staged without label vectors (no source ids yet:
-        :meth:`embed_labels` embeds the labels later, all at once); and per command the rules' reading they came
-        from (the shard's note rules reuse it)."""
+        """Per command, the graph memories its text states, staged without label vectors (no source ids yet: the
+        labels' reactor embeds them after the write, all at once, :meth:`_labels_staged`); and per command the
+        rules' reading they came from (the shard's note rules reuse it)."""
         candidates = candidates_for(commands)
         staged = [tuple(staged_event(c, {}, occurred_at=cmd.occurred_at, extractor=c.extractor) for c in group)
                   for cmd, group in zip(commands, candidates)]
-        # Every user of the chunk: with a language model configured, the shard may stage memories the rules did not.
-        self._label_reactor.staged((cmd.tenant, cmd.user_id) for cmd in commands)
         return staged, candidates
+
+    def _labels_staged(self, commands: list[RecordMessage]) -> None:
+        """The shards acknowledged ``commands`` with their graph memories: their users' labels are due for the
+        labels' reactor (told after the write, so its pass finds them committed). Every user of the commands:
+        with a language model configured, the shard may stage memories the rules did not."""
+        self._label_reactor.staged((cmd.tenant, cmd.user_id) for cmd in commands)
 
     def embed_labels(self, tenant: str | None = None, user_id: str | None = None) -> int:
         """Embed the graph labels staged without a vector (every user's, or one tenant's or user's) in one pass of

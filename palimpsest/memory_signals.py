@@ -101,6 +101,7 @@ class SignalsApiMixin:
                     self._since_consolidation += len(staged[n])
             for n, o in zip(rs, outcome["replies"]):
                 reply_outcomes[n] = o
+        self._labels_staged(commands)
         if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
             self.consolidate()
         return message_outcomes, reply_outcomes

@@ -89,6 +89,31 @@ def test_without_a_pause_set_no_thread_runs_and_a_read_does_the_pass():
     reactor.close()
 
 
+def test_labels_staged_while_a_pass_runs_stay_due_for_the_next_one():
+    inside, release = threading.Event(), threading.Event()
+    calls = []
+
+    def slow_pass(tenant, user_id):
+        calls.append((tenant, user_id))
+        if len(calls) == 1:
+            inside.set()
+            release.wait(3)
+        return 1
+
+    reactor = LabelReactor(slow_pass, idle_s=60)
+    reactor.staged([("acme", "alice")])
+    worker = threading.Thread(target=reactor.caught_up, args=("acme", "alice"))
+    worker.start()
+    assert inside.wait(3)
+    reactor.staged([("acme", "alice"), ("acme", "bob")])  # written after the pass looked: not in it
+    release.set()
+    worker.join(3)
+    assert reactor.pending == 2  # alice was staged again meanwhile: still due
+    assert reactor.caught_up("acme", "alice") == 1 and len(calls) == 2 and reactor.pending == 1
+    assert reactor.caught_up("acme", "alice") == 0 and len(calls) == 2  # clean now: no pass
+    reactor.close()
+
+
 def test_closing_runs_the_pass_still_due_once_the_thread_has_stopped():
     passes = Passes()
     reactor = LabelReactor(passes, idle_s=60)  # the pause never comes: close runs the pass

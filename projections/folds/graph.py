@@ -113,8 +113,8 @@ class GraphState:
         return dict(sorted(out.items()))
 
     def unembedded_labels(self) -> list[str]:
-        """The labels of the topic and object nodes with no vector yet, first mention first (embedded in one pass
-        before a consolidation or a graph read)."""
+        """The labels of the topic and object nodes with no vector yet, first mention first (embedded in one pass by
+        the driver's labels' reactor after the write; until then a graph read brings vectors of its own for them)."""
         return list(dict.fromkeys(n.label for n in sorted(self.nodes.values(), key=lambda n: n.seq)
                                   if n.vector is None and n.node_type in ("topic", "object")))
 

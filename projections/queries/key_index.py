@@ -6,7 +6,10 @@ like the turns around it. Three derived keys, each a BM25 index with one
 document per turn:
 
 - **facts** (``FusionConfig.fact_weight``): the turn's index text followed by
-  what was recorded from it as events — the text of every note read from it,
+  what was recorded from it as events — the text of every note read from it
+  (with, for a note of a slot the rules name, the words of what it is about:
+  "allergy allergic food" for "Tom is allergic to kiwi",
+  :data:`projections.rules.note_rules.SLOT_WORDS`),
   its graph memories' subject (when not the speaker), topic, object and
   attribute values — with every resolved ISO date also written with its
   month's name ("2023-05-07" → "2023-05-07 May 7 2023"), so "yesterday" in a
@@ -36,6 +39,7 @@ from itertools import islice
 
 from projections.folds.lexical import BM25Params, LexicalIndex
 from projections.folds.state import UserMemory
+from projections.rules.note_rules import SLOT_WORDS
 from projections.rules.text import query_tokens, search_tokens, text_tokens
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -55,13 +59,19 @@ def spelled_dates(text: str) -> str:
     return ISO_DATE.sub(spell, text)
 
 
+def note_key(note) -> str:
+    """A note's part of its turns' fact key: its text, and the words of its slot (:data:`SLOT_WORDS`) if any."""
+    words = SLOT_WORDS.get(note.language, {}).get(note.slot or "")
+    return f"{note.text} {words}" if words else note.text
+
+
 def turn_facts(memory: UserMemory) -> dict[str, list[str]]:
     """Per turn, the distinct texts recorded from it: its notes' text and its graph memories' words."""
     facts: dict[str, dict[str, None]] = {}
     by_id = memory.messages.by_id
     for note in memory.notes.notes.values():
         for memory_id in note.source_message_ids:
-            facts.setdefault(memory_id, {})[note.text] = None
+            facts.setdefault(memory_id, {})[note_key(note)] = None
     for g in memory.graph.memories.values():
         for memory_id in g.source_message_ids:
             msg = by_id.get(memory_id)
@@ -179,7 +189,7 @@ class KeyIndex:
             self.notes[note_id] = note
             if old is None:
                 self.note_pos[note_id] = len(self.note_pos)
-            elif old.source_message_ids == note.source_message_ids and old.text == note.text:
+            elif old.source_message_ids == note.source_message_ids and note_key(old) == note_key(note):
                 continue
             gained = [m for m in note.source_message_ids if old is None or m not in old.source_message_ids]
             for memory_id in gained:
@@ -202,7 +212,7 @@ class KeyIndex:
         if self.kind == "facts":
             notes = memory.notes.notes
             msg = by_id[memory_id]
-            facts = dict.fromkeys([notes[n].text for n in self.turn_notes.get(memory_id, ())]
+            facts = dict.fromkeys([note_key(notes[n]) for n in self.turn_notes.get(memory_id, ())]
                                   + [_graph_words(g, msg) for g in self.turn_graph.get(memory_id, ())])
             extra = spelled_dates(" ".join(facts))
             return [msg.index_text, extra] if extra else [msg.index_text]

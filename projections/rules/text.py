@@ -109,12 +109,21 @@ def search_tokens(text: str) -> list[str]:
     return tokenize(text, _subwords)
 
 
+# Words that ask, place a question in the present or carry no topic ("我现在住在哪个城市？", "what do I usually drink
+# now?", "我周六一般做什么？", "what database does Atlas use?"): left out of a query's lexical terms, so that a turn
+# matching only them ("我的电池现在只能撑两个小时", "my parents are learning to use video calls") does not rank. English
+# question words, "do" and "most" are stop words already (EN_STOP); 做 and 最 are their Chinese.
+QUERY_STOP = frozenset("""什么 哪 哪个 哪些 哪里 哪儿 哪家 怎么 怎样 怎么样 为什么 多少 几 谁 现在 目前 平时 一般 通常 做 最 用
+    now usually currently use""".split())
+
+
 @lru_cache(maxsize=1024)
 def query_tokens(query: str, subwords: bool = False) -> tuple[str, ...]:
-    """:func:`tokenize` (or :func:`search_tokens`) of a query, memoised: one search ranks the same question in
-    several lists (the keys, the conversations, the notes, the ranker's coverage), and jieba takes about 0.5 ms
-    to segment a Chinese question."""
-    return tuple(search_tokens(query) if subwords else tokenize(query))
+    """:func:`tokenize` (or :func:`search_tokens`) of a query without :data:`QUERY_STOP`, memoised: one search
+    ranks the same question in several lists (the keys, the conversations, the notes, the ranker's coverage), and
+    jieba takes about 0.5 ms to segment a Chinese question. A query of only such words keeps them."""
+    tokens = search_tokens(query) if subwords else tokenize(query)
+    return tuple(t for t in tokens if t not in QUERY_STOP) or tuple(tokens)
 
 
 def _latin(segment: str) -> list[str]:

@@ -47,6 +47,17 @@ def test_the_fact_key_holds_the_turns_notes_graph_words_and_spelled_dates(memory
     assert key_index.spelled_dates("2023-13-01") == "2023-13-01"  # not a month: left as written
 
 
+def test_the_fact_key_names_what_a_note_of_a_known_slot_is_about():
+    said = stream(("m1", message("Please remember I can't eat eggs, I'm seriously allergic.", "c1")),
+                  ("n1", NoteOperation(op="add", source_message_ids=("m1",), valid_from=T0, reason="stated",
+                                       decider="rules-v1", note=NoteContent(category="constraint", slot="allergy",
+                                                                            text="Alice is allergic to eggs"))))
+    memory = fold(ShardState(), said).user("acme", "alice")
+    assert key_index.turn_facts(memory)["m1"] == ["Alice is allergic to eggs allergy allergic food"]
+    hits = fuse(memory, "Do I have any food allergies?", [], k=1, config=dataclasses.replace(BASE, fact_weight=1.0))
+    assert [h.memory_id for h in hits] == ["m1"]  # "allergies" and "food" are in no word of the turn or its note
+
+
 def test_fact_list_finds_a_turn_by_what_was_derived_from_it(memory):
     # "April" and "LGBTQ" are in no turn's text; the turn's graph memory resolved "yesterday" and named the group
     query = "Which LGBTQ event was attended in April?"

@@ -9,7 +9,9 @@ in rank order, and the text shows them by day (a date header, then that day's
 turns in time order). A note's provenance names its version and its source turns.
 
 Nothing a turn said is lost to its notes: a turn is left out for its notes only
-when they carry all of it (:mod:`projections.queries.note_coverage`). A turn a
+when they carry all of it (:mod:`projections.queries.note_coverage`), and a turn
+they carry in part is shown by the clauses they leave out ("Alice: … I'm
+vegetarian" beside the note "Alice hates cilantro"). A turn a
 later statement superseded (:mod:`projections.queries.stages.supersession`) is
 left out when the version in force is in the context, and otherwise shown with
 its label (``superseded by "…" on …``).
@@ -21,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from projections.queries.note_coverage import carried_share
+from projections.queries.note_coverage import carried_share, uncarried
 from projections.queries.results import Context, ContextItem, Hit, day_header
 
 
@@ -59,16 +61,16 @@ def note_line(note: NoteEntry) -> str:
     return f"[note · {note.category}] {note.text} (since {note.valid_from.date().isoformat()})"
 
 
-def format_line(hit: Hit) -> str:
-    return f"{day_header(hit.occurred_at.date().isoformat())} {body_line(hit)}"
+def format_line(hit: Hit, text: str | None = None) -> str:
+    return f"{day_header(hit.occurred_at.date().isoformat())} {body_line(hit, text)}"
 
 
-def body_line(hit: Hit) -> str:
-    """A turn's line under its day's header in :attr:`Context.text`: who said it and what (and, for a superseded
-    turn, by what and when)."""
+def body_line(hit: Hit, text: str | None = None) -> str:
+    """A turn's line under its day's header in :attr:`Context.text`: who said it and what (``text``: the part of
+    it shown, default all of it; for a superseded turn, by what and when)."""
     who = f"{hit.speaker}: " if hit.speaker else f"{hit.role}: "
     label = hit.breakdown.get("superseded")
-    return f"{who}{hit.text}" + (f" ({label})" if label else "")
+    return f"{who}{hit.text if text is None else text}" + (f" ({label})" if label else "")
 
 
 def _notes_first(
@@ -98,13 +100,22 @@ def _notes_first(
 
 
 def _not_stated(hits: list[Hit], items: list[ContextItem], notes: dict[str, NoteEntry],
-                coverage: float) -> list[Hit]:
-    """The hits the context's notes do not state in full (each hit's notes carry less than ``coverage`` of it)."""
+                coverage: float) -> list[tuple[Hit, str]]:
+    """The hits the context's notes do not state in full (each hit's notes carry less than ``coverage`` of it),
+    each with what to show of it: its text, or the clauses its notes leave out (:func:`uncarried`; ``coverage``
+    above 1.0: always the whole text)."""
     by_source: dict[str, list[str]] = {}
     for item in items:
         for source in item.provenance["event_ids"][1:]:
             by_source.setdefault(source, []).append(notes[item.memory_id].text)
-    return [h for h in hits if h.memory_id not in by_source or carried_share(h.text, by_source[h.memory_id]) < coverage]
+    shown = []
+    for h in hits:
+        texts = by_source.get(h.memory_id)
+        if texts is None or coverage > 1.0:
+            shown.append((h, h.text))
+        elif carried_share(h.text, texts) < coverage:
+            shown.append((h, uncarried(h.text, texts) or h.text))
+    return shown
 
 
 def _current_taken(hit: Hit, taken: set[str]) -> bool:
@@ -116,9 +127,12 @@ def _current_taken(hit: Hit, taken: set[str]) -> bool:
 class _Turns:
     """The candidate turns of a context in rank order, with their token costs; :meth:`fill` takes what fits."""
 
-    def __init__(self, hits: list[Hit], days: list[str], sizes: list[int], header_size: dict[str, int]) -> None:
-        self.rows = list(zip(hits, days, sizes))
+    def __init__(self, shown: list[tuple[Hit, str]], days: list[str], sizes: list[int], whole_sizes: list[int],
+                 header_size: dict[str, int]) -> None:
+        self.rows = [(hit, text, day, size) for (hit, text), day, size in zip(shown, days, sizes)]
+        self.by_id = {hit.memory_id: (hit, whole) for (hit, _), whole in zip(shown, whole_sizes)}
         self.header_size = header_size
+        self.whole: set[str] = set()  # the turns taken with all their text (not only the clauses their notes leave)
 
     def fill(self, items: list[ContextItem], budget: int) -> None:
         """Append to ``items`` the turns not yet in it that fit, in rank order (a day's header is paid by the first
@@ -126,18 +140,54 @@ class _Turns:
         used = sum(i.tokens for i in items)
         taken = {i.memory_id for i in items}
         shown = {i.day for i in items if i.occurred_at is not None}
-        for hit, day, size in self.rows:
+        for hit, text, day, size in self.rows:
             if hit.memory_id in taken:
                 continue
             cost = size + (0 if day in shown else self.header_size[day])
             if used + cost > budget or _current_taken(hit, taken):
                 continue
             taken.add(hit.memory_id)
+            if text == hit.text:
+                self.whole.add(hit.memory_id)
             used += cost
             shown.add(day)
-            items.append(ContextItem(memory_id=hit.memory_id, turn_id=hit.turn_id, conversation_id=hit.conversation_id,
-                                     line=format_line(hit), tokens=cost, score=hit.score, provenance=hit.provenance,
-                                     occurred_at=hit.occurred_at))
+            items.append(_turn_item(hit, text, cost))
+
+    def widening(self, item: ContextItem) -> int:
+        """The tokens a turn taken in part (``item``) adds when shown whole."""
+        return self.by_id[item.memory_id][1] - (item.tokens - self._header(item))
+
+    def _header(self, item: ContextItem) -> int:
+        """The header tokens ``item`` paid (its day's header, when it was the first of that day taken)."""
+        hit, _ = self.by_id[item.memory_id]
+        rows = {h.memory_id: size for h, _, _, size in self.rows}
+        return item.tokens - rows[hit.memory_id]
+
+    def widen(self, items: list[ContextItem], memory_ids: set[str]) -> None:
+        """Show the turns ``memory_ids`` of ``items`` whole (their notes then say nothing they do not)."""
+        for n, item in enumerate(items):
+            if item.memory_id in memory_ids and item.memory_id not in self.whole:
+                hit, whole = self.by_id[item.memory_id]
+                items[n] = _turn_item(hit, hit.text, whole + self._header(item))
+                self.whole.add(item.memory_id)
+
+
+def _turn_item(hit: Hit, text: str, tokens: int) -> ContextItem:
+    return ContextItem(memory_id=hit.memory_id, turn_id=hit.turn_id, conversation_id=hit.conversation_id,
+                       line=format_line(hit, text), tokens=tokens, score=hit.score, provenance=hit.provenance,
+                       occurred_at=hit.occurred_at)
+
+
+def _widen_cheaper(items: list[ContextItem], turns: _Turns) -> None:
+    """For each note whose every source turn the context took, some in part: show those turns whole when that
+    costs no more tokens than the note (which the next step then drops as redundant)."""
+    taken = {i.memory_id: i for i in items if i.occurred_at is not None}
+    for note in [i for i in items if i.occurred_at is None and len(i.provenance["event_ids"]) > 1]:
+        sources = set(note.provenance["event_ids"][1:])
+        parts = sources - turns.whole
+        if parts and sources <= taken.keys() and sum(turns.widening(taken[m]) for m in parts) <= note.tokens:
+            turns.widen(items, parts)
+            taken = {i.memory_id: i for i in items if i.occurred_at is not None}
 
 
 def assemble(
@@ -154,9 +204,11 @@ def assemble(
 
     A turn whose notes in the context carry at least ``note_coverage`` of its
     content terms is not repeated: the notes state it in fewer tokens and
-    their provenance points to the turn; a turn they carry only in part stays.
-    A note whose every source turn the context took is dropped and its
-    tokens go to the next turns. A superseded turn whose version in force
+    their provenance points to the turn; a turn they carry only in part stays,
+    shown by the clauses they do not carry whole (``note_coverage`` above 1.0:
+    every turn whole), or whole when that costs no more than the note. A note
+    whose every source turn the context took whole is dropped and its tokens
+    go to the next turns. A superseded turn whose version in force
     (its note or one of its turns) is in the context is left out. A line that does not fit is skipped and
     smaller ones may follow. The text shows each day's date once, above that
     day's turns (:attr:`Context.text`), so a turn costs its date only when it
@@ -164,15 +216,21 @@ def assemble(
     """
     share = min(note_tokens, int(budget * note_share))
     items: list[ContextItem] = _notes_first(notes, share, count_tokens) if share > 0 else []
-    hits = _not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage)
-    days = [h.occurred_at.date().isoformat() for h in hits]
+    shown = _not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage)
+    days = [h.occurred_at.date().isoformat() for h, _ in shown]
     headers = list(dict.fromkeys(days))
-    bodies = [body_line(h) for h in hits]
-    sizes = count_tokens(bodies + [day_header(d) for d in headers]) if hits else []
-    turns = _Turns(hits, days, sizes, dict(zip(headers, sizes[len(bodies):])))
+    bodies = [body_line(h, text) for h, text in shown]
+    parts = [n for n, (h, text) in enumerate(shown) if text != h.text]  # shown in part: their whole line's size too
+    sizes = count_tokens(bodies + [day_header(d) for d in headers] + [body_line(shown[n][0]) for n in parts]
+                         ) if shown else []
+    whole_sizes = sizes[: len(bodies)]
+    for n, size in zip(parts, sizes[len(bodies) + len(headers):]):
+        whole_sizes[n] = size
+    turns = _Turns(shown, days, sizes[: len(bodies)], whole_sizes, dict(zip(headers, sizes[len(bodies):])))
     turns.fill(items, budget)
-    # A note whose every turn the context took says nothing the turns do not: its tokens go to the next turns.
-    taken = {i.memory_id for i in items if i.occurred_at is not None}
+    _widen_cheaper(items, turns)
+    # A note whose every turn the context took whole says nothing the turns do not: its tokens go to the next turns.
+    taken = turns.whole
     redundant = {i.memory_id for i in items if i.occurred_at is None and len(i.provenance["event_ids"]) > 1
                  and set(i.provenance["event_ids"][1:]) <= taken}
     if redundant:

@@ -16,10 +16,11 @@ from projections.folds.retention import archival_candidates, retention_scores, r
 from projections.folds.state import ShardState, fold
 from projections.queries import stages
 from projections.queries.context import NoteEntry, assemble
-from projections.queries.note_coverage import carried_share
+from projections.queries.note_coverage import carried_share, statements, uncarried
 from projections.queries.retrieval import FusionConfig, fuse
 from projections.queries.supersession import superseded_turns
 from projections.rules.extraction import extract_notes
+from projections.rules.text import query_tokens
 from projections.rules.turn_change import changes
 from tests.builders import STAGES_OFF, T0, message, stream
 
@@ -240,3 +241,59 @@ def test_the_gate_of_the_change_rules_passes_every_clause_a_rule_reads():
         turn_change._GATE = saved
         turn_change.changes.cache_clear()
     assert sum(bool(g) for g in gated) == len(said) - 2
+
+
+def test_a_turn_its_notes_carry_in_part_is_shown_by_the_clauses_they_leave_out(memory):
+    assert uncarried("I'm vegetarian and I hate cilantro", ["Alice hates cilantro"]) == "… I'm vegetarian"
+    assert uncarried("我叫小李。我对花生过敏", ["小李叫小李"]) == "… 我对花生过敏"
+    assert uncarried("I'm vegetarian and I hate cilantro", ["Alice likes jazz"]) == "I'm vegetarian and I hate cilantro"
+    assert uncarried("I'm vegetarian and I hate cilantro", ["Alice hates cilantro", "Alice is vegetarian"]) is None
+    hit = dataclasses.replace(fuse(memory, "Atlas MySQL", [], k=1, config=PLAIN)[0],
+                              text="I'm vegetarian and I hate cilantro")
+    note = [_entry("a", "Alice hates cilantro", hit.memory_id)]
+
+    def cheap_notes(lines: list[str]) -> list[int]:
+        return [1 if line.startswith("[note") else len(line.split()) for line in lines]
+
+    ctx = assemble("q", [hit], 100, cheap_notes, note, note_tokens=50, note_share=0.5)
+    assert [i.memory_id for i in ctx.items] == ["a", hit.memory_id]  # the note stays: the turn is not all there
+    assert ctx.items[1].line.endswith(": … I'm vegetarian") and ctx.tokens == 1 + 1 + 4  # note, day, "who: … I'm veg."
+    # in words, the note's line costs more than the clause it spares: the turn is shown whole, the note goes
+    whole = assemble("q", [hit], 100, _words, note, note_tokens=50, note_share=0.5)
+    assert [i.line.split(": ", 1)[1] for i in whole.items] == ["I'm vegetarian and I hate cilantro"]
+    kept = assemble("q", [hit], 100, cheap_notes, note, note_tokens=50, note_share=0.5, note_coverage=1.01)
+    assert [i.memory_id for i in kept.items] == [hit.memory_id]  # coverage above 1: every turn whole
+
+
+def test_a_partly_superseded_turn_answers_for_the_part_still_in_force():
+    said = (
+        ("t1", message("For Atlas we picked PostgreSQL, and we must never store phone numbers", "c1")),
+        ("n1", _note("add", "Decision: picked PostgreSQL", "t1", T0)),
+        ("n2", _note("add", "Constraint: must never store phone numbers", "t1", T0, category="constraint")),
+        ("t2", message("Change of plan on Atlas: we're switching from PostgreSQL to MySQL", "c2", occurred_at=SWITCH)),
+        ("s1", MessageSuperseded(message_event_ids=("t1",), by_message_event_id="t2", valid_from=SWITCH,
+                                 reason="test", decider="turn-change-v1")),
+        ("r1", NoteOperation(op="delete", target_note_id="n1", source_message_ids=("t2",), valid_from=SWITCH,
+                             reason="test", decider="turn-change-v1")),
+    )
+    memory = fold(ShardState(), stream(*said)).user("acme", "alice")
+    later = SWITCH + timedelta(days=1)
+    [rule] = [h for h in fuse(memory, "What data must we never store in Atlas?", [], k=2, config=PLAIN, now=later)
+              if h.memory_id == "t1"]
+    assert "superseded" not in rule.breakdown and rule.breakdown["partly_superseded"].startswith("superseded by")
+    hits = fuse(memory, "Which database does Atlas use, PostgreSQL?", [], k=2, config=PLAIN, now=later)
+    assert [h.memory_id for h in hits] == ["t2", "t1"] and "superseded" in hits[1].breakdown
+
+
+def test_question_words_are_not_lexical_terms_of_a_query():
+    assert query_tokens("我现在平时喝什么？", True) == ("喝",)
+    assert query_tokens("Which city do I live in now?") == ("city", "live")
+    assert query_tokens("现在呢？") == ("现在",)  # a query of nothing else keeps them
+
+
+def test_greetings_thanks_and_exclamations_state_nothing_a_context_could_lose():
+    assert statements("Thanks, Maria! I really enjoy dramas.") == ("I really enjoy dramas",)
+    assert statements("Wow John! Impressive stuff! That's awesome.") == ("Impressive stuff",)
+    assert statements("谢谢！我对花生过敏") == ("我对花生过敏",)
+    assert statements("Paris, I think.") == ("Paris", "I think")  # a name beside no formula is what was said
+    assert carried_share("Thanks Nate! I really enjoy dramas", ["Joanna enjoys dramas"]) == 1.0

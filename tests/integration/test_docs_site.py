@@ -10,10 +10,7 @@ must answer 200, and a link to a section must find that section's id on its page
 from __future__ import annotations
 
 import functools
-import os
 import re
-import subprocess
-import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +19,7 @@ from urllib.parse import urldefrag, urlsplit
 import httpx
 import pytest
 
+from tests.docs_build import built_site
 from tests.integration.browser import chromium
 from tests.integration.inspector_pages import new_page
 
@@ -43,17 +41,12 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The site as ``make docs`` builds it (the generated reference pages first), in strict mode."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HF_HUB_OFFLINE": "1"}
-    gen = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_reference.py")], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert gen.returncode == 0, gen.stderr
-    out = tmp_path_factory.mktemp("docs") / "site"
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
-                           env=env, capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, build.stdout + build.stderr
-    return out
+def site() -> Path:
+    """The site as ``make docs`` builds it (the generated reference pages first), in strict mode: the session's
+    one build (:func:`tests.docs_build.built_site`)."""
+    build = built_site()
+    assert build.returncode == 0, build.output
+    return build.site
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs_build import built_site
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 DESIGN_NOTE = re.compile(r"seed[- ]?0[0-9]{2}", re.IGNORECASE)
@@ -48,15 +50,10 @@ def test_the_site_builds_in_strict_mode_without_warnings(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs is not installed: pip install -e '.[docs]' (make install does)")
     pytest.importorskip("material", reason="mkdocs-material is not installed: pip install -e '.[docs]'")
     pytest.importorskip("mkdocstrings", reason="mkdocstrings is not installed: pip install -e '.[docs]'")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    gen = subprocess.run([sys.executable, str(DOCS / "gen_reference.py")], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert gen.returncode == 0, gen.stderr
-    site = tmp_path / "site"
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, build.stdout + build.stderr
-    assert "WARNING" not in build.stdout + build.stderr
+    build = built_site()  # one build for this test and the browser tests of the site
+    assert build.returncode == 0, build.output
+    assert "WARNING" not in build.output
+    site = build.site
     for page in ("index.html", "getting-started/index.html", "reference/python/index.html",
                  "reference/cli/index.html", "reference/events/index.html", "reference/http/index.html"):
         assert (site / page).is_file(), page

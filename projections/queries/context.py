@@ -132,7 +132,8 @@ class _Turns:
         self.rows = [(hit, text, day, size) for (hit, text), day, size in zip(shown, days, sizes)]
         self.by_id = {hit.memory_id: (hit, whole) for (hit, _), whole in zip(shown, whole_sizes)}
         self.header_size = header_size
-        self.whole: set[str] = set()  # the turns taken with all their text (not only the clauses their notes leave)
+        # the turns taken with all their text (not only the clauses their notes leave) and not labelled superseded
+        self.whole: set[str] = set()
 
     def fill(self, items: list[ContextItem], budget: int) -> None:
         """Append to ``items`` the turns not yet in it that fit, in rank order (a day's header is paid by the first
@@ -147,7 +148,7 @@ class _Turns:
             if used + cost > budget or _current_taken(hit, taken):
                 continue
             taken.add(hit.memory_id)
-            if text == hit.text:
+            if text == hit.text and "superseded" not in hit.breakdown:  # a labelled turn stands for no note in force
                 self.whole.add(hit.memory_id)
             used += cost
             shown.add(day)
@@ -179,13 +180,15 @@ def _turn_item(hit: Hit, text: str, tokens: int) -> ContextItem:
 
 
 def _widen_cheaper(items: list[ContextItem], turns: _Turns) -> None:
-    """For each note whose every source turn the context took, some in part: show those turns whole when that
-    costs no more tokens than the note (which the next step then drops as redundant)."""
+    """For each note whose every source turn the context took, some in part (none labelled superseded): show those
+    turns whole when that costs no more tokens than the note (which the next step then drops as redundant)."""
     taken = {i.memory_id: i for i in items if i.occurred_at is not None}
     for note in [i for i in items if i.occurred_at is None and len(i.provenance["event_ids"]) > 1]:
         sources = set(note.provenance["event_ids"][1:])
         parts = sources - turns.whole
-        if parts and sources <= taken.keys() and sum(turns.widening(taken[m]) for m in parts) <= note.tokens:
+        if not parts or not sources <= taken.keys() or any("superseded" in turns.by_id[m][0].breakdown for m in parts):
+            continue
+        if sum(turns.widening(taken[m]) for m in parts) <= note.tokens:
             turns.widen(items, parts)
             taken = {i.memory_id: i for i in items if i.occurred_at is not None}
 

@@ -283,6 +283,11 @@ def test_a_partly_superseded_turn_answers_for_the_part_still_in_force():
     assert "superseded" not in rule.breakdown and rule.breakdown["partly_superseded"].startswith("superseded by")
     hits = fuse(memory, "Which database does Atlas use, PostgreSQL?", [], k=2, config=PLAIN, now=later)
     assert [h.memory_id for h in hits] == ["t2", "t1"] and "superseded" in hits[1].breakdown
+    # the turn is in the context labelled superseded: it does not stand for its constraint, which stays
+    rule_note = dataclasses.replace(_entry("n2", "Constraint: must never store phone numbers", "t1", "constraint"),
+                                    offered=True, safety=True)
+    ctx = assemble("q", hits[1:], 200, _words, [rule_note], note_tokens=100, note_share=0.5)
+    assert [i.memory_id for i in ctx.items] == ["n2", "t1"] and "superseded by" in ctx.items[1].line
 
 
 def test_question_words_are_not_lexical_terms_of_a_query():

@@ -283,6 +283,13 @@ def test_a_partly_superseded_turn_answers_for_the_part_still_in_force():
     assert "superseded" not in rule.breakdown and rule.breakdown["partly_superseded"].startswith("superseded by")
     hits = fuse(memory, "Which database does Atlas use, PostgreSQL?", [], k=2, config=PLAIN, now=later)
     assert [h.memory_id for h in hits] == ["t2", "t1"] and "superseded" in hits[1].breakdown
+    # only a constraint counts: a fact note read from the turn (often a fragment of a change) protects nothing
+    as_fact = [(i, e.model_copy(update={"note": e.note.model_copy(update={"category": "fact"})}) if i == "n2" else e)
+               for i, e in said]
+    plain = fold(ShardState(), stream(*as_fact)).user("acme", "alice")
+    [old] = [h for h in fuse(plain, "What data must we never store in Atlas?", [], k=2, config=PLAIN, now=later)
+             if h.memory_id == "t1"]
+    assert "superseded" in old.breakdown
     # the turn is in the context labelled superseded: it does not stand for its constraint, which stays
     rule_note = dataclasses.replace(_entry("n2", "Constraint: must never store phone numbers", "t1", "constraint"),
                                     offered=True, safety=True)

@@ -8,10 +8,12 @@ version in force, when the search's scope and time allow it, is lifted to at lea
 before demotion (added when no list had found it) and names the turn it replaces (``supersedes``). With ``now``
 before the change nothing is superseded yet; ``scope`` archive/all still returns the superseded turns, labelled.
 
-A turn that also states something still in force ("For Orion we picked MongoDB, and we must never store passport
-numbers") is superseded only for the part that changed: when the question's terms meet the notes in force read from
-it more than the rest of the turn (:func:`asks_in_force`), the row keeps its score and is not labelled; its breakdown
-says what part was superseded (``partly_superseded``: the label).
+A turn that also states a constraint still in force ("For Orion we picked MongoDB, and we must never store passport
+numbers") is superseded only for the part that changed: when the question's terms meet the constraints in force read
+from it more than the rest of the turn (:func:`asks_in_force`), the row keeps its score and is not labelled; its
+breakdown says what part was superseded (``partly_superseded``: the label). Other notes in force do not count: a
+note such as "这个月换了编辑器" ("changed editors this month"), read from a change that was itself left behind,
+would keep the old value unlabelled.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def apply(s: Scoring) -> None:
         change = index.get(row[2])
         if change is None:
             continue
-        in_force = [n for n in notes.by_source(row[2]) if (n.valid_at(s.now) if s.now else n.status == "active")]
+        in_force = [n for n in notes.by_source(row[2]) if n.category == "constraint"
+                    and (n.valid_at(s.now) if s.now else n.status == "active")]
         if in_force and asks_in_force(s.query, by_msg[row[2]].text, in_force, idf):
             row[3]["partly_superseded"] = change.label
             continue

@@ -200,9 +200,9 @@ def _embedded(monkeypatch, served):
     """Make every command module open the served store's own Memory (this process), not a new one."""
     import contextlib
 
-    from palimpsest import cli, cli_feedback, cli_graph
+    from palimpsest import cli, cli_graph
 
-    for module in (cli, cli_feedback, cli_graph):  # cli: the declared operations' subcommands (cmd_operation)
+    for module in (cli, cli_graph):  # cli: the declared operations' subcommands (cmd_operation)
         monkeypatch.setattr(module, "open_store", lambda args, **_: contextlib.nullcontext(served["running"].memory))
 
 

@@ -1,7 +1,8 @@
 """The measurements of ``benchmarks.serve`` against a running served store (used by the benchmark and its test).
 
 - :func:`load_dialogues`: each sample's turns sent through ``POST /v1/users/{user}/messages`` under its
-  tenant's key; every acknowledgement is kept.
+  tenant's key; every acknowledgement is kept. A refusal (503, 429) is sent again after its ``Retry-After``, as
+  the Python client does; the open loop counts refusals apart from errors.
 - :func:`same_hits`: the dev questions asked through HTTP and in-process (the same shard actors, the same
   ``now``): same memory ids in the same order, recall@k of both, the latency of both one query at a time.
 - :func:`open_loop`: a mixed workload (ingest, search, context, notes, MCP ``retrieve_memory``) at a fixed
@@ -50,16 +51,36 @@ class Tenancy:
             self.acked[(self.tenant_of[user], user, m["client_message_id"])] = memory_id
 
 
+REFUSALS = (503, 429)  # the server's "come back later" (admission control, a key's rate): not errors
+
+
+def post_admitted(client: httpx.Client, path: str, body: dict, headers: dict,
+                  attempts: int = 30) -> tuple[httpx.Response, int, float]:
+    """``POST`` as a well-behaved client does: a refusal (503, 429) is sent again after its ``Retry-After`` (at
+    most ``attempts`` times); ``(the last answer, refusals met, ms of the attempt that answered)``."""
+    for refused in range(attempts):
+        t0 = time.perf_counter()
+        r = client.post(path, json=body, headers=headers)
+        ms = 1000 * (time.perf_counter() - t0)
+        if r.status_code not in REFUSALS or refused == attempts - 1:
+            return r, refused, ms
+        time.sleep(min(5.0, float(r.headers.get("retry-after") or 1.0)))
+    raise AssertionError("unreachable")
+
+
 def load_dialogues(tenancy: Tenancy, samples, batch: int = 200) -> dict:
-    """Every sample's turns through the HTTP API; the ingest rate and the errors."""
-    errors, sent, started = 0, 0, time.perf_counter()
+    """Every sample's turns through the HTTP API (a refused batch sent again after its ``Retry-After``); the
+    ingest rate, the refusals met and the errors."""
+    errors, refusals, sent, started = 0, 0, 0, time.perf_counter()
     with httpx.Client(base_url=tenancy.url, timeout=600) as client:
         for sample in samples:
             user = sample.sample_id
             turns = [{k: v for k, v in m.items() if k not in ("tenant", "user_id")} for m in sample.messages]
             for i in range(0, len(turns), batch):
                 part = turns[i:i + batch]
-                r = client.post(f"/v1/users/{user}/messages", json={"messages": part}, headers=tenancy.headers(user))
+                r, refused, _ = post_admitted(client, f"/v1/users/{user}/messages", {"messages": part},
+                                              tenancy.headers(user))
+                refusals += refused
                 if r.status_code != 200:
                     errors += 1
                     continue
@@ -67,7 +88,7 @@ def load_dialogues(tenancy: Tenancy, samples, batch: int = 200) -> dict:
                 sent += len(part)
     seconds = time.perf_counter() - started
     return {"messages": sent, "seconds": round(seconds, 2), "messages_per_s": round(sent / seconds, 1),
-            "errors": errors}
+            "errors": errors, "refused": refusals}
 
 
 def same_hits(tenancy: Tenancy, memory, questions, k: int = 10) -> dict:
@@ -80,10 +101,9 @@ def same_hits(tenancy: Tenancy, memory, questions, k: int = 10) -> dict:
             t0 = time.perf_counter()
             local = memory.search(tenant, q.user_id, q.question, k=k, now=now)
             local_ms.append(1000 * (time.perf_counter() - t0))
-            t0 = time.perf_counter()
-            r = client.post(f"/v1/users/{q.user_id}/search", headers=tenancy.headers(q.user_id),
-                            json={"query": q.question, "k": k, "now": now.isoformat()})
-            served_ms.append(1000 * (time.perf_counter() - t0))
+            r, _, ms = post_admitted(client, f"/v1/users/{q.user_id}/search",
+                                     {"query": q.question, "k": k, "now": now.isoformat()}, tenancy.headers(q.user_id))
+            served_ms.append(ms)
             hits = r.json()["hits"] if r.status_code == 200 else []
             ids = ([h.memory_id for h in local], [h["memory_id"] for h in hits])
             turns = ([h.turn_id for h in local], [h["turn_id"] for h in hits])
@@ -135,6 +155,7 @@ class Workload:
 async def _open_loop(tenancy: Tenancy, workload: Workload, clients: int, rate: float, seconds: float) -> dict:
     latencies: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, Counter] = defaultdict(Counter)
+    refused: dict[str, Counter] = defaultdict(Counter)  # 503/429: the server said "later", in time
     slots = asyncio.Semaphore(clients)
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=tenancy.url, timeout=120, limits=limits) as client:
@@ -146,6 +167,9 @@ async def _open_loop(tenancy: Tenancy, workload: Workload, clients: int, rate: f
                     ok = r.status_code == 200 and not (kind == "mcp" and r.json().get("result", {}).get("isError"))
                     if ok and messages:
                         tenancy.ack(path.split("/")[3], messages, r.json())
+                    if r.status_code in REFUSALS:
+                        refused[kind][str(r.status_code)] += 1
+                        return
                     if not ok:
                         errors[kind][str(r.status_code)] += 1
                 except httpx.HTTPError as exc:
@@ -165,8 +189,9 @@ async def _open_loop(tenancy: Tenancy, workload: Workload, clients: int, rate: f
         "clients": clients, "target_rate_per_s": rate, "seconds": round(elapsed, 2), "requests": n,
         "achieved_rate_per_s": round(done / elapsed, 2),
         "errors": sum(sum(c.values()) for c in errors.values()),
+        "refused": sum(sum(c.values()) for c in refused.values()),
         "endpoints": {kind: {**summary(latencies[kind]), "throughput_per_s": round(len(latencies[kind]) / elapsed, 2),
-                             "errors": dict(errors[kind])} for kind in MIX},
+                             "errors": dict(errors[kind]), "refused": dict(refused[kind])} for kind in MIX},
     }
 
 

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 import aiohttp
 import numpy as np
 
-REFUSALS = (503, 429)
+from benchmarks.serve_load import REFUSALS
 
 
 def pct(values: list[float], q: float) -> float | None:

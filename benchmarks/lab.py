@@ -40,7 +40,7 @@ from events.keystore import KeyStore
 from palimpsest import config as store_config
 from palimpsest.locomo import TENANT
 from projections.adapters.embedding import QUERY_TOKENS, encode_whole_queries
-from projections.adapters.encoder_kinds import DEFAULT as DEFAULT_ENCODER
+from projections.adapters.encoder_kinds import LEGACY as DEFAULT_ENCODER  # a store.json naming no encoder
 from projections.adapters.encoder_kinds import make_embedder, spec_of
 from projections.adapters.tokens import default_counter
 from projections.folds.policy import DEFAULT_POLICY

@@ -37,8 +37,8 @@ def remote(args: argparse.Namespace, *, connect: bool = True):
     return RemoteMemory(url, os.environ.get("PALIMPSEST_API_KEY", "").strip())
 
 
-EMBEDDER_HELP = ("encoder of a new store: minilm (default, English), multilingual-e5-small (offline, ~100 "
-                 "languages), sentence-transformers:<name-or-path>, openai:<model> (an OpenAI-compatible endpoint "
+EMBEDDER_HELP = ("encoder of a new store: multilingual-e5-small (default; offline, ~100 languages), minilm "
+                 "(English, faster), sentence-transformers:<name-or-path>, openai:<model> (an OpenAI-compatible endpoint "
                  "set by PALIMPSEST_EMBEDDINGS_BASE_URL / _API_KEY); an existing store keeps its own (see reembed)")
 
 

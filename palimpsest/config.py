@@ -97,7 +97,7 @@ class StoreConfig:
             if name in data and not isinstance(data[name], kind):
                 raise StoreError(f"{file}: {name} must be a JSON {'object' if kind is dict else 'string'}, got "
                                  f"{data[name]!r:.60}; restore it from a backup (it is written at creation)")
-        embedder = data.get("embedder", encoder_kinds.DEFAULT)
+        embedder = data.get("embedder", encoder_kinds.LEGACY)
         try:
             expected_id = encoder_kinds.model_id(embedder)
         except EncoderError as exc:

@@ -41,7 +41,7 @@ def run_demo(store: Path) -> int:
     with resources.as_file(sample) as path:
         messages = read_jsonl(Path(path))
 
-    _rule("1. open a store: local Ray, DuckDB logs, LanceDB, packaged MiniLM")
+    _rule("1. open a store: local Ray, DuckDB logs, LanceDB, the packaged multilingual encoder")
     started = time.perf_counter()
     mem = Memory.open(store)
     print(f"store {store} with {mem.config.num_shards} shard actors ready in {time.perf_counter() - started:.1f}s")

@@ -28,7 +28,8 @@ from projections.adapters.embedding import E5_ID, HASH_ID, MINILM_ID, Embedder, 
 E5 = "multilingual-e5-small"
 PARAMETERISED = ("sentence-transformers", "openai")  # kinds written ``kind:argument``
 NAMED = {"minilm": (MINILM_ID, 384), E5: (E5_ID, 384), "hash": (HASH_ID, 384)}
-DEFAULT = "minilm"
+DEFAULT = E5  # a new store's encoder: multilingual (English, Chinese and ~100 more), offline
+LEGACY = "minilm"  # the encoder of a store whose store.json names none (written before the field existed)
 
 
 def kinds() -> list[str]:

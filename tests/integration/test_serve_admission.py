@@ -16,10 +16,7 @@ import httpx
 import pytest
 
 from palimpsest.server.admission import AdmissionSettings
-from palimpsest.server.keys import KeyRing
-from palimpsest.server.run import start
-from palimpsest.server.settings import ServeSettings
-from tests.serve_helpers import free_port
+from tests.serve_helpers import served_store
 
 pytestmark = pytest.mark.integration
 WHEN = "2024-05-01T09:00:00+00:00"
@@ -28,13 +25,9 @@ WRITERS, BATCH = 12, 40
 
 @pytest.fixture(scope="module")
 def served(ray_cluster, tmp_path_factory):
-    store = tmp_path_factory.mktemp("admission") / "store"
     admission = AdmissionSettings(read_slots=4, write_slots=1, queue=0)
-    running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0, admission=admission),
-                    embedder="hash", num_shards=1)
-    key = KeyRing(store).create("acme")[0]
-    yield running, {"Authorization": f"Bearer {key}"}
-    running.stop()
+    with served_store(tmp_path_factory.mktemp("admission") / "store", rate_per_s=0, admission=admission) as served:
+        yield served
 
 
 def _batch(writer: int) -> list[dict]:

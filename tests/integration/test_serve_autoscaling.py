@@ -14,10 +14,8 @@ import httpx
 import pytest
 
 from palimpsest.server.admission import AdmissionSettings
-from palimpsest.server.keys import KeyRing
-from palimpsest.server.run import APP_NAME, start
-from palimpsest.server.settings import ServeSettings
-from tests.serve_helpers import free_port
+from palimpsest.server.run import APP_NAME
+from tests.serve_helpers import served_store
 
 pytestmark = pytest.mark.integration
 WHEN = "2024-05-01T09:00:00+00:00"
@@ -26,13 +24,9 @@ BURST, SENT = 12, 48
 
 @pytest.fixture(scope="module")
 def served(ray_cluster, tmp_path_factory):
-    store = tmp_path_factory.mktemp("autoscaled") / "store"
-    settings = ServeSettings(store=str(store), port=free_port(), replicas=2, max_replicas=3, rate_per_s=0.1,
-                             burst=BURST, admission=AdmissionSettings(read_slots=3, write_slots=1))
-    running = start(settings, embedder="hash", num_shards=1)
-    key = KeyRing(store).create("acme")[0]
-    yield running, {"Authorization": f"Bearer {key}"}
-    running.stop()
+    with served_store(tmp_path_factory.mktemp("autoscaled") / "store", replicas=2, max_replicas=3, rate_per_s=0.1,
+                      burst=BURST, admission=AdmissionSettings(read_slots=3, write_slots=1)) as served:
+        yield served
 
 
 def test_two_to_three_replicas_behind_one_url_with_the_rate_limit_per_key_across_them(served):

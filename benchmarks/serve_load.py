@@ -58,14 +58,15 @@ def post_admitted(client: httpx.Client, path: str, body: dict, headers: dict,
                   attempts: int = 30) -> tuple[httpx.Response, int, float]:
     """``POST`` as a well-behaved client does: a refusal (503, 429) is sent again after its ``Retry-After`` (at
     most ``attempts`` times); ``(the last answer, refusals met, ms of the attempt that answered)``."""
-    for refused in range(attempts):
+    refused = 0
+    while True:
         t0 = time.perf_counter()
         r = client.post(path, json=body, headers=headers)
         ms = 1000 * (time.perf_counter() - t0)
-        if r.status_code not in REFUSALS or refused == attempts - 1:
+        if r.status_code not in REFUSALS or refused + 1 >= attempts:
             return r, refused, ms
+        refused += 1
         time.sleep(min(5.0, float(r.headers.get("retry-after") or 1.0)))
-    raise AssertionError("unreachable")
 
 
 def load_dialogues(tenancy: Tenancy, samples, batch: int = 200) -> dict:

@@ -36,7 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmarks import dataset as ds
-from benchmarks import result_file
+from benchmarks import question_overlay, result_file
 from benchmarks.baselines import baseline_systems, build_corpora, index_text
 from benchmarks.leaveout import leave_out, per_sample
 from benchmarks.metrics import aggregate, metric_keys, percentile, score
@@ -58,6 +58,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.locomo", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, type=Path, help="a LoCoMo JSON file (list of samples)")
     p.add_argument("--out", required=True, type=Path, help="result JSON; the Markdown summary goes next to it (.md)")
+    p.add_argument("--questions", type=Path, metavar="FILE",
+                   help="score only the questions this file lists, with its text (benchmarks.question_overlay: "
+                        "e.g. English questions over a Chinese file)")
     p.add_argument("--store", type=Path, help="a new or empty directory for the store (default: a temp dir, removed after)")
     p.add_argument("--limit-samples", type=int, metavar="N", help="only the first N samples (conversations)")
     p.add_argument("--num-shards", type=int, help="shards of the new store (default: CPU count)")
@@ -132,6 +135,8 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
 
     load_start = os.getloadavg()
     data = ds.load(args.data, args.limit_samples)
+    if args.questions:
+        data = question_overlay.apply(data, args.questions)
     messages, questions = data.messages, data.questions
     print(f"{data.name}: {len(data.samples)} samples, {len(messages)} turns, {len(questions)} scored questions "
           f"({len(data.skipped)} skipped)", file=sys.stderr)

@@ -43,6 +43,7 @@ async def _drive(url: str, requests: list, rate: float, seconds: float, connecti
     connector = aiohttp.TCPConnector(limit=connections, force_close=False)
     load_before = load_1m()
     async with aiohttp.ClientSession(base_url=url, connector=connector, timeout=timeout) as session:
+        gates_before = await _gates(session)
         async def one(scheduled: float, request) -> None:
             kind, method, path, body, headers, messages = request
             try:
@@ -75,6 +76,7 @@ async def _drive(url: str, requests: list, rate: float, seconds: float, connecti
         sent_s = time.perf_counter() - start
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - start
+        gates_after = await _gates(session)
     ok = [ms for v in accepted.values() for ms in v]
     no = [ms for v in refused.values() for ms in v]
     return {
@@ -89,8 +91,26 @@ async def _drive(url: str, requests: list, rate: float, seconds: float, connecti
         "by_endpoint": {k: {"n": len(v), "p50_ms": pct(v, 50), "p95_ms": pct(v, 95)}
                         for k, v in sorted(accepted.items())},
         "other_errors": sum(other.values()), "other_error_kinds": dict(other),
+        "refused_by_gate": _refusals_between(gates_before, gates_after),
         "load_1m_before": load_before, "load_1m_after": load_1m(),
     }
+
+
+async def _gates(session) -> dict:
+    """The replica's admission gates as ``/health`` shows them (one replica: direct ingress)."""
+    async with session.get("/health") as r:
+        return (await r.json()).get("admission", {}) if r.status == 200 else {}
+
+
+def _refusals_between(before: dict, after: dict) -> dict:
+    """Refusals per class and reason during a level (queue full, tenant's share full, predicted wait, deadline)."""
+    out = {}
+    for klass, gate in after.items():
+        was = before.get(klass, {}).get("refused_by", {})
+        counts = {reason: n - was.get(reason, 0) for reason, n in gate.get("refused_by", {}).items()}
+        if any(counts.values()):
+            out[klass] = {reason: n for reason, n in counts.items() if n}
+    return out
 
 
 def drive(url: str, requests: list, rate: float, seconds: float, connections: int, on_ack=None) -> dict:

@@ -104,46 +104,72 @@ class _Waiter:
         self.future, self.tenant = future, tenant
 
 
-class Gate:
-    """The slots and the fair queue of one class of request."""
+QUEUE_FULL, TENANT_FULL, PREDICTED, DEADLINE = "queue_full", "tenant_share", "predicted_wait", "deadline"
+REASONS = (QUEUE_FULL, TENANT_FULL, PREDICTED, DEADLINE)
 
-    def __init__(self, klass: str, slots: int, queue: int, tenant_share: float, retry_after_s: int) -> None:
+
+class Gate:
+    """The slots and the fair queue of one class of request.
+
+    ``clock`` is a monotonic clock in seconds (a test passes its own); the gate
+    keeps the time each running request took its slot, so its wait prediction
+    sees a slot held longer than usual while it is being held.
+    """
+
+    def __init__(self, klass: str, slots: int, queue: int, tenant_share: float, retry_after_s: int,
+                 clock=time.monotonic) -> None:
         self.klass, self.slots, self.queue = klass, slots, queue
         self.tenant_queue = max(1, int(queue * tenant_share)) if queue else 0
         self.retry_after_s = retry_after_s
+        self.clock = clock
         self.running = 0
         self.queued = 0
+        self.started: list[float] = []  # when each running request took its slot
         self.waiting: dict[str, deque[_Waiter]] = {}  # tenant → its waiters; insertion order is the turn order
         self.hold_s = 0.0  # mean time a request held a slot (0 until one has)
         # the wait predictions' hold time: up at once with a longer hold, down as the mean does, so a wait is
         # refused up front rather than after its budget when holds grow
         self.hold_high_s = 0.0
-        self.refused = 0
-        self.last_left = time.monotonic()  # when a request last gave its slot back
+        self.refused = dict.fromkeys(REASONS, 0)
+        self.last_left = clock()  # when a request last gave its slot back
 
-    def _refuse(self, reason: str) -> Overloaded:
-        self.refused += 1
-        return Overloaded(self.klass, reason, self.retry_after_s)
+    def _refuse(self, reason: str, why: str) -> Overloaded:
+        self.refused[reason] += 1
+        return Overloaded(self.klass, why, self.retry_after_s)
 
-    def predicted_wait_s(self, tenant: str) -> float:
-        """The wait a new request of ``tenant`` would have: the places ahead of it in the turn order."""
+    def places_ahead(self, tenant: str) -> int:
+        """Waiters a new request of ``tenant`` would have ahead of it in the turn order: its tenant's own waiters
+        and, for each of them and for itself, one turn of every other waiting tenant."""
         own = len(self.waiting.get(tenant, ()))
         tenants = len(self.waiting) + (tenant not in self.waiting)
-        ahead = min(self.queued, own * tenants + tenants - 1)
-        return (ahead + 1) * self.hold_high_s / self.slots
+        return min(self.queued, own * tenants + tenants - 1)
+
+    def predicted_wait_s(self, tenant: str) -> float:
+        """The wait a new request of ``tenant`` would have for a slot.
+
+        Each running request is expected to hold its slot for the predicted
+        hold time in all, and one that has held it longer than that for as
+        long again as it has held it so far; after that, each slot frees once
+        per hold time. The request gets the slot that frees ``places ahead + 1``-th.
+        """
+        hold = self.hold_high_s
+        now = self.clock()
+        frees = sorted(hold - held if held <= hold else held for held in (now - t for t in self.started))
+        frees += [0.0] * (self.slots - len(frees))  # a slot given back, not yet taken by the next waiter
+        turn, slot = divmod(self.places_ahead(tenant), self.slots)
+        return frees[slot] + turn * hold
 
     async def enter(self, tenant: str, budget_s: float) -> float:
         """Wait for a slot (at most ``budget_s``); the time it was taken. :class:`Overloaded` if refused."""
         if self.running < self.slots and not self.queued:
-            self.running += 1
-            return time.monotonic()
+            return self._take()
         if self.queued >= self.queue:
-            raise self._refuse(f"{self.queued} requests already wait for a slot")
+            raise self._refuse(QUEUE_FULL, f"{self.queued} requests already wait for a slot")
         mine = self.waiting.get(tenant)
         if mine is not None and len(mine) >= self.tenant_queue:
-            raise self._refuse(f"your tenant already has {len(mine)} requests waiting")
+            raise self._refuse(TENANT_FULL, f"your tenant already has {len(mine)} requests waiting")
         if self.predicted_wait_s(tenant) > budget_s:
-            raise self._refuse(f"the wait for a slot would exceed {budget_s * 1000:.0f} ms")
+            raise self._refuse(PREDICTED, f"the wait for a slot would exceed {budget_s * 1000:.0f} ms")
         loop = asyncio.get_running_loop()
         waiter = _Waiter(loop.create_future(), tenant)
         self.waiting.setdefault(tenant, deque()).append(waiter)
@@ -154,22 +180,30 @@ class Gate:
         except asyncio.CancelledError:  # the client went away: give back what it held or was about to
             if waiter.future.cancelled():
                 self._remove(waiter)
-            elif waiter.future.result():
-                self.leave(time.monotonic())
+            elif waiter.future.result() is not None:
+                self.leave(waiter.future.result())
             raise
         finally:
             timer.cancel()
-        if not granted:
-            raise self._refuse(f"no slot within {budget_s * 1000:.0f} ms")
-        return time.monotonic()
+        if granted is None:
+            raise self._refuse(DEADLINE, f"no slot within {budget_s * 1000:.0f} ms")
+        return granted
+
+    def _take(self) -> float:
+        entered = self.clock()
+        self.running += 1
+        self.started.append(entered)
+        return entered
 
     def leave(self, entered: float) -> None:
         """Give back a slot taken at ``entered``; it goes to the next tenant in turn."""
-        self.last_left = time.monotonic()
+        self.last_left = self.clock()
         held = self.last_left - entered
         self.hold_s = held if self.hold_s == 0.0 else self.hold_s + _EWMA * (held - self.hold_s)
         self.hold_high_s = max(held, self.hold_high_s + _EWMA * (held - self.hold_high_s))
         self.running -= 1
+        if entered in self.started:
+            self.started.remove(entered)
         while self.queued and self.running < self.slots:
             tenant = next(iter(self.waiting))
             queue = self.waiting.pop(tenant)
@@ -177,8 +211,7 @@ class Gate:
             if queue:
                 self.waiting[tenant] = queue  # to the back of the turn order
             self.queued -= 1
-            self.running += 1
-            waiter.future.set_result(True)
+            waiter.future.set_result(self._take())
 
     def _remove(self, waiter: _Waiter) -> None:
         queue = self.waiting.get(waiter.tenant)
@@ -192,11 +225,12 @@ class Gate:
     def _expire(self, waiter: _Waiter) -> None:
         if not waiter.future.done():
             self._remove(waiter)
-            waiter.future.set_result(False)
+            waiter.future.set_result(None)
 
     def state(self) -> dict:
         return {"slots": self.slots, "running": self.running, "queued": self.queued,
-                "hold_ms": round(self.hold_s * 1000, 2), "refused": self.refused}
+                "hold_ms": round(self.hold_s * 1000, 2), "refused": sum(self.refused.values()),
+                "refused_by": dict(self.refused)}
 
 
 class Admission:

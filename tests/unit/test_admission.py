@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import deque
 
 import pytest
 
@@ -34,7 +35,8 @@ def test_past_the_slots_and_the_queue_a_request_is_refused_at_once():
     exc, seconds, state = run(scenario())
     assert exc.klass == READ and exc.retry_after_s == 1 and "wait for a slot" in exc.reason
     assert seconds < 0.01  # not after the budget: at once
-    assert state == {"slots": 2, "running": 2, "queued": 0, "hold_ms": 0.0, "refused": 1}
+    assert state == {"slots": 2, "running": 2, "queued": 0, "hold_ms": 0.0, "refused": 1,
+                     "refused_by": {"queue_full": 1, "tenant_share": 0, "predicted_wait": 0, "deadline": 0}}
 
 
 def test_reads_are_admitted_while_writes_are_saturated():
@@ -100,7 +102,7 @@ def test_a_request_that_waits_past_its_budget_is_refused_and_leaves_the_queue():
         return late.value, waited, state, gate.state()
 
     exc, waited, during, after = run(scenario())
-    assert "no slot within 50 ms" in exc.reason and exc.retry_after_s == 2
+    assert "no slot within 50 ms" in exc.reason and exc.retry_after_s == 2 and during["refused_by"]["deadline"] == 1
     assert 0.04 <= waited < 0.5
     assert during["queued"] == 0 and during["running"] == 1
     assert after["running"] == 0  # the slot it never got is not given back twice
@@ -232,10 +234,69 @@ def test_quiet_consolidation_runs_a_round_in_its_thread_and_stops():
     assert memory.rounds == 1 and quiet.rounds == 1
 
 
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _gate_holding(clock: FakeClock, slots: int, hold_s: float) -> Gate:
+    """A gate that has learnt a slot is held ``hold_s``, all its slots now taken by requests started just now."""
+    gate = Gate(READ, slots=slots, queue=32, tenant_share=1.0, retry_after_s=1, clock=clock)
+    for _ in range(slots):
+        entered = gate._take()
+        clock.now += hold_s
+        gate.leave(entered)
+    for _ in range(slots):
+        gate._take()
+    return gate
+
+
 def test_a_sudden_longer_hold_raises_the_predicted_wait_at_once():
-    gate = Gate(READ, slots=1, queue=8, tenant_share=1.0, retry_after_s=1)
-    now = time.monotonic()
+    clock = FakeClock()
+    gate = Gate(READ, slots=1, queue=8, tenant_share=1.0, retry_after_s=1, clock=clock)
     for held in (0.01, 0.01, 0.2):
-        gate.running += 1
-        gate.leave(now - held)
+        entered = gate._take()
+        clock.now += held
+        gate.leave(entered)
+    gate._take()  # the slot is taken again just now
     assert gate.predicted_wait_s("acme") >= 0.2 > gate.hold_s  # the mean lags; the prediction does not
+
+
+def test_the_predicted_wait_counts_the_places_ahead_per_slot_and_the_time_the_running_requests_have_held():
+    clock = FakeClock()
+    gate = _gate_holding(clock, slots=2, hold_s=0.04)
+    assert gate.predicted_wait_s("acme") == pytest.approx(0.04)  # first in line: the first slot to free
+    clock.now += 0.03
+    assert gate.predicted_wait_s("acme") == pytest.approx(0.01)  # they have held 30 of their ~40 ms
+    gate.waiting["acme"] = deque([object(), object()])  # two of acme's own ahead
+    gate.queued = 2
+    assert gate.predicted_wait_s("acme") == pytest.approx(0.05)  # third in line: one round later
+    assert gate.predicted_wait_s("beta") == pytest.approx(0.01)  # another tenant's turn comes before acme's next
+
+
+def test_a_slot_held_past_the_usual_time_is_expected_to_be_held_as_long_again():
+    clock = FakeClock()
+    gate = _gate_holding(clock, slots=1, hold_s=0.02)
+    clock.now += 0.15  # a long write (a compaction) is under way
+    assert gate.predicted_wait_s("acme") == pytest.approx(0.15)
+
+
+def test_while_a_slot_is_held_far_past_the_usual_time_new_requests_are_refused_at_once_not_at_the_deadline():
+    async def scenario():
+        clock = FakeClock()
+        gate = _gate_holding(clock, slots=1, hold_s=0.02)
+        first = asyncio.create_task(gate.enter("acme", 0.1))  # ~20 ms predicted: it waits
+        await asyncio.sleep(0)
+        clock.now += 0.2
+        with pytest.raises(Overloaded) as refused:  # the slot has been held 200 ms: refused without a wait
+            await gate.enter("beta", 0.1)
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        return refused.value, gate.state()
+
+    exc, state = run(scenario())
+    assert "would exceed 100 ms" in exc.reason
+    assert state["refused_by"]["predicted_wait"] == 1 and state["refused_by"]["deadline"] == 0

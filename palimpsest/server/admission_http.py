@@ -16,10 +16,22 @@ never held back.
 
 A refusal is answered at once: 503, the API's error body (``overloaded``,
 naming the class and what to do) and ``Retry-After``.
+
+Under direct ingress the same admission runs one layer further out: Ray
+Serve's HTTP server in the replica wraps its own per-request work (request
+ids, metrics, route matching, a task watching for the client's disconnect)
+around the app, costing more than a refusal itself. :class:`EntryAdmission`,
+installed in that server by Serve's HTTP callback hook
+(``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``, see
+:mod:`palimpsest.server.ingress`), admits with the replica's gates (made
+known for the app's lifetime by :func:`at_entry`) before any of it, and marks
+the request admitted so the app's own layer lets it through; in any other
+process (Serve's proxy) it lets every request through.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 
@@ -34,6 +46,7 @@ from palimpsest.server.admission import PROXY, READ, WRITE, Admission, Overloade
 ADMITTED = "palimpsest.admitted"  # scope key of a request already admitted (an MCP tool's in-process call)
 KEY = "palimpsest.key"  # scope key of the (Authorization header, verified key) the entry checked
 WAIT_HEADER = b"x-palimpsest-wait-ms"  # a client's own, shorter, budget for the wait for a slot
+_entry: Admission | None = None  # this process's replica gates, at its HTTP server's entry (direct ingress)
 _EXEMPT = ("/health", "/docs", "/redoc", "/openapi.json", "/ui")
 # POST routes that only read (the others write): hand-written ones, and the declared read operations sent as POST
 _READ_POSTS = ["/v1/users/{user_id}/search", "/v1/users/{user_id}/context", "/v1/users/{user_id}/tools/search_memories",
@@ -110,33 +123,72 @@ def _asked_ms(scope) -> float | None:
         return None
 
 
+async def admit(admission: Admission, app, scope, receive, send) -> None:
+    """Classify, admit (or refuse 503), run the request, give its slot back when it is answered."""
+    if scope["type"] != "http" or scope.get(ADMITTED) or not admission.settings.enabled:
+        return await app(scope, receive, send)
+    scope[ADMITTED] = True  # decided here: a layer further in lets it through
+    klass = request_class(scope["method"], scope["path"])
+    if klass is None:
+        return await app(scope, receive, send)
+    if scope["path"] == "/mcp" and scope["method"] == "POST":
+        messages = await _read_body(receive)
+        klass = mcp_class(b"".join(m.get("body", b"") for m in messages))
+        receive = _replay(messages, receive)
+    tenant = _tenant(scope)
+    if tenant is None:  # answered 401 by the route, no work
+        return await app(scope, receive, send)
+    try:
+        entered = await admission.enter(klass, tenant, _asked_ms(scope))
+    except Overloaded as exc:
+        return await overloaded(exc)(scope, receive, send)
+    try:
+        await app(scope, receive, send)
+    finally:
+        admission.leave(klass, entered)
+
+
 class AdmissionMiddleware:
-    """Plain ASGI: classify, admit (or refuse 503), run the request, give its slot back when it is answered."""
+    """The app's admission layer (plain ASGI): :func:`admit` with the replica's gates."""
 
     def __init__(self, app, admission: Admission) -> None:
         self.app, self.admission = app, admission
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope.get(ADMITTED) or not self.admission.settings.enabled:
+        await admit(self.admission, self.app, scope, receive, send)
+
+
+class EntryAdmission:
+    """The same admission at the entry of Ray Serve's HTTP server in a replica, before Serve's own per-request
+    work; every request let through where no replica's gates are known (:func:`at_entry`)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if _entry is None:
             return await self.app(scope, receive, send)
-        klass = request_class(scope["method"], scope["path"])
-        if klass is None:
-            return await self.app(scope, receive, send)
-        if scope["path"] == "/mcp" and scope["method"] == "POST":
-            messages = await _read_body(receive)
-            klass = mcp_class(b"".join(m.get("body", b"") for m in messages))
-            receive = _replay(messages, receive)
-        tenant = _tenant(scope)
-        if tenant is None:  # answered 401 by the route, no work
-            return await self.app(scope, receive, send)
-        try:
-            entered = await self.admission.enter(klass, tenant, _asked_ms(scope))
-        except Overloaded as exc:
-            return await overloaded(exc)(scope, receive, send)
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.admission.leave(klass, entered)
+        await admit(_entry, self.app, scope, receive, send)
+
+
+def entry_middlewares() -> list:
+    """Ray Serve's HTTP callback (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``): the middlewares its HTTP
+    servers put outermost."""
+    from starlette.middleware import Middleware
+
+    return [Middleware(EntryAdmission)]
+
+
+@contextlib.contextmanager
+def at_entry(admission: Admission):
+    """While it lasts (a served app's lifespan), this process's HTTP entry admits with ``admission``."""
+    global _entry
+    _entry = admission
+    try:
+        yield
+    finally:
+        if _entry is admission:
+            _entry = None
 
 
 class InProcess:

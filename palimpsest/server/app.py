@@ -19,7 +19,7 @@ from palimpsest.server import routes_audit, routes_inspect, routes_keys, routes_
 from palimpsest.server import routes_generated, routes_proxy, routes_reembed
 from palimpsest.server.routes_store import router as store_router
 from palimpsest.server.admission import Admission, AdmissionSettings
-from palimpsest.server.admission_http import AdmissionMiddleware
+from palimpsest.server.admission_http import AdmissionMiddleware, at_entry
 from palimpsest.server.quiet import QuietConsolidation
 from palimpsest.server.routes_users import router as users_router
 from palimpsest.server.settings import ServeSettings
@@ -101,7 +101,8 @@ def build_app(max_body_bytes: int, admission: AdmissionSettings | None = None) -
 
 def _consolidate_when_quiet(app: FastAPI, gates: Admission) -> None:
     """For the app's lifetime, the replica's graph consolidation runs while no request does
-    (:mod:`palimpsest.server.quiet`)."""
+    (:mod:`palimpsest.server.quiet`), and the replica's HTTP entry admits with its gates
+    (:func:`palimpsest.server.admission_http.at_entry`)."""
     outer = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
@@ -111,8 +112,9 @@ def _consolidate_when_quiet(app: FastAPI, gates: Admission) -> None:
         quiet = QuietConsolidation(gates.idle_for, CONSOLIDATE_EVERY)
         quiet.start(lambda: access._served.memory if access._served is not None else None)
         try:
-            async with outer(a) as state:
-                yield state
+            with at_entry(gates):
+                async with outer(a) as state:
+                    yield state
         finally:
             quiet.stop()
 

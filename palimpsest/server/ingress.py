@@ -77,6 +77,9 @@ def direct_env(settings: ServeSettings) -> dict[str, str]:
         # (threads) for each request and each message of its answer; the routes that block run in the
         # app's thread pool either way
         "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+        # admission at the entry of the replica's HTTP server, before Serve's own per-request work: a refusal
+        # costs what it answers, not a request's bookkeeping (on the same loop as the app, as the gates need)
+        "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": "palimpsest.server.admission_http:entry_middlewares",
     }
 
 

@@ -133,6 +133,8 @@ class KeyLog:
     def read_new(self) -> list[ApiKeyCreated | ApiKeyRevoked]:
         """The complete events appended since the previous call (all of them the first time)."""
         try:
+            if os.stat(self.path).st_size <= self._offset:  # nothing new (the usual case: one stat, no open)
+                return []
             with self.path.open("rb") as fh:
                 fh.seek(self._offset)
                 data = fh.read()

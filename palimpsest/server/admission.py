@@ -12,11 +12,14 @@ flood of ingests never takes a search's slot.
 A request is refused (:class:`Overloaded`) before any work is spent on it:
 
 - at once, when the queue (or the tenant's share of it) is full, or when the
-  wait its place in the queue predicts (places ahead × the slots' hold time
-  ÷ slots) is longer than its budget; the hold time predicted rises at once
-  with a longer hold and falls back with the mean, so that few requests wait
-  out their budget only to be refused then;
-- when it has waited its budget without getting a slot (the deadline).
+  wait its place in the queue predicts is longer than its budget: when the
+  running requests free their slots (from the time they have held them and
+  the hold time), one slot per place ahead, and at least what each place
+  ahead has cost the waiters lately; both estimates rise at once and fall
+  back with the mean, so that few requests wait out their budget only to be
+  refused then;
+- when it has waited its budget without getting a slot (the deadline; it
+  raises the cost per place the next predictions use).
 
 The server answers a refusal 503 with ``Retry-After``; nothing was done.
 Single event loop, no locks: every method runs on the loop that serves the
@@ -98,10 +101,15 @@ class Overloaded(Exception):
 
 
 class _Waiter:
-    __slots__ = ("future", "tenant")
+    __slots__ = ("future", "tenant", "places", "since")
 
-    def __init__(self, future: asyncio.Future, tenant: str) -> None:
-        self.future, self.tenant = future, tenant
+    def __init__(self, future: asyncio.Future, tenant: str, places: int, since: float) -> None:
+        self.future, self.tenant, self.places, self.since = future, tenant, places, since
+
+
+def _high(current: float, sample: float) -> float:
+    """A running estimate that rises at once to a higher sample and falls back with the mean."""
+    return max(sample, current + _EWMA * (sample - current))
 
 
 QUEUE_FULL, TENANT_FULL, PREDICTED, DEADLINE = "queue_full", "tenant_share", "predicted_wait", "deadline"
@@ -130,6 +138,10 @@ class Gate:
         # the wait predictions' hold time: up at once with a longer hold, down as the mean does, so a wait is
         # refused up front rather than after its budget when holds grow
         self.hold_high_s = 0.0
+        # the wait each place ahead in the queue has cost, as the waiters met it (a waiter that ran out of its
+        # budget counts as having waited its budget): holds that end together, or turns given to other tenants
+        # ahead of a waiter, show here when the hold time alone does not foresee them
+        self.place_high_s = 0.0
         self.refused = dict.fromkeys(REASONS, 0)
         self.last_left = clock()  # when a request last gave its slot back
 
@@ -151,13 +163,15 @@ class Gate:
         hold time in all, and one that has held it longer than that for as
         long again as it has held it so far; after that, each slot frees once
         per hold time. The request gets the slot that frees ``places ahead + 1``-th.
+        At least as long as the places ahead have cost the waiters lately.
         """
         hold = self.hold_high_s
         now = self.clock()
         frees = sorted(hold - held if held <= hold else held for held in (now - t for t in self.started))
         frees += [0.0] * (self.slots - len(frees))  # a slot given back, not yet taken by the next waiter
-        turn, slot = divmod(self.places_ahead(tenant), self.slots)
-        return frees[slot] + turn * hold
+        places = self.places_ahead(tenant)
+        turn, slot = divmod(places, self.slots)
+        return max(frees[slot] + turn * hold, (places + 1) * self.place_high_s)
 
     async def enter(self, tenant: str, budget_s: float) -> float:
         """Wait for a slot (at most ``budget_s``); the time it was taken. :class:`Overloaded` if refused."""
@@ -171,7 +185,7 @@ class Gate:
         if self.predicted_wait_s(tenant) > budget_s:
             raise self._refuse(PREDICTED, f"the wait for a slot would exceed {budget_s * 1000:.0f} ms")
         loop = asyncio.get_running_loop()
-        waiter = _Waiter(loop.create_future(), tenant)
+        waiter = _Waiter(loop.create_future(), tenant, self.places_ahead(tenant), self.clock())
         self.waiting.setdefault(tenant, deque()).append(waiter)
         self.queued += 1
         timer = loop.call_later(budget_s, self._expire, waiter)
@@ -200,7 +214,7 @@ class Gate:
         self.last_left = self.clock()
         held = self.last_left - entered
         self.hold_s = held if self.hold_s == 0.0 else self.hold_s + _EWMA * (held - self.hold_s)
-        self.hold_high_s = max(held, self.hold_high_s + _EWMA * (held - self.hold_high_s))
+        self.hold_high_s = _high(self.hold_high_s, held)
         self.running -= 1
         if entered in self.started:
             self.started.remove(entered)
@@ -211,7 +225,12 @@ class Gate:
             if queue:
                 self.waiting[tenant] = queue  # to the back of the turn order
             self.queued -= 1
-            waiter.future.set_result(self._take())
+            entered = self._take()
+            self._waited(waiter, entered - waiter.since)
+            waiter.future.set_result(entered)
+
+    def _waited(self, waiter: _Waiter, waited: float) -> None:
+        self.place_high_s = _high(self.place_high_s, waited / (waiter.places + 1))
 
     def _remove(self, waiter: _Waiter) -> None:
         queue = self.waiting.get(waiter.tenant)
@@ -225,6 +244,7 @@ class Gate:
     def _expire(self, waiter: _Waiter) -> None:
         if not waiter.future.done():
             self._remove(waiter)
+            self._waited(waiter, self.clock() - waiter.since)
             waiter.future.set_result(None)
 
     def state(self) -> dict:

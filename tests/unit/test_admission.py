@@ -300,3 +300,25 @@ def test_while_a_slot_is_held_far_past_the_usual_time_new_requests_are_refused_a
     exc, state = run(scenario())
     assert "would exceed 100 ms" in exc.reason
     assert state["refused_by"]["predicted_wait"] == 1 and state["refused_by"]["deadline"] == 0
+
+
+def test_a_waiter_that_met_a_longer_wait_than_predicted_makes_the_next_predictions_longer():
+    async def scenario():
+        clock = FakeClock()
+        gate = _gate_holding(clock, slots=1, hold_s=0.01)
+        first = asyncio.create_task(gate.enter("acme", 1.0))
+        second = asyncio.create_task(gate.enter("acme", 1.0))  # one place ahead: ~20 ms predicted
+        await asyncio.sleep(0)
+        cutting_in = asyncio.create_task(gate.enter("beta", 1.0))  # beta's turn comes before acme's second
+        await asyncio.sleep(0)
+        for _ in range(3):  # every slot is held 10 ms, as predicted
+            clock.now += 0.01
+            gate.leave(gate.started[0])
+            await asyncio.sleep(0)
+        await asyncio.gather(first, second, cutting_in)
+        return gate.hold_high_s, gate.predicted_wait_s("gamma")
+
+    hold, predicted = run(scenario())
+    assert hold == pytest.approx(0.01)
+    # acme's second waited 30 ms for its one place ahead: 15 ms a place, over the 10 ms the holds predict
+    assert predicted == pytest.approx(0.015)

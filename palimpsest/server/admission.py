@@ -12,7 +12,8 @@ flood of ingests never takes a search's slot.
 A request is refused (:class:`Overloaded`) before any work is spent on it:
 
 - at once, when the queue (or the tenant's share of it) is full, or when the
-  wait its place in the queue predicts is longer than its budget: when the
+  wait its place in the queue predicts is longer than half its budget (a
+  prediction is of the usual wait; twice the usual is rare): when the
   running requests free their slots (from the time they have held them and
   the hold time), one slot per place ahead, and at least what each place
   ahead has cost the waiters lately; both estimates rise at once and fall
@@ -39,6 +40,9 @@ from events.errors import InvalidInputError
 READ, WRITE, PROXY = "read", "write", "proxy"
 CLASSES = (READ, WRITE, PROXY)
 _EWMA = 0.1  # weight of one request's slot time in the class's mean
+# a request waits only if its predicted wait is within this share of its budget: the prediction is about the
+# usual wait, and a wait twice the usual is rare, so few of those that wait are refused at the deadline
+PREDICTED_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -182,8 +186,10 @@ class Gate:
         mine = self.waiting.get(tenant)
         if mine is not None and len(mine) >= self.tenant_queue:
             raise self._refuse(TENANT_FULL, f"your tenant already has {len(mine)} requests waiting")
-        if self.predicted_wait_s(tenant) > budget_s:
-            raise self._refuse(PREDICTED, f"the wait for a slot would exceed {budget_s * 1000:.0f} ms")
+        predicted = self.predicted_wait_s(tenant)
+        if predicted > PREDICTED_SHARE * budget_s:
+            raise self._refuse(PREDICTED, f"the wait for a slot is predicted at {predicted * 1000:.0f} ms, more than "
+                                          f"{PREDICTED_SHARE:.0%} of the {budget_s * 1000:.0f} ms budget")
         loop = asyncio.get_running_loop()
         waiter = _Waiter(loop.create_future(), tenant, self.places_ahead(tenant), self.clock())
         self.waiting.setdefault(tenant, deque()).append(waiter)

@@ -3,7 +3,8 @@
 Each class of request (reads, writes, the memory proxy) has a :class:`Gate`:
 at most ``slots`` requests of the class run at a time; the others wait in a
 bounded queue. The queue is fair across tenants: a freed slot goes to the
-tenants in turn (round robin, first come first served within a tenant), and
+tenants in turn (round robin, first come first served within a tenant; a
+tenant that had nothing waiting goes first, as it has used the least), and
 no tenant holds more than its share of the queue, so one tenant's flood
 fills its own part and is refused there while another tenant's request
 still gets the next slot. Reads and writes have gates of their own, so a
@@ -32,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from events.errors import InvalidInputError
@@ -137,7 +138,8 @@ class Gate:
         self.running = 0
         self.queued = 0
         self.started: list[float] = []  # when each running request took its slot
-        self.waiting: dict[str, deque[_Waiter]] = {}  # tenant → its waiters; insertion order is the turn order
+        # tenant → its waiters, in turn order: a tenant that had none goes first, one that had its turn goes last
+        self.waiting: OrderedDict[str, deque[_Waiter]] = OrderedDict()
         self.hold_s = 0.0  # mean time a request held a slot (0 until one has)
         # the wait predictions' hold time: up at once with a longer hold, down as the mean does, so a wait is
         # refused up front rather than after its budget when holds grow
@@ -154,11 +156,11 @@ class Gate:
         return Overloaded(self.klass, why, self.retry_after_s)
 
     def places_ahead(self, tenant: str) -> int:
-        """Waiters a new request of ``tenant`` would have ahead of it in the turn order: its tenant's own waiters
-        and, for each of them and for itself, one turn of every other waiting tenant."""
+        """Waiters a new request of ``tenant`` would have ahead of it in the turn order: none when its tenant has
+        none waiting (it goes first), else its tenant's own waiters and, for each of them and for itself, one
+        turn of every other waiting tenant."""
         own = len(self.waiting.get(tenant, ()))
-        tenants = len(self.waiting) + (tenant not in self.waiting)
-        return min(self.queued, own * tenants + tenants - 1)
+        return min(self.queued, own * len(self.waiting) + len(self.waiting) - 1) if own else 0
 
     def predicted_wait_s(self, tenant: str) -> float:
         """The wait a new request of ``tenant`` would have for a slot.
@@ -192,7 +194,10 @@ class Gate:
                                           f"{PREDICTED_SHARE:.0%} of the {budget_s * 1000:.0f} ms budget")
         loop = asyncio.get_running_loop()
         waiter = _Waiter(loop.create_future(), tenant, self.places_ahead(tenant), self.clock())
-        self.waiting.setdefault(tenant, deque()).append(waiter)
+        if mine is None:
+            mine = self.waiting[tenant] = deque()
+            self.waiting.move_to_end(tenant, last=False)  # nothing waiting: this tenant's turn comes first
+        mine.append(waiter)
         self.queued += 1
         timer = loop.call_later(budget_s, self._expire, waiter)
         try:

@@ -7,7 +7,10 @@ tenants in turn (round robin, first come first served within a tenant; a
 tenant that had nothing waiting goes first, as it has used the least), and
 no tenant holds more than its share of the queue, so one tenant's flood
 fills its own part and is refused there while another tenant's request
-still gets the next slot. Reads and writes have gates of their own, so a
+still gets the next slot. While more than one tenant sends requests of a
+class (within the last second), none holds every slot of it: one is kept
+for the others, so a modest tenant's request beside a flood finds a slot
+free instead of waiting for one. Reads and writes have gates of their own, so a
 flood of ingests never takes a search's slot.
 
 A request is refused (:class:`Overloaded`) before any work is spent on it:
@@ -44,6 +47,9 @@ _EWMA = 0.1  # weight of one request's slot time in the class's mean
 # a request waits only if its predicted wait is within this share of its budget: the prediction is about the
 # usual wait, and a wait twice the usual is rare, so few of those that wait are refused at the deadline
 PREDICTED_SHARE = 0.5
+# a tenant that another tenant has sent requests of the class beside within this long holds at most all slots
+# but one: the other's next request finds a slot free instead of waiting behind the first's
+ACTIVE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,15 @@ class _Waiter:
         self.future, self.tenant, self.places, self.since = future, tenant, places, since
 
 
+class Slot:
+    """A slot taken: when, and by which tenant (what :meth:`Gate.leave` gives back)."""
+
+    __slots__ = ("entered", "tenant")
+
+    def __init__(self, entered: float, tenant: str) -> None:
+        self.entered, self.tenant = entered, tenant
+
+
 def _high(current: float, sample: float) -> float:
     """A running estimate that rises at once to a higher sample and falls back with the mean."""
     return max(sample, current + _EWMA * (sample - current))
@@ -137,7 +152,9 @@ class Gate:
         self.clock = clock
         self.running = 0
         self.queued = 0
-        self.started: list[float] = []  # when each running request took its slot
+        self.started: list[Slot] = []  # the running requests' slots
+        self.running_by: dict[str, int] = {}  # tenant → its running requests
+        self.recent: OrderedDict[str, float] = OrderedDict()  # tenant → when it last asked, within ACTIVE_S
         # tenant → its waiters, in turn order: a tenant that had none goes first, one that had its turn goes last
         self.waiting: OrderedDict[str, deque[_Waiter]] = OrderedDict()
         self.hold_s = 0.0  # mean time a request held a slot (0 until one has)
@@ -154,6 +171,17 @@ class Gate:
     def _refuse(self, reason: str, why: str) -> Overloaded:
         self.refused[reason] += 1
         return Overloaded(self.klass, why, self.retry_after_s)
+
+    def cap(self, tenant: str) -> int:
+        """Slots ``tenant`` may hold at once: all, or all but one while another tenant is active too."""
+        others = len(self.recent) - (tenant in self.recent)
+        return self.slots - 1 if others and self.slots > 1 else self.slots
+
+    def _seen(self, tenant: str, now: float) -> None:
+        self.recent[tenant] = now
+        self.recent.move_to_end(tenant)
+        while self.recent and next(iter(self.recent.values())) < now - ACTIVE_S:
+            self.recent.popitem(last=False)
 
     def places_ahead(self, tenant: str) -> int:
         """Waiters a new request of ``tenant`` would have ahead of it in the turn order: none when its tenant has
@@ -173,16 +201,21 @@ class Gate:
         """
         hold = self.hold_high_s
         now = self.clock()
-        frees = sorted(hold - held if held <= hold else held for held in (now - t for t in self.started))
-        frees += [0.0] * (self.slots - len(frees))  # a slot given back, not yet taken by the next waiter
+        capped = self.running_by.get(tenant, 0) >= self.cap(tenant)  # its next slot is one of its own
+        slots = self.cap(tenant) if capped else self.slots
+        frees = sorted(hold - held if held <= hold else held
+                       for held in (now - s.entered for s in self.started if not capped or s.tenant == tenant))
+        frees += [0.0] * (slots - len(frees))  # a slot given back, not yet taken by the next waiter
         places = self.places_ahead(tenant)
-        turn, slot = divmod(places, self.slots)
+        turn, slot = divmod(places, slots)
         return max(frees[slot] + turn * hold, (places + 1) * self.place_high_s)
 
-    async def enter(self, tenant: str, budget_s: float) -> float:
-        """Wait for a slot (at most ``budget_s``); the time it was taken. :class:`Overloaded` if refused."""
-        if self.running < self.slots and not self.queued:
-            return self._take()
+    async def enter(self, tenant: str, budget_s: float) -> Slot:
+        """Wait for a slot (at most ``budget_s``); the slot, to give back. :class:`Overloaded` if refused."""
+        self._seen(tenant, self.clock())
+        self._dispatch()
+        if self.running < self.slots and tenant not in self.waiting and self.running_by.get(tenant, 0) < self.cap(tenant):
+            return self._take(tenant)
         if self.queued >= self.queue:
             raise self._refuse(QUEUE_FULL, f"{self.queued} requests already wait for a slot")
         mine = self.waiting.get(tenant)
@@ -214,31 +247,42 @@ class Gate:
             raise self._refuse(DEADLINE, f"no slot within {budget_s * 1000:.0f} ms")
         return granted
 
-    def _take(self) -> float:
-        entered = self.clock()
+    def _take(self, tenant: str = "") -> Slot:
+        slot = Slot(self.clock(), tenant)
         self.running += 1
-        self.started.append(entered)
-        return entered
+        self.running_by[tenant] = self.running_by.get(tenant, 0) + 1
+        self.started.append(slot)
+        return slot
 
-    def leave(self, entered: float) -> None:
-        """Give back a slot taken at ``entered``; it goes to the next tenant in turn."""
+    def leave(self, slot: Slot) -> None:
+        """Give back a slot; it goes to the next tenant in turn."""
         self.last_left = self.clock()
-        held = self.last_left - entered
+        held = self.last_left - slot.entered
         self.hold_s = held if self.hold_s == 0.0 else self.hold_s + _EWMA * (held - self.hold_s)
         self.hold_high_s = _high(self.hold_high_s, held)
         self.running -= 1
-        if entered in self.started:
-            self.started.remove(entered)
+        self.started.remove(slot)
+        self.running_by[slot.tenant] -= 1
+        if not self.running_by[slot.tenant]:
+            del self.running_by[slot.tenant]
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Free slots to the waiting tenants in turn, each up to its :meth:`cap`."""
         while self.queued and self.running < self.slots:
-            tenant = next(iter(self.waiting))
-            queue = self.waiting.pop(tenant)
+            tenant = next((t for t in self.waiting if self.running_by.get(t, 0) < self.cap(t)), None)
+            if tenant is None:  # those waiting hold all they may: the free slot is kept for another tenant
+                return
+            queue = self.waiting[tenant]
             waiter = queue.popleft()
             if queue:
-                self.waiting[tenant] = queue  # to the back of the turn order
+                self.waiting.move_to_end(tenant)  # to the back of the turn order
+            else:
+                del self.waiting[tenant]
             self.queued -= 1
-            entered = self._take()
-            self._waited(waiter, entered - waiter.since)
-            waiter.future.set_result(entered)
+            slot = self._take(tenant)
+            self._waited(waiter, slot.entered - waiter.since)
+            waiter.future.set_result(slot)
 
     def _waited(self, waiter: _Waiter, waited: float) -> None:
         self.place_high_s = _high(self.place_high_s, waited / (waiter.places + 1))
@@ -279,11 +323,11 @@ class Admission:
             budget = asked_ms
         return budget / 1000
 
-    async def enter(self, klass: str, tenant: str, asked_ms: float | None = None) -> float:
+    async def enter(self, klass: str, tenant: str, asked_ms: float | None = None) -> Slot:
         return await self.gates[klass].enter(tenant, self.budget_s(asked_ms))
 
-    def leave(self, klass: str, entered: float) -> None:
-        self.gates[klass].leave(entered)
+    def leave(self, klass: str, slot: Slot) -> None:
+        self.gates[klass].leave(slot)
 
     def idle_for(self) -> float:
         """Seconds since the last request of any class ended; 0 while one runs or waits."""

@@ -139,13 +139,13 @@ async def admit(admission: Admission, app, scope, receive, send) -> None:
     if tenant is None:  # answered 401 by the route, no work
         return await app(scope, receive, send)
     try:
-        entered = await admission.enter(klass, tenant, _asked_ms(scope))
+        slot = await admission.enter(klass, tenant, _asked_ms(scope))
     except Overloaded as exc:
         return await overloaded(exc)(scope, receive, send)
     try:
         await app(scope, receive, send)
     finally:
-        admission.leave(klass, entered)
+        admission.leave(klass, slot)
 
 
 class AdmissionMiddleware:

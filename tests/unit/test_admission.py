@@ -80,7 +80,7 @@ def test_a_flooding_tenant_fills_only_its_share_and_the_other_tenant_gets_the_ne
         for _ in range(3):  # each request that ran gives its slot back: the next in turn gets it
             gate.leave(entered)
             await asyncio.sleep(0)
-            entered = time.monotonic()
+            entered = gate.started[0]
         await asyncio.gather(*flood, modest)
         return order, own_share.value
 
@@ -337,3 +337,29 @@ def test_a_request_waits_only_when_its_predicted_wait_is_within_half_its_budget(
 
     refused, queued = run(scenario())
     assert "predicted at 40 ms, more than 50% of the 70 ms budget" in refused.reason and queued == 1
+
+
+def test_beside_another_active_tenant_a_tenant_holds_all_slots_but_one_and_the_other_finds_it_free():
+    async def scenario():
+        clock = FakeClock()
+        gate = Gate(READ, slots=3, queue=8, tenant_share=1.0, retry_after_s=1, clock=clock)
+        alone = [await gate.enter("flood", 1.0) for _ in range(3)]  # alone, it may take every slot
+        for entered in alone:
+            gate.leave(entered)
+        await gate.enter("modest", 1.0)  # modest asks once: it is active for the next second
+        gate.leave(gate.started[0])
+        held = [await gate.enter("flood", 1.0) for _ in range(2)]
+        third = asyncio.create_task(gate.enter("flood", 1.0))  # all but one slot: it waits
+        await asyncio.sleep(0)
+        free_for_modest = gate.running == 2 and gate.queued == 1
+        started = clock.now
+        modest = await gate.enter("modest", 1.0)  # at once, though flood waits
+        gate.leave(modest)
+        clock.now += 1.5  # modest has been quiet past ACTIVE_S: flood's waiter gets the free slot
+        gate.leave(held[0])
+        await third
+        return free_for_modest, modest.entered - started, gate.running_by
+
+    free_for_modest, modest_waited, running_by = run(scenario())
+    assert free_for_modest and modest_waited == 0.0
+    assert running_by == {"flood": 2}

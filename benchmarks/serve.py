@@ -219,6 +219,10 @@ def print_overload(r: dict) -> None:
         refused = ", ".join(f"{v}" for v in (lv["refused_req_s"].get("503", 0), lv["refused_req_s"].get("429", 0)))
         print(f"| {name} | {lv['offered_req_s']} | {lv['goodput_req_s']} | {ratio} | {refused} | "
               f"{lv['accepted_p95_ms']} | {lv['refusal_p95_ms']} | {lv['other_errors']} | {lv['load_1m_after']} |")
+    for name, lv in r["overload"].items():
+        by = "; ".join(f"{k} " + ", ".join(f"{reason} {n}" for reason, n in v.items())
+                       for k, v in lv.get("refused_by_gate", {}).items())
+        print(f"refused at {name} (gate: reason count): {by or 'none'}")
     f = r["fairness"]
     print(f"fairness: {f['modest_tenant']} at {f['modest_rate_req_s']:.1f} req/s p95 "
           f"{f['modest_p95_unloaded_ms']} ms alone, {f['modest_p95_beside_flood_ms']} ms beside {f['flood_tenant']} "

@@ -6,7 +6,8 @@ question reaches and every health, diet, allergy or safety constraint, then the
 other notes the question reaches grouped by category (decisions, preferences,
 facts), then the other constraints and the core notes; the retrieved turns fill the rest
 in rank order, and the text shows them by day (a date header, then that day's
-turns in time order). A note's provenance names its version and its source turns.
+turns in time order). A note's line is its category and text, dated only where the
+day matters (:func:`dated`); its provenance names its version and its source turns.
 
 Nothing a turn said is lost to its notes: a turn is left out for its notes only
 when they carry all of it (:mod:`projections.queries.note_coverage`), and a turn
@@ -19,15 +20,19 @@ its label (``superseded by "…" on …``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from projections.queries.note_coverage import carried_share, uncarried
+from projections.queries.rerank import time_intent
 from projections.queries.results import Context, ContextItem, Hit, day_header
 
 
 CATEGORY_ORDER: tuple[str, ...] = ("constraint", "decision", "preference", "fact")
+# A note's line in :attr:`Context.text` (:func:`note_line`), told apart from a day's header ("[2024-05-03]").
+NOTE_LINE = re.compile(r"^\[(?:" + "|".join(CATEGORY_ORDER) + r")\] ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +62,18 @@ def _tier(note: NoteEntry) -> int:
     return 2 if note.category == "constraint" else 3
 
 
-def note_line(note: NoteEntry) -> str:
-    return f"[note · {note.category}] {note.text} (since {note.valid_from.date().isoformat()})"
+def note_line(note: NoteEntry, dated: bool = False) -> str:
+    """A note's line: its category and text (``[preference] Maya switched to coffee``), and with ``dated`` the day
+    it holds from (`` (since 2024-04-10)``)."""
+    since = f" (since {note.valid_from.date().isoformat()})" if dated else ""
+    return f"[{note.category}] {note.text}{since}"
+
+
+def dated(note: NoteEntry, when_asked: bool) -> bool:
+    """Whether a note's line says since when it holds: for a question about time ("when did …?", "什么时候…？")
+    and for a note that replaced an earlier version (the day the value changed). Otherwise the day costs about ten
+    tokens a turn could use, and the turns in the context carry their own dates."""
+    return when_asked or note.version > 1
 
 
 def format_line(hit: Hit, text: str | None = None) -> str:
@@ -74,13 +89,13 @@ def body_line(hit: Hit, text: str | None = None) -> str:
 
 
 def _notes_first(
-    notes: Sequence[NoteEntry], share: int, count_tokens: Callable[[list[str]], list[int]]
+    notes: Sequence[NoteEntry], share: int, count_tokens: Callable[[list[str]], list[int]], when_asked: bool = False
 ) -> list[ContextItem]:
     """The notes that fit in ``share`` tokens, in the order of :func:`_tier`, then grouped by category,
-    best-matching first within a category."""
+    best-matching first within a category (``when_asked``: the question asks about time, :func:`dated`)."""
     rank = {c: i for i, c in enumerate(CATEGORY_ORDER)}
     ordered = sorted(enumerate(notes), key=lambda p: (_tier(p[1]), rank.get(p[1].category, len(rank)), p[0]))
-    lines = [note_line(n) for _, n in ordered]
+    lines = [note_line(n, dated(n, when_asked)) for _, n in ordered]
     items, used = [], 0
     for (_, note), line, size in zip(ordered, lines, count_tokens(lines) if lines else []):
         if used + size > share:
@@ -218,7 +233,7 @@ def assemble(
     is the first of its day taken.
     """
     share = min(note_tokens, int(budget * note_share))
-    items: list[ContextItem] = _notes_first(notes, share, count_tokens) if share > 0 else []
+    items: list[ContextItem] = _notes_first(notes, share, count_tokens, time_intent(query)) if share > 0 else []
     shown = _not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage)
     days = [h.occurred_at.date().isoformat() for h, _ in shown]
     headers = list(dict.fromkeys(days))

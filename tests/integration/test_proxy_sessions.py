@@ -17,6 +17,7 @@ from openai import OpenAI  # noqa: E402
 
 from palimpsest.server.proxy_record import GIVEN  # noqa: E402
 from palimpsest.server.routes_proxy import CONTEXT_HEADER, CONVERSATION_HEADER, USER_HEADER  # noqa: E402
+from projections.queries.context import NOTE_LINE  # noqa: E402
 from tests.fakes.openai_server import Reply  # noqa: E402
 from tests.integration.proxy_server import TENANT, bench  # noqa: E402
 
@@ -66,7 +67,7 @@ def chat(client: OpenAI, turns: list[str], replies: list[str]) -> list[dict]:
 
 
 def note_lines(system: str) -> list[str]:
-    return [line for line in system.splitlines() if line.startswith("[note")]
+    return [line for line in system.splitlines() if NOTE_LINE.match(line)]
 
 
 @pytest.mark.parametrize("language", sorted(SESSIONS))

@@ -15,7 +15,7 @@ from projections.folds.policy import RetentionPolicy
 from projections.folds.retention import archival_candidates, retention_scores, retention_table
 from projections.folds.state import ShardState, fold
 from projections.queries import stages
-from projections.queries.context import NoteEntry, assemble
+from projections.queries.context import NOTE_LINE, NoteEntry, assemble
 from projections.queries.note_coverage import carried_share, statements, uncarried
 from projections.queries.retrieval import FusionConfig, fuse
 from projections.queries.supersession import superseded_turns
@@ -166,8 +166,8 @@ def test_a_context_takes_safety_constraints_and_what_the_question_reaches_before
     ]
     ctx = assemble("q", [], 100, _words, notes, note_tokens=100, note_share=1.0)
     assert [i.memory_id for i in ctx.items] == ["nuts", "pref", "junk"]
-    tight = assemble("q", [], 14, _words, notes, note_tokens=100, note_share=1.0)
-    assert [i.memory_id for i in tight.items] == ["nuts"]  # 10 words: neither other line fits beside it
+    tight = assemble("q", [], 9, _words, notes, note_tokens=100, note_share=1.0)
+    assert [i.memory_id for i in tight.items] == ["nuts"]  # 6 words: neither other line fits beside it
 
 
 @pytest.mark.parametrize(("said", "old"), [
@@ -243,6 +243,18 @@ def test_the_gate_of_the_change_rules_passes_every_clause_a_rule_reads():
     assert sum(bool(g) for g in gated) == len(said) - 2
 
 
+def test_a_note_line_is_its_category_and_text_dated_only_where_the_day_matters():
+    first = _entry("a", "Priya works at a bakery in Porto", "t1", "fact")
+    changed = dataclasses.replace(first, note_id="b", text="Priya works at a library", version=2)
+    plain = assemble("Where does Priya work?", [], 100, _words, [first, changed], note_tokens=50, note_share=0.5)
+    assert [i.line for i in plain.items] == ["[fact] Priya works at a bakery in Porto",
+                                            f"[fact] Priya works at a library (since {T0.date().isoformat()})"]
+    for when in ("When did Priya start at the bakery?", "小李什么时候开始在面包店上班的？"):
+        asked = assemble(when, [], 100, _words, [first], note_tokens=50, note_share=0.5)
+        assert [i.line for i in asked.items] == [f"[fact] Priya works at a bakery in Porto (since {T0.date().isoformat()})"]
+    assert all(NOTE_LINE.match(i.line) for i in plain.items) and not NOTE_LINE.match("[2024-05-03] Priya: hi")
+
+
 def test_a_turn_its_notes_carry_in_part_is_shown_by_the_clauses_they_leave_out(memory):
     assert uncarried("I'm vegetarian and I hate cilantro", ["Alice hates cilantro"]) == "… I'm vegetarian"
     assert uncarried("我叫小李。我对花生过敏", ["小李叫小李"]) == "… 我对花生过敏"
@@ -253,7 +265,7 @@ def test_a_turn_its_notes_carry_in_part_is_shown_by_the_clauses_they_leave_out(m
     note = [_entry("a", "Alice hates cilantro", hit.memory_id)]
 
     def cheap_notes(lines: list[str]) -> list[int]:
-        return [1 if line.startswith("[note") else len(line.split()) for line in lines]
+        return [1 if NOTE_LINE.match(line) else len(line.split()) for line in lines]
 
     ctx = assemble("q", [hit], 100, cheap_notes, note, note_tokens=50, note_share=0.5)
     assert [i.memory_id for i in ctx.items] == ["a", hit.memory_id]  # the note stays: the turn is not all there

@@ -83,7 +83,7 @@ def test_the_reply_text_of_a_completion():
 
 def test_the_memory_goes_after_the_requests_own_system_messages():
     class Context:
-        text = "[note · fact] The user lives in Lisbon"
+        text = "[fact] The user lives in Lisbon"
 
     messages = [{"role": "system", "content": "a"}, {"role": "developer", "content": "b"},
                 {"role": "user", "content": "q"}]

@@ -65,7 +65,7 @@ def test_reading_a_line_follows_ids_for_turns_and_sources_for_notes():
     label = f'{fact.values[0]} (superseded by "x" on 2024-05-01)'
     assert labelled_superseded(label) and carried(fact, ev, old, {old}, label, is_turn=True) is None
     assert carried(fact, ev, old, {old}, "plain", is_turn=True, meta={"superseded": "superseded by …"}) is None
-    assert labelled_superseded(f"[note · fact, superseded] uses {fact.values[0]}")
+    assert labelled_superseded(f"[fact, superseded] uses {fact.values[0]}")
     assert not labelled_superseded("I moved to Berlin", {"rrf": 0.1})
     assert not any(labelled_superseded(m["text"]) for s in scripts(seed=7, users=8) for x in s.sessions for m in x)
 

@@ -49,6 +49,7 @@ from events.envelope import Envelope
 from events.model import MemoryTouched, MessageSuperseded, NoteContent, NoteOperation, NoteReviewed
 from events.touch_block import TouchBlock
 from projections.folds.lexical import BM25Params, LexicalIndex
+from projections.rules.note_words import about_words
 
 SECONDS_PER_DAY = 86_400.0
 DEFAULT_BM25 = BM25Params()
@@ -217,18 +218,24 @@ def _reinforce(note: Note, at: datetime, *, boost: bool, sources: tuple[str, ...
     )
 
 
+def _index_parts(note: Note) -> tuple[str, ...]:
+    """What the notes' BM25 index reads of a note: its text, its key terms and what it is about (``about_words``)."""
+    about = about_words(note.language, note.slot, note.category, note.polarity, note.key_terms)
+    return (note.text, *note.key_terms, " ".join(w for w in about.split() if w not in note.key_terms))
+
+
 def _apply_operation(state: NoteState, env: Envelope, op: NoteOperation) -> None:
     target = state.notes.get(op.target_note_id) if op.target_note_id else None
     if op.op == "add" and op.note is not None:
         note = state.notes[env.event_id] = _create(env, op, op.note, None)
-        state.index.add_parts(note.note_id, (note.text, *note.key_terms))
+        state.index.add_parts(note.note_id, _index_parts(note))
         return
     if target is None or target.status != "active":
         return  # unknown or already closed target: nothing to act on
     if op.op == "update" and op.note is not None:
         note = state.notes[env.event_id] = _create(env, op, op.note, target)
         state.notes[target.note_id] = _close(target, op.valid_from, "superseded", note.note_id)
-        state.index.add_parts(note.note_id, (note.text, *note.key_terms))
+        state.index.add_parts(note.note_id, _index_parts(note))
     elif op.op == "boost":
         state.notes[target.note_id] = _reinforce(target, op.valid_from, boost=True, sources=op.source_message_ids)
     elif op.op == "delete":

@@ -7,9 +7,9 @@ document per turn:
 
 - **facts** (``FusionConfig.fact_weight``): the turn's index text followed by
   what was recorded from it as events — the text of every note read from it
-  (with, for a note of a slot the rules name, the words of what it is about:
-  "allergy allergic food" for "Tom is allergic to kiwi",
-  :data:`projections.rules.note_rules.SLOT_WORDS`),
+  (with the words of what it is about, :func:`projections.rules.note_words.about_words`:
+  "allergy allergic food" for "Tom is allergic to kiwi", "live city" for "Tom
+  moved to Denver", "hate dislike" for "Tom can't stand olives"),
   its graph memories' subject (when not the speaker), topic, object and
   attribute values — with every resolved ISO date also written with its
   month's name ("2023-05-07" → "2023-05-07 May 7 2023"), so "yesterday" in a
@@ -39,7 +39,7 @@ from itertools import islice
 
 from projections.folds.lexical import BM25Params, LexicalIndex
 from projections.folds.state import UserMemory
-from projections.rules.note_rules import SLOT_WORDS
+from projections.rules.note_words import about_words
 from projections.rules.text import query_tokens, search_tokens, text_tokens
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -60,8 +60,8 @@ def spelled_dates(text: str) -> str:
 
 
 def note_key(note) -> str:
-    """A note's part of its turns' fact key: its text, and the words of its slot (:data:`SLOT_WORDS`) if any."""
-    words = SLOT_WORDS.get(note.language, {}).get(note.slot or "")
+    """A note's part of its turns' fact key: its text and the words of what it is about (:func:`about_words`)."""
+    words = about_words(note.language, note.slot, note.category, note.polarity, note.key_terms)
     return f"{note.text} {words}" if words else note.text
 
 

@@ -32,6 +32,7 @@ from projections.rules.note_rules import (
     EN_RULES,
     EN_TRIGGER,
     GENERIC_WORDS,
+    SAFETY_SLOTS,
     SLOT_WORDS,
     HYPOTHETICAL,
     NEGATION,
@@ -45,7 +46,7 @@ from projections.rules.note_rules import (
 )
 from projections.rules.graph_chinese import tag_cache_clear
 from projections.rules.term_match import cache_clear as term_cache_clear
-from projections.rules.text import has_cjk, rule_text, text_caches_clear, text_tokens, tokenize
+from projections.rules.text import has_cjk, rule_text, said_text, text_caches_clear, text_tokens, tokenize
 
 EXTRACTOR_ID = "rules-v1"
 CATEGORIES: tuple[str, ...] = ("preference", "decision", "constraint", "fact")
@@ -92,8 +93,8 @@ _SENTENCE = re.compile(r"(?:[^.!?。！？；;\n]|\.(?!\s|$))+[.!?。！？；;]
 _CLAUSE_BREAK = re.compile(r"[,，、]|(?<!\s)\s+(?:but|and|so)\s+(?=(?:i|we|my|let's)\b)|(?:但是|但|而且|并且|所以)(?=我)",
                            re.IGNORECASE)
 _EN_TRAILER = re.compile(  # "… too", "… last year": not part of what is stated
-    r"(?:\s+(?:too|as\s+well|though|lol|haha|anyway|please|now|today|yesterday|recently"
-    r"|(?:last|this)\s+(?:week|month|year)"
+    r"(?:\s+(?:too|as\s+well|though|lol|haha|anyway|please|now|today|yesterday|recently|these\s+days"
+    r"|(?:last|this)\s+(?:week|month|year|spring|summer|autumn|fall|winter)"
     r"|\w+\s+(?:days?|weeks?|months?|years?)\s+ago))+$",
     re.IGNORECASE,
 )
@@ -193,7 +194,7 @@ def _candidate(
     slot = rule.slot.format(t=thing) if rule.slot else None
     if rule.slot and "{t}" in rule.slot:  # "my favourite colour is blue" is about colour as well as blue
         terms = tuple(dict.fromkeys(key_terms(thing) + terms))
-    if words := SLOT_WORDS[rule.language].get(rule.slot or ""):  # a health or diet constraint: what it is about
+    if rule.slot in SAFETY_SLOTS and (words := SLOT_WORDS[rule.language].get(rule.slot)):  # what it is about
         terms = tuple(dict.fromkeys(terms + tuple(words.split())))
     return CandidateNote(
         category=rule.category, text=text, subject=subject, key_terms=terms,
@@ -223,8 +224,8 @@ def _extract_notes(text: str, speaker: str | None, previous: str | None) -> tupl
     subject = speaker or "user"
     found: dict[str, CandidateNote] = {}
     anaphors: list[str] = []
-    previous = None if previous is None else rule_text(previous)
-    for clause in split_statements(rule_text(text)):
+    previous = None if previous is None else rule_text(said_text(previous))
+    for clause in split_statements(rule_text(said_text(text))):
         for rule, gate in _RULE_SETS[EN_TRIGGER.search(clause) is not None, has_cjk(clause)]:
             if (gate is None or gate.search(clause)) and (match := rule.pattern.search(clause)):
                 if note := _candidate(rule, match, clause, subject, previous, anaphors):
@@ -242,7 +243,8 @@ def _gate(rule: Rule) -> re.Pattern[str] | None:
     time quadratic in its length, the gate linear: the rule loop over the MemDaily dev file's 6,858 clauses took
     82 ms, 31 ms with the gates (best of 5). None for any other rule."""
     p = rule.pattern.pattern
-    if p.startswith(_LAZY_HEAD) and p.endswith(_TAIL) and p.count("(") == 2:  # X is one group: "(?:a|b|c)"
+    # X is one group, "(?:a|b|c)", lookarounds inside it allowed ("(?<!舍)不得(?!不)")
+    if p.startswith(_LAZY_HEAD) and p.endswith(_TAIL) and p.count("(") - p.count("(?<") - p.count("(?!") == 2:
         return re.compile(p[len(_LAZY_HEAD):-len(_TAIL)] + ".", rule.pattern.flags)
     return None
 

@@ -44,6 +44,12 @@ def _rules(language: Literal["en", "zh"], *specs: tuple) -> tuple[Rule, ...]:
 _NOT = r"(?:do\s+not|don't|dont|no\s+longer)"
 _NOT_MY = r"(?!point|question|guess|idea|concern|worry|thought|feeling|bet|fault|pleasure|bad|problem|issue|plan)"
 _DECIDE_VERB = r"(?:go\s+with|use|stick\s+with|switch\s+to|adopt|pick|choose|migrate\s+to|move\s+to)"
+# "You must be so proud", "it must add so much cheer", "you must really love it": a guess at what someone feels or
+# how something is, not a rule.
+_GUESSED = (r"(?:be|have|feel|love|enjoy|like|miss|mean|know|look|sound|seem|add|make|think|really|so|get|bring"
+            r"|take|keep)")
+# "Don't ever give up", "don't ever forget that we're here for you": encouragement, not a prohibition.
+_CHEER = r"(?:forget|quit|give\s+up|stop|doubt|lose|let\s+(?:anyone|anybody|them|others)|change)\b"
 _ZH_NOT_IDENTITY = r"(?!说|不是|觉得|这么|那么|在|想|真的|来|因为|为了|故意|开玩笑)"
 
 # Verbs that make "never …" / "always …" at the start of a sentence an instruction.
@@ -56,9 +62,16 @@ IMPERATIVES = (r"(?:use|store|keep|run|deploy|commit|push|share|send|call|check|
 SAFETY_SLOTS = ("allergy", "diet", "health", "safety")  # the slots of these constraints
 # What such a note is about besides its words, so that "do I have any food allergies?" or "我的饮食有什么讲究？"
 # finds it: added to its key terms (the notes' BM25 index reads them).
+# A question about where one lives ("which city do I live in?", "我住在哪个城市？") finds "I moved to Denver" or
+# "我已经在西安安顿下来了" by the words of the residence slot, read into the turn's fact key only (not the note's key
+# terms: two notes sharing "city" are not about the same thing).
 SLOT_WORDS = {"en": {"allergy": "allergy allergic food", "diet": "diet food", "health": "health condition medical",
-                     "safety": "safety"},
-              "zh": {"allergy": "过敏 食物", "diet": "饮食 吃", "health": "健康 身体", "safety": "安全"}}
+                     "safety": "safety", "residence": "live city"},
+              "zh": {"allergy": "过敏 食物", "diet": "饮食 吃", "health": "健康 身体", "safety": "安全",
+                     "residence": "住 城市"}}
+# What a dislike is about besides its words: "which food do I hate?" finds "I can't stand olives" and "我很反感榴莲"
+# (a negative preference's fact key, read at query time like SLOT_WORDS).
+AVERSION_WORDS = {"en": "hate dislike", "zh": "讨厌 不喜欢"}
 _EN_DIET = (r"vegetarian|vegan|pescatarian|pescetarian|lactose[-\s]intolerant|gluten[-\s]intolerant|gluten[-\s]free"
             r"|celiac|coeliac|kosher|halal|teetotal|diabetic|pregnant|epileptic|asthmatic|hypoglycemic|anemic")
 _EN_CONDITION = (r"(?:type\s+[12]\s+)?diabetes|asthma|epilepsy|c[o]?eliac\s+disease|high\s+blood\s+pressure|hypertension"
@@ -139,12 +152,12 @@ EN_RULES = _rules(
      r"\b(?:we|our\s+team)\s+(?:use|are\s+using|'re\s+using)\s+(?P<o>.+)"),
     ("constraint", "Constraint: {o}", "negative", 0.8, None,
      (r"^(?!i\b)(?P<o>.*?\b(?:must\s+not|mustn't|must\s+never|(?:are|is|aren't|isn't)\s+not\s+allowed\s+to"
-      r"|(?:are|is)\s+(?:forbidden|prohibited)|don't\s+ever|do\s+not\s+ever)\b.+)")),
+      r"|(?:are|is)\s+(?:forbidden|prohibited)|(?:don't|do\s+not)\s+ever(?!\s+" + _CHEER + r"))\b.+)")),
     # A rule, not a description or an exclamation: "we should never …", "never store …" (not "never saw this coming").
     ("constraint", "Constraint: {o}", "negative", 0.75, None,
      r"^(?P<o>(?:(?:we|you)\s+(?:should|must)\s+never|never\s+(?=" + IMPERATIVES + r"))\s*.+)"),
     ("constraint", "Constraint: {o}", "positive", 0.75, None,
-     r"^(?!i\b)(?P<o>.*?\bmust\s+(?!not\b|never\b|be\b|have\b|feel\b|'ve\b|'ve\b).+)"),  # "must be tough" guesses
+     r"^(?!i\b)(?P<o>.*?\bmust\s+(?!not\b|never\b|'ve\b|" + _GUESSED + r"\b).+)"),  # "must be tough" guesses
     ("constraint", "Constraint: {o}", "positive", 0.7, None,
      r"^(?P<o>(?:(?:we|you)\s+(?:should|must|need\s+to)\s+always|always\s+(?=" + IMPERATIVES + r"))\s*.+)"),
     ("fact", "{s}'s birthday is {o}", "positive", 0.8, "birthday",
@@ -153,13 +166,15 @@ EN_RULES = _rules(
     ("fact", "{s} no longer lives in {o}", "negative", 0.75, "residence",
      r"\bi\s+" + _NOT + r"\s+live\s+in\s+(?P<o>.+?)(?:\s+any\s?more)?$"),
     ("fact", "{s} lives in {o}", "positive", 0.75, "residence",
-     r"\bi(?:\s+currently|\s+now|\s+still)?\s+(?:live|am\s+living|'m\s+living|'m\s+based|am\s+based)\s+in\s+(?P<o>.+)"),
+     (r"\bi(?:(?:'m|\s+am|'ve\s+been|\s+have\s+been)?(?:\s+(?:currently|now|still|also))?\s+(?:live|living|based)"
+      r"|(?:'ve|\s+have)\s+(?:always\s+|now\s+)?lived|(?:'m|\s+am|'ve|\s+have)\s+(?:\w+\s+){0,2}?settled)"
+      r"\s+(?:in|into)\s+(?P<o>.+?)(?:\s+(?:for|since)\s+.*)?$")),
     ("fact", "{s} moved to {o}", "positive", 0.75, "residence",
-     r"\bi(?:\s+just|'ve|\s+have)?\s+(?:moved|relocated)\s+to\s+(?P<o>.+)"),
+     r"\bi(?:\s+just|'ve|\s+have)?\s+(?:moved|relocated)\s+(?:from\s+(?:\S+\s+){1,3}?)?to\s+(?P<o>.+?)(?:\s+i(?:'ve|'m|\s).*)?$"),
     ("fact", "{s} no longer works at {o}", "negative", 0.75, "employer",
      r"\bi\s+" + _NOT + r"\s+work\s+(?:at|for)\s+(?P<o>.+?)(?:\s+any\s?more)?$"),
     ("fact", "{s} works at {o}", "positive", 0.75, "employer",
-     r"\bi(?:\s+currently|\s+now|\s+still)?\s+(?:work|am\s+working|'m\s+working)\s+(?:at|for)\s+(?P<o>.+)"),
+     r"\bi(?:'m|\s+am)?(?:\s+(?:currently|now|still))?\s+(?:work|working)\s+(?:at|for)\s+(?P<o>.+)"),
     ("fact", "{s} works as {o}", "positive", 0.75, "occupation", r"\bi\s+work\s+as\s+(?P<o>.+)"),
     ("fact", "{s} is {o} years old", "positive", 0.8, "age", r"\bi(?:'m|\s+am)\s+(?P<o>\d+)\s+years?\s+old"),
     ("fact", "{s} is from {o}", "positive", 0.7, "origin",
@@ -181,6 +196,9 @@ ZH_RULES = _rules(
      r"我(?P<v>(?:也|还是|一直|真的|其实|并)?(?:不太|不是很|不怎么|一点也不|不再|不)(?:喜欢|爱))(?P<o>.+)"),
     ("preference", "{s}{v}{o}", "negative", 0.8, None, r"我(?P<v>(?:很|非常|特别|最|真的)?(?:讨厌|受不了|反感))(?P<o>.+)"),
     ("preference", "{s}{v}{o}", "negative", 0.75, None, r"我(?P<v>(?:从来|从|一直|也|平时)?不(?:吃|喝))(?P<o>[^，。！？]+)"),
+    # the thing first, then a refusal that leaves no doubt: "香菜我一口都不碰", "肥肉一点都不吃" (not "他一口都不吃")
+    ("preference", "{s}{v}{o}", "negative", 0.75, None,
+     r"^(?P<o>(?!他|她|它|你|我|孩子|大家)[^，。！？：:]{1,8}?)我?(?P<v>(?:一口|一点|从来|根本|绝对)(?:都|也)?不(?:碰|吃|沾|喝))"),
     ("preference", "{s}最喜欢的{t}是{o}", "positive", 0.85, "favourite:{t}", r"我最(?:喜欢|爱)的(?P<t>.{1,8}?)是(?P<o>.+)"),
     ("preference", "{s}{v}{o}", "positive", 0.8, None,
      r"我(?P<v>(?:也|还是|一直|真的|其实)?(?:更|最|很|非常|特别|比较)?(?:喜欢|爱|偏好|倾向于))(?P<o>.+)"),
@@ -190,12 +208,18 @@ ZH_RULES = _rules(
     ("decision", "决定：{o}", None, 0.8, None, r"(?P<o>.*?(?:选择了|选了|选用|采用|改用|换成|换用|切换到|迁移到|转用).+)"),
     ("decision", "决定：{o}", None, 0.65, None, r"(?:我们|咱们|团队|大家)(?:就|还是|统一|以后|现在|目前|一直)?(?P<o>(?:用|使用)\s*.+)"),
     ("constraint", "约束：{o}", "negative", 0.75, None,
-     r"(?P<o>.*?(?:不能|不可以|不准|不许|不得|禁止|严禁|切勿|千万不要|千万别|绝对不要|绝不能|永远不要|不要|别再).+)"),
+     r"(?P<o>.*?(?:不能|不可以|不准|不许|(?<![舍巴恨怪由])不得(?!不)|禁止|严禁|切勿|千万不要|千万别|绝对不要|绝不能|永远不要|不要|别再).+)"),
     ("constraint", "约束：{o}", "positive", 0.75, None, r"(?P<o>.*?(?:必须|务必|一定要|始终要|总是要|永远要).+)"),
     ("fact", "{s}的生日是{o}", "positive", 0.8, "birthday", r"我的?生日(?:是|在)(?P<o>.+)"),
     ("fact", "{s}叫{o}", "positive", 0.8, "name", r"我(?:叫|的名字是|的名字叫)(?P<o>.+)"),
     ("fact", "{s}不再住在{o}", "negative", 0.75, "residence", r"我(?:已经)?(?:不再住在|不住在)(?P<o>.+)"),
-    ("fact", "{s}住在{o}", "positive", 0.75, "residence", r"我(?:现在|目前|一直|还)?(?:住在|搬到了?|搬去了?|定居在)(?P<o>.+)"),
+    ("fact", "{s}住在{o}", "positive", 0.75, "residence",
+     r"我(?:现在|目前|一直|还|已经)?(?:住在|搬到了?|搬去了?|定居在)(?P<o>.+)"),
+    # "搬到成都以后，…": a move said without a subject is the speaker's
+    ("fact", "{s}住在{o}", "positive", 0.75, "residence", r"^(?:自从|自)?搬到了?(?P<o>[^，。！？]{1,10}?)(?:以后|之后|后)"),
+    # "我在成都生活好几年了", "我已经在西安安顿下来了": where one lives, said by what one does there
+    ("fact", "{s}住在{o}", "positive", 0.75, "residence",
+     r"我(?:现在|目前|一直|还|已经)?在(?P<o>(?!这|那|哪)[^，。！？在]{1,10}?)(?:生活|居住|定居|安家|安顿下来|落户)"),
     ("fact", "{s}不再在{o}工作", "negative", 0.75, "employer", r"我(?:已经)?不(?:再)?在(?P<o>.{1,20}?)(?:工作|上班)"),
     ("fact", "{s}在{o}工作", "positive", 0.75, "employer", r"我(?:现在|目前|一直|还)?在(?P<o>.{1,20}?)(?:工作|上班)"),
     ("fact", "{s}{o}岁", "positive", 0.8, "age", r"我(?:今年)?(?P<o>[\d一二三四五六七八九十]+)岁"),

@@ -135,6 +135,16 @@ def rule_text(text: str) -> str:
     return text[:RULES_MAX_CHARS]
 
 
+# A shared picture's caption, as the LoCoMo importer writes it (palimpsest.locomo): "… [image: a photo of …]".
+CAPTION = re.compile(r"\s*\[image:[^\]]*\]?")
+
+
+def said_text(text: str) -> str:
+    """What the speaker said: the text without the captions of the pictures shared with it (a caption describes
+    a picture; "[image: a bulletin board saying don't ever be afraid]" states no rule of the speaker's)."""
+    return CAPTION.sub("", text) if "[image:" in text else text
+
+
 def has_cjk(text: str) -> bool:
     return CJK_RUN.search(text) is not None
 

@@ -257,6 +257,7 @@ def test_a_rule_gate_matches_exactly_where_its_rule_does():
     gated = [(rule, gate) for rule, gate in _RULE_SETS[True, True] if gate is not None]
     assert len(gated) == 3  # 改用/换成…, 不能/禁止…, 必须/务必…
     clauses = ["我们决定改用MySQL", "改用", "改用了", "以后不能\n再用它", "不能", "禁止吸烟", "你必须来", "必须",
+               "不得存储", "舍不得走", "不得不去", "不得",
                "我喜欢咖啡", "we must use Go", "千万不要忘了", "MUST 务必x", ""]
     for rule, gate in gated:
         for clause in clauses:

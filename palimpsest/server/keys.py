@@ -151,27 +151,42 @@ class KeyLog:
         return out
 
 
+_VERIFIED_MAX = 10_000  # tokens remembered as verified (the memory is cleared when full)
+
+
 class KeyRing:
     """The keys of a store, kept current by reading the key log's new lines before each check."""
 
     def __init__(self, store: Path) -> None:
         self.log = KeyLog(store)
         self.keys: dict[str, ApiKey] = {}
+        self._verified: dict[str, ApiKey] = {}  # tokens checked against the keys as they are now
         self.refresh()
 
     def refresh(self) -> None:
-        self.keys = fold(self.keys, self.log.read_new())
+        new = self.log.read_new()
+        if new:
+            self.keys = fold(self.keys, new)
+            self._verified.clear()  # a key revoked (or created) since: every token is checked again
 
     def verify(self, token: str) -> ApiKey | None:
         """The active key ``token`` is, or None (malformed, unknown, wrong secret or revoked)."""
+        self.refresh()
+        known = self._verified.get(token)
+        if known is not None:
+            return known
         parts = token.split("_", 2)
         if len(parts) != 3 or parts[0] != PREFIX:
             return None
-        self.refresh()
         key = self.keys.get(parts[1])
         if key is None or not key.active:
             return None
-        return key if hmac.compare_digest(_digest(key.salt, parts[2]), key.digest) else None
+        if not hmac.compare_digest(_digest(key.salt, parts[2]), key.digest):
+            return None
+        if len(self._verified) >= _VERIFIED_MAX:
+            self._verified.clear()
+        self._verified[token] = key
+        return key
 
     def create(self, tenant: str, *, admin: bool = False, label: str = "") -> tuple[str, ApiKey]:
         """A new key for ``tenant`` (in its canonical form, NFC): its token (shown once, stored nowhere) and its

@@ -51,7 +51,8 @@ def test_two_to_three_replicas_behind_one_url_with_the_rate_limit_per_key_across
     with ThreadPoolExecutor(8) as pool:
         codes = Counter(pool.map(search, range(SENT)))
     # One bucket for the key, whichever replica answers: the burst (less the ingest's token) plus what the rate
-    # refills meanwhile, never a burst per replica; the rest is refused 429 (admission's 503 only past its queue).
+    # refills meanwhile, never a burst per replica; the rest is refused: 429, or 503 when a loaded machine makes
+    # admission refuse first (a request's predicted wait past its budget).
     assert set(codes) <= {200, 429, 503}, codes
     assert BURST // 2 <= codes[200] <= BURST + 4, codes
-    assert codes[429] >= SENT - BURST - 4, codes
+    assert codes[429] + codes[503] >= SENT - BURST - 4 and codes[429] > 0, codes

@@ -20,7 +20,9 @@ document per turn:
 - **subwords** (``FusionConfig.subword_weight``, Chinese queries only): the
   turn's index text tokenized with :func:`projections.rules.text.search_tokens`
   (jieba search-mode sub-words and the character bigrams of words jieba does
-  not know), so "斯凯奇GoWalk5运动鞋" and "运动鞋" share terms.
+  not know), so "斯凯奇GoWalk5运动鞋" and "运动鞋" share terms; followed by the
+  words of what its notes are about (:func:`note_about`: "住 城市" for
+  "我搬到青岛了"), not their text.
 
 Pure: every key is read from the folded projections (messages, notes, graph),
 never re-derived by rules at query time, so a replayed shard ranks the same.
@@ -81,6 +83,21 @@ def turn_facts(memory: UserMemory) -> dict[str, list[str]]:
     return {k: list(v) for k, v in facts.items()}
 
 
+def note_about(note) -> str:
+    """A note's part of its turns' subword key: the words of what it is about (:func:`about_words`)."""
+    return about_words(note.language, note.slot, note.category, note.polarity, note.key_terms)
+
+
+def turn_about(memory: UserMemory) -> dict[str, str]:
+    """Per turn, the words of what its notes are about (turns whose notes have none are left out)."""
+    about: dict[str, dict[str, None]] = {}
+    for note in memory.notes.notes.values():
+        if words := note_about(note):
+            for memory_id in note.source_message_ids:
+                about.setdefault(memory_id, {})[words] = None
+    return {k: " ".join(v) for k, v in about.items()}
+
+
 def build(memory: UserMemory, kind: str) -> LexicalIndex:
     """One user's ``kind`` index: a document per turn, in log order."""
     by_id = memory.messages.by_id
@@ -104,8 +121,11 @@ def build(memory: UserMemory, kind: str) -> LexicalIndex:
             around = [prev.get(memory_id), memory_id] + ([nxt.get(memory_id)] if kind == "context" else [])
             index.add(memory_id, " ".join(by_id[m].index_text for m in around if m is not None))
     elif kind == "subwords":
+        about = turn_about(memory)
         for memory_id in order:
-            index.add_terms(memory_id, search_tokens(by_id[memory_id].index_text))
+            words = about.get(memory_id)
+            text = by_id[memory_id].index_text
+            index.add_terms(memory_id, search_tokens(f"{text} {words}" if words else text))
     else:
         raise ValueError(f"key index kind {kind!r}: expected one of {', '.join(KINDS)}")
     return index
@@ -160,7 +180,7 @@ class KeyIndex:
                             or (seen and order[seen - 1] != self.index.doc_ids[seen - 1])):
             return False
         self.owners = owners
-        dirty = self._fact_changes(memory) if self.kind == "facts" else set()
+        dirty = self._fact_changes(memory) if self.kind in ("facts", "subwords") else set()
         by_id = memory.messages.by_id
         for memory_id in order[seen:]:
             msg = by_id[memory_id]
@@ -217,7 +237,10 @@ class KeyIndex:
             extra = spelled_dates(" ".join(facts))
             return [msg.index_text, extra] if extra else [msg.index_text]
         if self.kind == "subwords":
-            return [by_id[memory_id].index_text]
+            notes = memory.notes.notes
+            about = " ".join(dict.fromkeys(w for w in (note_about(notes[n]) for n in self.turn_notes.get(memory_id, ()))
+                                           if w))
+            return [by_id[memory_id].index_text, about] if about else [by_id[memory_id].index_text]
         around = [self.prev.get(memory_id), memory_id] + ([self.nxt.get(memory_id)] if self.kind == "context" else [])
         return [by_id[m].index_text for m in around if m is not None]
 

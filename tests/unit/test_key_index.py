@@ -178,6 +178,10 @@ def _writes():
                                  attributes={}, source_message_ids=("m1", "m4"), occurred_at=T0,
                                  extractor="graph-rules-v1")),
         turn(6, "我买了一双运动鞋", conv="conv-2"),
+        turn(7, "我搬到青岛了", conv="conv-2"),
+        ("n5", NoteOperation(op="add", source_message_ids=("m7",), valid_from=T0, reason="stated", decider="rules-v1",
+                             note=NoteContent(category="fact", text="Nate住在青岛", subject="Nate", key_terms=("青岛",),
+                                              slot="residence", language="zh"))),  # about: "住 城市"
     ]
 
 
@@ -196,12 +200,14 @@ def test_an_index_kept_up_to_date_after_each_write_equals_one_built_from_scratch
         assert index is kept  # updated in place, never rebuilt
         rebuilt = key_index.build(memory, kind)
         assert index.canonical() == rebuilt.canonical() and index.total_len == rebuilt.total_len
-        for query in ("turtles Shelly", "sister Florida May 2023", "names beach", "运动"):
+        for query in ("turtles Shelly", "sister Florida May 2023", "names beach", "运动", "住在哪个城市"):
             terms = search_tokens(query) if kind == "subwords" else tokenize(query)
             assert index.search_terms(terms, 10, BASE.bm25) == rebuilt.search_terms(terms, 10, BASE.bm25)
     # the writes reached the documents: m2's fact document holds n1's text after the boost
     if kind == "facts":
         assert rebuilt.postings["pet"].keys() == {0, 1}  # m1 (its note) and m2 (the boost)
+    if kind == "subwords":  # m7's subword document holds the words of what its note is about
+        assert rebuilt.postings["城市"].keys() == {6}
 
 
 def test_an_index_that_cannot_follow_the_projections_is_rebuilt(memory):

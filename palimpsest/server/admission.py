@@ -16,8 +16,9 @@ flood of ingests never takes a search's slot.
 A request is refused (:class:`Overloaded`) before any work is spent on it:
 
 - at once, when the queue (or the tenant's share of it) is full, or when the
-  wait its place in the queue predicts is longer than half its budget (a
-  prediction is of the usual wait; twice the usual is rare): when the
+  wait its place in the queue predicts is longer than its budget, or half of
+  it while the class is refusing requests (a prediction is of the usual
+  wait; twice the usual is rare): when the
   running requests free their slots (from the time they have held them and
   the hold time), one slot per place ahead, and at least what each place
   ahead has cost the waiters lately; both estimates rise at once and fall
@@ -44,8 +45,10 @@ from events.errors import InvalidInputError
 READ, WRITE, PROXY = "read", "write", "proxy"
 CLASSES = (READ, WRITE, PROXY)
 _EWMA = 0.1  # weight of one request's slot time in the class's mean
-# a request waits only if its predicted wait is within this share of its budget: the prediction is about the
-# usual wait, and a wait twice the usual is rare, so few of those that wait are refused at the deadline
+# while a class is refusing requests (one refused within the last ACTIVE_S), a request waits only if its
+# predicted wait is within this share of its budget: the prediction is about the usual wait, and a wait twice
+# the usual is rare, so few of those that wait are refused at the deadline. Otherwise (below capacity, a slot
+# busy for a moment) the whole budget.
 PREDICTED_SHARE = 0.5
 # a tenant that another tenant has sent requests of the class beside within this long holds at most all slots
 # but one: the other's next request finds a slot free instead of waiting behind the first's
@@ -167,9 +170,11 @@ class Gate:
         self.place_high_s = 0.0
         self.refused = dict.fromkeys(REASONS, 0)
         self.last_left = clock()  # when a request last gave its slot back
+        self.last_refused = float("-inf")
 
     def _refuse(self, reason: str, why: str) -> Overloaded:
         self.refused[reason] += 1
+        self.last_refused = self.clock()
         return Overloaded(self.klass, why, self.retry_after_s)
 
     def cap(self, tenant: str) -> int:
@@ -222,9 +227,11 @@ class Gate:
         if mine is not None and len(mine) >= self.tenant_queue:
             raise self._refuse(TENANT_FULL, f"your tenant already has {len(mine)} requests waiting")
         predicted = self.predicted_wait_s(tenant)
-        if predicted > PREDICTED_SHARE * budget_s:
+        share = PREDICTED_SHARE if self.clock() - self.last_refused < ACTIVE_S else 1.0
+        if predicted > share * budget_s:
             raise self._refuse(PREDICTED, f"the wait for a slot is predicted at {predicted * 1000:.0f} ms, more than "
-                                          f"{PREDICTED_SHARE:.0%} of the {budget_s * 1000:.0f} ms budget")
+                                          f"{'its' if share == 1.0 else 'half of its'} {budget_s * 1000:.0f} ms "
+                                          "budget")
         loop = asyncio.get_running_loop()
         waiter = _Waiter(loop.create_future(), tenant, self.places_ahead(tenant), self.clock())
         if mine is None:

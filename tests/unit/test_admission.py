@@ -118,13 +118,13 @@ def test_a_wait_predicted_past_the_budget_is_refused_without_waiting():
         waiting = asyncio.create_task(gate.enter("acme", 1.0))
         await asyncio.sleep(0)
         t0 = time.perf_counter()
-        with pytest.raises(Overloaded) as predicted:  # second in line: ~100 ms predicted, 30 ms (half of 60) allowed
+        with pytest.raises(Overloaded) as predicted:  # second in line: ~100 ms predicted, 60 ms allowed
             await gate.enter("acme", 0.06)
         waiting.cancel()
         return predicted.value, time.perf_counter() - t0
 
     exc, seconds = run(scenario())
-    assert "more than 50% of the 60 ms budget" in exc.reason and seconds < 0.01
+    assert "more than its 60 ms budget" in exc.reason and seconds < 0.01
 
 
 def test_a_client_may_ask_for_a_shorter_budget_never_a_longer_one():
@@ -298,7 +298,7 @@ def test_while_a_slot_is_held_far_past_the_usual_time_new_requests_are_refused_a
         return refused.value, gate.state()
 
     exc, state = run(scenario())
-    assert "of the 100 ms budget" in exc.reason
+    assert "its 100 ms budget" in exc.reason
     assert state["refused_by"]["predicted_wait"] == 1 and state["refused_by"]["deadline"] == 0
 
 
@@ -322,21 +322,30 @@ def test_a_waiter_that_met_a_longer_wait_than_predicted_makes_the_next_predictio
     assert predicted == pytest.approx(0.02)  # acme's first in line waited 20 ms, over the 10 ms the holds predict
 
 
-def test_a_request_waits_only_when_its_predicted_wait_is_within_half_its_budget():
+def test_while_a_class_refuses_a_request_waits_only_when_its_predicted_wait_is_within_half_its_budget():
     async def scenario():
         clock = FakeClock()
         gate = _gate_holding(clock, slots=1, hold_s=0.04)  # first in line: 40 ms predicted
-        with pytest.raises(Overloaded) as refused:
-            await gate.enter("acme", 0.07)
-        waiting = asyncio.create_task(gate.enter("acme", 0.1))
+        calm = asyncio.create_task(gate.enter("acme", 0.07))  # nothing refused lately: the whole budget
         await asyncio.sleep(0)
         queued = gate.queued
-        waiting.cancel()
-        await asyncio.gather(waiting, return_exceptions=True)
-        return refused.value, queued
+        calm.cancel()
+        await asyncio.gather(calm, return_exceptions=True)
+        with pytest.raises(Overloaded):
+            await gate.enter("acme", 0.03)  # past even the whole budget
+        with pytest.raises(Overloaded) as refused:  # refusing now: half the budget
+            await gate.enter("acme", 0.07)
+        gate.last_refused -= 1.5  # a second and more without a refusal
+        queued_again = asyncio.create_task(gate.enter("acme", 0.07))
+        await asyncio.sleep(0)
+        calm_again = gate.queued
+        queued_again.cancel()
+        await asyncio.gather(queued_again, return_exceptions=True)
+        return queued, refused.value, calm_again
 
-    refused, queued = run(scenario())
-    assert "predicted at 40 ms, more than 50% of the 70 ms budget" in refused.reason and queued == 1
+    queued, refused, calm_again = run(scenario())
+    assert queued == 1 and calm_again == 1
+    assert "predicted at 40 ms, more than half of its 70 ms budget" in refused.reason
 
 
 def test_beside_another_active_tenant_a_tenant_holds_all_slots_but_one_and_the_other_finds_it_free():

@@ -285,7 +285,8 @@ database: database db 数据库 | postgresql postgres mysql mariadb sqlite oracl
 cache: cache 缓存 | redis memcached valkey
 frontend: frontend 前端 | react vue angular svelte nextjs nuxt ember jquery
 language: 编程语言 | python golang rust java kotlin javascript typescript ruby php csharp swift scala elixir haskell
-cloud: cloud 云 云服务 | aws gcp azure 阿里云 腾讯云 heroku vercel digitalocean
+cloud: cloud 云 云服务 hosting hosted 托管 | aws gcp azure 阿里云 腾讯云 华为云 heroku vercel digitalocean hetzner
+    linode netlify cloudflare
 editor: editor ide 编辑器 | vim neovim emacs vscode sublime intellij pycharm
 os: 操作系统 | linux windows macos ubuntu debian fedora
 queue: queue broker 消息队列 | kafka rabbitmq nats sqs pulsar

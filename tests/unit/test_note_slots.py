@@ -84,6 +84,7 @@ def test_the_fact_key_says_what_a_residence_or_a_dislike_is_about():
 def test_a_note_naming_a_member_of_a_kind_is_about_that_kind():
     assert about_words("en", None, "decision", "positive", ("falcon", "cassandra")) == "database db 数据库"
     assert about_words("zh", None, "decision", "positive", ("星河", "redis")) == "cache 缓存"
+    assert about_words("en", None, "decision", "positive", ("kestrel", "hetzner")).startswith("cloud")  # "hosted?"
     assert about_words("en", None, "fact", "positive", ("falcon",)) == ""
 
 

@@ -7,7 +7,9 @@ query engine's per-call overhead (measured on the LoCoMo dev store, in process o
 p50 19.7 ms, the matrix product well under 1 ms). Users with more than
 ``IN_MEMORY_MAX`` vectors are searched in LanceDB, the shard's persisted
 vector projection. The normalised matrices are a derived cache of at most
-``CACHED_USERS`` users, rebuilt when a user's vector count changes.
+``CACHED_USERS`` users, rebuilt when a user's vector count changes. The
+similarities of a user whose turns are in two scripts are put on one scale
+before they are ranked (:mod:`projections.queries.language_calibration`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import numpy as np
 
 from projections.adapters.lance import LanceVectorTable
 from projections.folds.state import UserMemory
+from projections.queries.language_calibration import calibrate
+from projections.queries.rerank import chinese_flags
 
 IN_MEMORY_MAX = 20_000
 CACHED_USERS = 256
@@ -26,26 +30,31 @@ CACHED_USERS = 256
 class DenseIndex:
     def __init__(self, table: LanceVectorTable) -> None:
         self.table = table
-        self._cache: OrderedDict[tuple[str, str, str], tuple[int, int, list[str], np.ndarray]] = OrderedDict()
+        # (tenant, user, model) -> (rows' identity, row count, ids, normalised matrix, script group of each row)
+        self._cache: OrderedDict[tuple, tuple[int, int, list[str], np.ndarray, np.ndarray]] = OrderedDict()
 
     def search(self, tenant: str, user_id: str, memory: UserMemory, query: np.ndarray,
-               k: int, model: str = "") -> list[tuple[str, float]]:
+               k: int, model: str = "", calibrated: bool = True) -> list[tuple[str, float]]:
         """The ``k`` nearest memories of the user by cosine similarity, best first (ties: log order).
 
         ``model`` is the query vector's model ("": the user's active one); the user's vectors of that model are
         searched (during a re-embedding's switch a query may come encoded by the model the user is leaving). The
-        LanceDB table holds each user's vectors of its first model; others are searched in memory."""
+        LanceDB table holds each user's vectors of its first model; others are searched in memory. With
+        ``calibrated``, the similarities of turns in two scripts are put on one scale first (not for a user
+        searched in LanceDB)."""
         vectors = memory.vectors
         model = model or vectors.active
         rows = vectors.of_model(model)
         if len(rows) > IN_MEMORY_MAX and model == vectors.first:
             return self.table.search(tenant, user_id, query, k)
-        ids, matrix = self._matrix((tenant, user_id), rows, model)
+        ids, matrix, groups = self._matrix((tenant, user_id), memory, rows, model)
         q = np.asarray(query, dtype=np.float32).ravel()
         norm = float(np.linalg.norm(q))
         if not ids or norm == 0.0 or q.shape[0] != matrix.shape[1]:
             return []
         sims = matrix @ (q / norm)
+        if calibrated:
+            sims = calibrate(sims, groups)
         k = min(k, len(ids))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
         top = top[np.lexsort((top, -sims[top]))]
@@ -56,13 +65,14 @@ class DenseIndex:
         for key in [key for key in self._cache if key[:2] == stream]:
             self._cache.pop(key, None)
 
-    def _matrix(self, stream: tuple[str, str], rows: dict, model: str) -> tuple[list[str], np.ndarray]:
+    def _matrix(self, stream: tuple[str, str], memory: UserMemory, rows: dict,
+                model: str) -> tuple[list[str], np.ndarray, np.ndarray]:
         key = (id(rows), len(rows))
         stream = (*stream, model)
         cached = self._cache.get(stream)
         if cached is not None and cached[:2] == key:
             self._cache.move_to_end(stream)
-            return cached[2], cached[3]
+            return cached[2], cached[3], cached[4]
         ids = list(rows)
         if ids:
             matrix = np.stack([np.asarray(rows[i].vector, dtype=np.float32) for i in ids])
@@ -70,8 +80,9 @@ class DenseIndex:
             matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
-        self._cache[stream] = (*key, ids, matrix)
+        groups = np.array(chinese_flags(memory, ids), dtype=np.int8)
+        self._cache[stream] = (*key, ids, matrix, groups)
         self._cache.move_to_end(stream)
         while len(self._cache) > CACHED_USERS:
             self._cache.popitem(last=False)
-        return ids, matrix
+        return ids, matrix, groups

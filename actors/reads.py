@@ -54,7 +54,8 @@ def fused_hits(core, q: Search | BuildContext, k: int, scope: str = "active") ->
         wanted += len(memory.archive.archived)
     elif adjusted(fusion):  # so are the invalidated ones
         wanted += len(memory.adjustments.by_target)
-    dense = core.dense.search(q.tenant, q.user_id, memory, q.query_vector, wanted, getattr(q, "query_model", ""))
+    dense = core.dense.search(q.tenant, q.user_id, memory, q.query_vector, wanted, getattr(q, "query_model", ""),
+                              fusion.cross_lingual)
     hits = fuse(memory, q.query, dense, k, fusion, q.query_vector, now=q.now, policy=core.state.policy, scope=scope)
     if isinstance(q, Search):  # each hit's terms, by the very fusion that ranked it
         hits = [replace(h, terms=score_terms(h.breakdown, q.query, fusion)) for h in hits]
@@ -198,7 +199,8 @@ def counterfactual_report(core, q: Counterfactual) -> Answer:
         for tenant, user_id, query, vector in q.queries:
             if (tenant, user_id) != stream:
                 continue
-            dense = core.dense.search(tenant, user_id, memory, vector, max(q.k, q.fusion.candidates))
+            dense = core.dense.search(tenant, user_id, memory, vector, max(q.k, q.fusion.candidates),
+                                      calibrated=q.fusion.cross_lingual)
             sides = []
             for pol, state in ((live_policy, memory.retention), (q.policy, alt[stream])):
                 view = counterfactual.as_policy_would_archive(memory, state, pol, q.now)

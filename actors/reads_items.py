@@ -59,8 +59,8 @@ def search_items(core, tenant: str, user_id: str, *, query: str, collection: str
         return Answer([])
     fusion = learned_fusion(memory, fusion, now)
     everything = len(memory.messages.order)
-    dense = [(m, s) for m, s in core.dense.search(tenant, user_id, memory, query_vector, everything, query_model)
-             if m in live]
+    dense = [(m, s) for m, s in core.dense.search(tenant, user_id, memory, query_vector, everything, query_model,
+                                                  fusion.cross_lingual) if m in live]
     hits = [h for h in fuse(memory, query, dense, everything, fusion, query_vector, now=now,
                             policy=core.state.policy, scope="all") if h.memory_id in live]
     found = []

@@ -58,6 +58,7 @@ def variants(default: FusionConfig = DEFAULT_FUSION) -> dict[str, FusionConfig]:
         "palimpsest_no_cjk_dense": replace(default, cjk_dense_weight=None),
         "palimpsest_no_conversation": replace(default, conversation_weight=0.0),
         "palimpsest_no_episodes": replace(default, episode_weight=0.0),
+        "palimpsest_no_cross_lingual": replace(default, cross_lingual=False),
         "palimpsest_no_notes": replace(default, note_weight=0.0, note_tokens=0),
         "palimpsest_no_graph": replace(default, graph_weight=0.0),
         # the learning loop off: the dispatcher's adjustments and the Molt policy ignored (benchmarks/feedback.py)

@@ -134,9 +134,10 @@ def run_demo(store: Path) -> int:
             via = f" via {' → '.join(h['via'])}" if h["via"] else ""
             print(f"  {h['score']:.3f} [{h['memory_type']}] {h['summary']} (turns {', '.join(h['turn_ids'])}{via})")
         # The graph term on its own: the store's fusion without the stages that re-order the top five after it
-        # (neighbours, speakers, times, clauses, sessions, the learned ranker...), against the same without the graph.
-        alone = stages.without(mem.settings.fusion, "conversations", "clauses", "speakers", "times", "sessions",
-                               "neighbours", "prf", "list_expansion", "ranker", "coverage", "retention")
+        # (neighbours, speakers, times, clauses, sessions, the cross-lingual term, the learned ranker...), against the
+        # same without the graph.
+        alone = stages.without(mem.settings.fusion, "conversations", "cross_lingual", "clauses", "speakers", "times",
+                               "sessions", "neighbours", "prf", "list_expansion", "ranker", "coverage", "retention")
         hits = mem.search("demo", "maya", question, k=5, fusion=alone)
         plain = mem.search("demo", "maya", question, k=20, fusion=stages.without(alone, "graph"))
         before = {h.memory_id: h.rank for h in plain}

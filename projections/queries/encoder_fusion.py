@@ -13,8 +13,9 @@ files (``benchmarks.lab``, ``benchmarks.train_ranker``):
 - MiniLM (and the hash test encoder): none, so its default is ``DEFAULT_FUSION`` itself;
 - multilingual-e5-small: rankers fitted on its own features
   (:mod:`~projections.queries.ranker_model_e5`, :mod:`~projections.queries.ranker_model_e5_cjk`), the graph
-  threshold at the same quantile of the best query–turn cosine as MiniLM's 0.7, and one dense weight for every
-  language;
+  threshold at the same quantile of the best query–turn cosine as MiniLM's 0.7, one dense weight for every
+  language, and turns in another language than the question's judged by what can read them
+  (:mod:`~projections.queries.stages.cross_lingual`);
 - any other encoder: the rank-based defaults without the rankers, whose cosine features would be read on a
   scale they were not fitted on (fit its own with ``benchmarks.train_ranker`` and add it here).
 """
@@ -41,6 +42,7 @@ OVERRIDES = MappingProxyType({
         "ranker": E5_RANKER,
         "cjk_ranker": E5_CJK_RANKER,
         "cjk_dense_weight": None,  # e5 reads Chinese: the dense list weighs as much for every language
+        "cross_lingual": True,  # and matches an English question to a Chinese turn (stages.cross_lingual)
         "graph_config": replace(DEFAULT_GRAPH_SEARCH, low_similarity=E5_LOW_SIMILARITY),
     }),
 })

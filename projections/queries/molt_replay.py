@@ -18,12 +18,15 @@ import numpy as np
 
 from projections.folds.policy import RetentionPolicy
 from projections.folds.state import UserMemory
+from projections.queries.language_calibration import calibrate
+from projections.queries.rerank import chinese_flags
 from projections.queries.retrieval import fuse
 
 RecordedQuery = tuple[str, np.ndarray, datetime, frozenset[str]]
 
 
-def dense_neighbours(memory: UserMemory, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+def dense_neighbours(memory: UserMemory, vector: np.ndarray, k: int,
+                     calibrated: bool = False) -> list[tuple[str, float]]:
     rows = memory.vectors.rows
     if not rows:
         return []
@@ -32,6 +35,8 @@ def dense_neighbours(memory: UserMemory, vector: np.ndarray, k: int) -> list[tup
     norms = np.linalg.norm(matrix, axis=1)
     q = np.asarray(vector, dtype=np.float32).ravel()
     sims = matrix @ q / np.maximum(norms * (np.linalg.norm(q) or 1.0), 1e-12)
+    if calibrated:  # as the shard's dense index ranks them (actors.dense)
+        sims = calibrate(sims, np.array(chinese_flags(memory, ids), dtype=np.int8))
     order = np.lexsort((np.arange(len(ids)), -sims))[:k]
     return [(ids[i], float(sims[i])) for i in order]
 
@@ -52,7 +57,7 @@ def replayed_recall(memory: UserMemory, queries: Sequence[RecordedQuery], fusion
     for text, vector, at, relevant in queries:
         if not relevant:
             continue
-        dense = dense_neighbours(memory, vector, max(k, fusion.candidates))
+        dense = dense_neighbours(memory, vector, max(k, fusion.candidates), fusion.cross_lingual)
         hits = fuse(memory, text, dense, k, fusion, vector, now=at, policy=policy)
         scores.append(len({h.memory_id for h in hits} & relevant) / min(len(relevant), k))
     return float(np.mean(scores)) if scores else 0.0

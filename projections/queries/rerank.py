@@ -34,12 +34,12 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 
 from projections.folds.state import UserMemory
 from projections.queries.candidates import epoch_micros
-from projections.rules.text import query_tokens
+from projections.rules.text import mainly_chinese, query_tokens
 
 WHEN_INTENT = re.compile(
     r"^\s*when\b|\bwhat (?:year|month|day|date|time)\b|\bhow long ago\b|\bwhich (?:year|month|day)\b"
@@ -58,6 +58,7 @@ class Tables:
     times: dict[str, int]  # turn -> when it was recorded, in candidates.epoch_micros
     log_words: dict[str, float]  # turn -> log1p of its number of words (a rank feature), filled on first use
     newest: int | None  # the latest of ``times`` (None: no turn yet, or one recorded with a naive time)
+    chinese: dict[str, bool] = field(default_factory=dict)  # turn -> mainly Chinese (text.mainly_chinese), on first use
 
 
 class UserTables:
@@ -106,7 +107,8 @@ def _extend(memory: UserMemory, tables: Tables, seen: int, seen_graph: int) -> T
             speakers.setdefault(msg.speaker.lower(), msg.speaker)
     timed = tables.timed | _timed(islice(memory.graph.memories.values(), seen_graph, None))
     newest = _note_times(by_id, order[seen:], tables.times, tables.newest if seen else -1)
-    return Tables(prev_next, speakers, timed, tables.terms, last, tables.times, tables.log_words, newest)
+    return Tables(prev_next, speakers, timed, tables.terms, last, tables.times, tables.log_words, newest,
+                  tables.chinese)
 
 
 def build_tables(memory: UserMemory) -> Tables:
@@ -249,3 +251,24 @@ def timed(query: str, rows: list[list], tables: Tables, weight: float, rrf_k: in
         if row[2] in tables.timed:
             row[0] += weight / (rrf_k + 1)
             row[3]["states_time"] = True
+
+
+
+def chinese_flags(memory: UserMemory, memory_ids) -> list[bool]:
+    """For each turn, whether it is mainly Chinese (:func:`~projections.rules.text.mainly_chinese`), each
+    turn's flag computed once (``Tables.chinese``)."""
+    chinese, by_id = TABLES.get(memory).chinese, memory.messages.by_id
+    out = []
+    for memory_id in memory_ids:
+        if (zh := chinese.get(memory_id)) is None:
+            msg = by_id.get(memory_id)
+            zh = chinese[memory_id] = msg is not None and mainly_chinese(msg.text)
+        out.append(zh)
+    return out
+
+
+def other_script(memory: UserMemory, query: str, memory_ids) -> list[bool]:
+    """For each turn, whether its main script differs from the query's: a turn in another language than the
+    question's."""
+    asked = mainly_chinese(query)
+    return [zh != asked for zh in chinese_flags(memory, memory_ids)]

@@ -97,6 +97,10 @@ class FusionConfig:
     graph_shared_nodes: bool = False  # also hop through shared topic/object nodes, not only linked edges
     graph_config: graph_search.GraphSearchConfig = graph_search.DEFAULT_GRAPH_SEARCH  # seeds, hops, five-term score
     # Stages after the fusion (projections.queries.rerank; weight 0: off), chosen leave-conversations-out (benchmarks/)
+    # a turn in another language than the question's gets the word evidence its dense and episode ranks imply,
+    # and the ranker leaves it at its fused place (projections.queries.stages.cross_lingual); on for a
+    # multilingual encoder (encoder_fusion)
+    cross_lingual: bool = False
     neighbour_weight: float = 0.2  # a top row's previous and next turn get this share of its score
     neighbour_top: int = 20  # the best rows whose neighbours are lifted
     session_weight: float = 0.0  # members of the best-scoring conversations (sessions) get an RRF term

@@ -14,8 +14,8 @@ from __future__ import annotations
 from projections.queries.retrieval import FusionConfig, list_weights
 
 # Display order of the terms (the inspector draws them left to right in this order).
-TERMS: tuple[str, ...] = ("dense", "bm25", "facts", "context", "subwords", "episode", "note", "graph", "retention",
-                          "neighbour", "speaker", "time", "clause", "session", "conversation")
+TERMS: tuple[str, ...] = ("dense", "bm25", "facts", "context", "subwords", "episode", "note", "cross_lingual", "graph",
+                          "retention", "neighbour", "speaker", "time", "clause", "session", "conversation")
 
 
 def score_terms(breakdown: dict, query: str, config: FusionConfig) -> dict[str, float]:
@@ -36,6 +36,8 @@ def score_terms(breakdown: dict, query: str, config: FusionConfig) -> dict[str, 
         terms["retention"] = config.retention_weight * min(breakdown["retention"], 2.0) / (k + 1)
     if "neighbour_term" in breakdown:
         terms["neighbour"] = breakdown["neighbour_term"]
+    if "cross_lingual_term" in breakdown:  # the lexical lists' share a turn in another language is given
+        terms["cross_lingual"] = breakdown["cross_lingual_term"]
     if "conversation_term" in breakdown:  # scaled by the conversation's length: recorded, not recomputed
         terms["conversation"] = breakdown["conversation_term"]
     if breakdown.get("speaker_named"):

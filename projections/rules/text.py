@@ -149,6 +149,19 @@ def has_cjk(text: str) -> bool:
     return CJK_RUN.search(text) is not None
 
 
+CJK_CHARS_PER_WORD = 1.6  # Chinese text holds about this many characters per word (as an English reader counts)
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def mainly_chinese(text: str) -> bool:
+    """Whether most of ``text``'s words are Chinese (its Chinese characters over :data:`CJK_CHARS_PER_WORD`
+    against its words of other scripts); a mixed text counts as the script that carries more of it, so an
+    English sentence naming 黄山 stays English and "我最近改用 Neovim 了" Chinese."""
+    if CJK_RUN.search(text) is None:
+        return False
+    return len(_CJK_CHAR.findall(text)) / CJK_CHARS_PER_WORD >= len(_WORD.findall(CJK_RUN.sub(" ", text)))
+
+
 TOPIC_OVERLAP = 0.5  # the share of their terms two questions must have in common to be about the same topic
 
 

@@ -88,6 +88,6 @@ def test_the_ablations_name_real_fields_and_unknown_stages_are_refused():
         assert set(stage.off) <= names, stage.name
     with pytest.raises(ValueError, match="no fusion stage named 'graphs'.*graph"):
         stages.without(DEFAULT_FUSION, "graphs")
-    assert [s.name for s in stages.STAGES] == ["conversations", "clauses", "speakers", "times", "sessions",
+    assert [s.name for s in stages.STAGES] == ["conversations", "cross_lingual", "clauses", "speakers", "times", "sessions",
                                                "neighbours", "graph", "prf", "list_expansion", "ranker", "feedback",
                                                "supersession", "coverage"]

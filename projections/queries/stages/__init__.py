@@ -2,8 +2,8 @@
 
 ``LISTS``: the ranked lists fused by weighted reciprocal rank (dense, lexical
 and derived keys, episodes, notes) and the retention term. ``STAGES``: what
-runs after the fusion, each adding a term or re-ordering: conversations,
-clauses, speakers, times, sessions, neighbours, the memory graph,
+runs after the fusion, each adding a term or re-ordering: conversations, the
+cross-lingual term, clauses, speakers, times, sessions, neighbours, the memory graph,
 pseudo-relevance feedback, list expansion, the learned ranker, the learning
 loop's adjustments, supersession, coverage. Each module holds its stage's behaviour, the
 :class:`~projections.queries.retrieval.FusionConfig` fields it reads, and its
@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from projections.queries.stages import (
-    clauses, conversations, coverage, dense, episodes, feedback, graph, lexical, list_expansion, neighbours, notes,
-    prf, ranker, retention, sessions, speakers, supersession, times,
+    clauses, conversations, coverage, cross_lingual, dense, episodes, feedback, graph, lexical, list_expansion,
+    neighbours, notes, prf, ranker, retention, sessions, speakers, supersession, times,
 )
 
 LISTS = tuple(m.STAGE for m in (dense, lexical, episodes, notes, retention))
-STAGES = tuple(m.STAGE for m in (conversations, clauses, speakers, times, sessions, neighbours, graph, prf,
-                                 list_expansion, ranker, feedback, supersession, coverage))
+STAGES = tuple(m.STAGE for m in (conversations, cross_lingual, clauses, speakers, times, sessions, neighbours, graph,
+                                 prf, list_expansion, ranker, feedback, supersession, coverage))
 BY_NAME = {stage.name: stage for stage in (*LISTS, *STAGES)}
 
 

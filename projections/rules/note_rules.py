@@ -46,8 +46,9 @@ _NOT_MY = r"(?!point|question|guess|idea|concern|worry|thought|feeling|bet|fault
 _DECIDE_VERB = r"(?:go\s+with|use|stick\s+with|switch\s+to|adopt|pick|choose|migrate\s+to|move\s+to)"
 # "You must be so proud", "it must add so much cheer", "you must really love it": a guess at what someone feels or
 # how something is, not a rule.
-_GUESSED = (r"(?:be|have|feel|love|enjoy|like|miss|mean|know|look|sound|seem|add|make|think|really|so|get|bring"
-            r"|take|keep)")
+# "That's a must for the trip", "must-haves are …", "I must say": a recommendation or a way of speaking.
+_GUESSED = (r"(?:be|have|haves|feel|love|enjoy|like|miss|mean|know|look|sound|seem|add|make|think|really|so|get"
+            r"|bring|take|keep|involve|say|admit|confess|for)")
 # "Don't ever give up", "don't ever forget that we're here for you": encouragement, not a prohibition.
 _CHEER = r"(?:forget|quit|give\s+up|stop|doubt|lose|let\s+(?:anyone|anybody|them|others)|change)\b"
 _ZH_NOT_IDENTITY = r"(?!说|不是|觉得|这么|那么|在|想|真的|来|因为|为了|故意|开玩笑)"

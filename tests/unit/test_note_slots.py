@@ -100,3 +100,24 @@ def test_the_notes_index_finds_a_note_by_what_it_is_about_in_english_and_chinese
     assert best("Which database do we use?") == "Decision: picked Cassandra"
     assert best("我最讨厌吃什么？") == "用户一点都不吃榴莲"
     assert best("我现在住在哪个城市？") == "用户住在昆明"
+
+
+@pytest.mark.parametrize("said", [
+    "You must be thrilled about the new job!", "It must add so much warmth to the room.",
+    "You must really enjoy those long walks.", "Don't ever give up on your music.",
+    "And don't ever forget how far you've come.", "A good raincoat is a must for Scotland.",
+    "Must-haves for the trip: sunscreen and a hat.", "The view was stunning, I must say.",
+    "Look at this! [image: a photo of a sign saying you must not feed the ducks]",
+])
+def test_guesses_cheers_recommendations_and_captions_are_no_constraints(said):
+    assert [n for n in extract_notes(said) if n.category == "constraint"] == []
+
+
+@pytest.mark.parametrize(("said", "polarity"), [
+    ("Visitors must sign in at the front desk.", "positive"),
+    ("Don't ever share the admin password.", "negative"),
+    ("Our rule: you must never deploy on Fridays.", "negative"),
+])
+def test_rules_are_still_constraints(said, polarity):
+    [note] = [n for n in extract_notes(said) if n.category == "constraint"]
+    assert note.polarity == polarity

@@ -57,10 +57,9 @@ def rerank_rows(memory: UserMemory, query: str, query_vector: np.ndarray | None,
     ``cross_lingual``, a row in another language than the query's
     (:func:`~projections.queries.rerank.other_script`) is not judged by the
     model, fitted on questions and turns of one language, whose word features
-    it cannot have: it gets the probability the model gives the query's own
-    rows at its fused score (:func:`expected_given`), so it keeps its fused
-    place among them. When every row is in the other language the order stays
-    the fused one.
+    it cannot have: the model orders the query's own rows, and such a row
+    keeps its position in the fused order (:func:`keep_places`). When every
+    row is in the other language the order stays the fused one.
     """
     top = rows[:depth]
     if len(top) < 2:
@@ -71,8 +70,7 @@ def rerank_rows(memory: UserMemory, query: str, query_vector: np.ndarray | None,
     x = features(memory, query, query_vector, top, rerank.TABLES.get(memory), rrf_k, lexical_kind)
     p = 1.0 / (1.0 + np.exp(-model.logits(x)))
     if other.any():
-        fused = np.array([row[0] for row in top])
-        p[other] = expected_given(fused[~other], p[~other], fused[other])
+        p = keep_places(p, other)
     base = rows[depth][0] if len(rows) > depth else 0.0
     for row, prob in zip(top, p.tolist()):
         row[0] = base + prob
@@ -81,24 +79,27 @@ def rerank_rows(memory: UserMemory, query: str, query_vector: np.ndarray | None,
     rows[:depth] = top
 
 
-def expected_given(fused: np.ndarray, prob: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The probability of a row of fused score ``at``: the non-decreasing fit of ``prob`` on ``fused`` (pool
-    adjacent violators), read by linear interpolation; beyond the fitted rows' scores, the nearest end's
-    probability in proportion to the fused score (so rows there keep their fused order), at most 1."""
-    order = np.argsort(fused, kind="stable")
-    xs, ys = fused[order], prob[order]
-    blocks: list[list[float]] = []  # [sum of probabilities, rows] of each pooled block, lowest fused first
-    for y in ys.tolist():
-        blocks.append([y, 1])
-        while len(blocks) > 1 and blocks[-2][0] * blocks[-1][1] > blocks[-1][0] * blocks[-2][1]:
-            total, n = blocks.pop()
-            blocks[-1][0] += total
-            blocks[-1][1] += n
-    levels = np.repeat([total / n for total, n in blocks], [n for _, n in blocks])
-    out = np.interp(at, xs, levels)
-    high, low = at > xs[-1], at < xs[0]
-    if xs[-1] > 0:
-        out[high] = np.minimum(1.0, levels[-1] * at[high] / xs[-1])
-    if xs[0] > 0:
-        out[low] = levels[0] * at[low] / xs[0]
+def keep_places(prob: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Probabilities that order the rows (in fused order) as the model orders the rows not ``other`` and keep
+    each ``other`` row at its fused position: an ``other`` row gets the mean of the probabilities of the rows
+    placed just above and below it (at the top: half as much again as the row below, at most 1; at the bottom:
+    half the row above's)."""
+    judged = sorted(np.flatnonzero(~other).tolist(), key=lambda i: -prob[i])
+    order, taken = [], iter(judged)
+    for i in range(len(prob)):
+        order.append(i if other[i] else next(taken))
+    out = prob.copy()
+    placed = [prob[i] if not other[i] else None for i in order]
+    for pos, i in enumerate(order):
+        if not other[i]:
+            continue
+        above = next((placed[j] for j in range(pos - 1, -1, -1) if placed[j] is not None), None)
+        below = next((placed[j] for j in range(pos + 1, len(order)) if not other[order[j]]), None)
+        if above is None:
+            value = min(1.0, 1.5 * below) if below is not None else 0.5
+        elif below is None:
+            value = above / 2
+        else:
+            value = (above + below) / 2
+        out[i] = placed[pos] = value
     return out

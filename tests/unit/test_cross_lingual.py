@@ -12,7 +12,7 @@ import pytest
 from projections.folds.state import ShardState, fold
 from projections.queries.encoder_fusion import fusion_for
 from projections.queries.rank_features import FEATURES
-from projections.queries.ranker import RankerModel, expected_given, rerank_rows
+from projections.queries.ranker import RankerModel, keep_places, rerank_rows
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig, fuse
 from projections.adapters.embedding import E5_ID, MINILM_ID
 from tests.builders import STAGES_OFF, T0, embedding, message, stream
@@ -89,14 +89,15 @@ def test_the_ranker_judges_the_questions_language_and_keeps_the_others_fused_pla
     assert rows == [[0.5, -4, "z1", {}], [0.3, -5, "z2", {}]]
 
 
-def test_expected_probability_is_a_monotone_fit_read_at_the_fused_score():
-    fused = np.array([1.0, 2.0, 3.0, 4.0])
-    prob = np.array([0.1, 0.5, 0.3, 0.9])  # 0.5 then 0.3 violate the order: pooled to 0.4
-    at = np.array([2.5, 0.5, 8.0, 3.0])
-    out = expected_given(fused, prob, at)
-    assert out.tolist() == pytest.approx([0.4, 0.05, 1.0, 0.4])  # below the range: in proportion; above: at most 1
-    assert expected_given(fused, prob, np.array([5.0])).tolist() == pytest.approx([1.0])
-    assert expected_given(np.array([2.0]), np.array([0.2]), np.array([3.0])).tolist() == pytest.approx([0.3])
+def test_foreign_rows_keep_their_fused_positions_among_the_judged_ones():
+    prob = np.array([0.1, 0.0, 0.5, 0.0, 0.3, 0.0])  # rows in fused order; 1, 3 and 5 are in the other language
+    other = np.array([False, True, False, True, False, True])
+    out = keep_places(prob, other)
+    # the model's order of the judged rows (2, 4, 0) fills their positions; the others stay at 1, 3 and 5
+    assert sorted(range(6), key=lambda i: -out[i]) == [2, 1, 4, 3, 0, 5]
+    assert out.tolist() == pytest.approx([0.1, 0.4, 0.5, 0.2, 0.3, 0.05])
+    first = keep_places(np.array([0.0, 0.4, 0.8]), np.array([True, False, False]))
+    assert first.tolist() == pytest.approx([1.0, 0.4, 0.8])  # at the top: half as much again, at most 1
 
 
 def test_on_for_a_multilingual_encoder_only():

@@ -1,6 +1,11 @@
 """The integration guides run as written: the Python blocks of each page, in order, in a fresh process on a store
-of its own (the packaged encoder, a Ray of its own), the Agents SDK one against the scripted chat server, the
-proxy one against `palimpsest serve` started as its page says, with the scripted chat server upstream."""
+of its own (the packaged encoder), the Agents SDK one against the scripted chat server, the proxy one against
+`palimpsest serve` started as its page says (a Ray of its own), with the scripted chat server upstream.
+
+The LangGraph and Agents SDK pages' processes join the module's local Ray through ``RAY_ADDRESS``, as a program
+does on a machine that runs one (``actors.ray_init.ensure_ray``): starting a local Ray is seconds of each run, and
+a store's own start of one is run by the getting-started page (tests/unit/test_docs.py), the wheel and the
+served-store tests."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import ray
 
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.serve_helpers import free_port
@@ -31,9 +37,14 @@ def run_page(page: str, cwd: Path, **env: str) -> str:
     return run.stdout
 
 
-def test_the_langgraph_store_guide_runs_and_recalls_across_threads(tmp_path):
+def shared_ray() -> dict[str, str]:
+    """The environment that has a page's process join this module's Ray."""
+    return {"RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+
+
+def test_the_langgraph_store_guide_runs_and_recalls_across_threads(ray_cluster, tmp_path):
     pytest.importorskip("langgraph")
-    out = run_page("langgraph-store.md", tmp_path).splitlines()
+    out = run_page("langgraph-store.md", tmp_path, **shared_ray()).splitlines()
     recalls = [line for line in out if line.startswith("t2 recalls:")]
     assert "'Alice is vegetarian and avoids mushrooms'" in recalls[0].split("[", 1)[1].split(",")[0]
     assert recalls[1].startswith("t2 recalls: ['爱丽丝住在杭州'")
@@ -41,7 +52,7 @@ def test_the_langgraph_store_guide_runs_and_recalls_across_threads(tmp_path):
     assert any(line.startswith("provenance: ['created_at', 'event_ids', 'memory_id', 'note_id'") for line in out)
 
 
-def test_the_agents_session_guide_runs_and_the_second_session_is_given_the_first_ones_memory(tmp_path):
+def test_the_agents_session_guide_runs_and_the_second_session_is_given_the_first_ones_memory(ray_cluster, tmp_path):
     pytest.importorskip("agents")
 
     def answer(body: dict) -> Reply:
@@ -50,7 +61,7 @@ def test_the_agents_session_guide_runs_and_the_second_session_is_given_the_first
 
     with FakeOpenAI(responder=answer) as server:
         out = run_page("agents-session.md", tmp_path, AGENT_BASE_URL=server.base_url, OPENAI_API_KEY="test-key",
-                       AGENT_MODEL="fake-model", OPENAI_AGENTS_DISABLE_TRACING="1").splitlines()
+                       AGENT_MODEL="fake-model", OPENAI_AGENTS_DISABLE_TRACING="1", **shared_ray()).splitlines()
         friday = server.requests[-1].body["messages"]
     printed = [line for line in out if line.startswith(("monday", "friday"))]  # (the store's log lines aside)
     assert printed == ["monday: Noted.", "friday: Avoid anything with peanuts.",

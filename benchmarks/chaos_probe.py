@@ -183,13 +183,14 @@ def cli(args: list[str], key: str | None = None) -> dict:
             "seconds": round(time.perf_counter() - started, 3), "traceback": "Traceback" in done.stderr}
 
 
-def cli_probes(base: list[str], key: str | None) -> list[dict]:
-    """Bad, forbidden and costly queries through the CLI: exit code 2 and a message that names the problem."""
+def cli_probes(base: list[str], key: str | None, runner=cli) -> list[dict]:
+    """Bad, forbidden and costly queries through the CLI (``runner``: :func:`cli` or one of its shape): exit code
+    2 and a message that names the problem."""
     out = []
     for query, phrase in (("SELECT * FROM nope", "nope does not exist"),
                           ("SELECT * FROM read_text('/etc/passwd')", "disabled by configuration"),
                           ("SELECT * FROM range(200000)", "audit_limits.max_rows")):
-        run = cli([*base, "sql", query], key)
+        run = runner([*base, "sql", query], key)
         run["ok"] = run["rc"] == 2 and phrase in run["stderr"] and not run["traceback"]
         out.append(run)
     return out
@@ -238,8 +239,9 @@ def restart_after_kill(server: Server, store: Path, port: int, client: httpx.Cli
     return report, again
 
 
-def run(work: Path) -> dict:
-    """The whole probe in ``work``; ``checks_failed`` names what did not hold."""
+def run(work: Path, cli_runner=cli) -> dict:
+    """The whole probe in ``work``; ``checks_failed`` names what did not hold. ``cli_runner`` runs the CLI probes:
+    :func:`cli` (a process each, as a user runs them), or a function of the same arguments and result."""
     started = time.perf_counter()
     store, port = work / "store", free_port()
     keys = create_store(store)
@@ -251,7 +253,7 @@ def run(work: Path) -> dict:
         with httpx.Client(base_url=server.url, timeout=120) as client:
             report["ingest_problems"] = ingest(client, keys)
             report["audit"] = audit_probes(client, keys["acme"])
-            report["cli_remote"] = cli_probes(["--server", server.url], keys["acme"])
+            report["cli_remote"] = cli_probes(["--server", server.url], keys["acme"], cli_runner)
             report["unicode"] = unicode_probe(client, keys["acme"])
             report["restart"], server = restart_after_kill(server, store, port, client, keys["acme"])
         before_stop = descendants(server.proc.pid)
@@ -261,7 +263,7 @@ def run(work: Path) -> dict:
         if server.proc.poll() is None:
             server.proc.kill()
             server.proc.wait()
-    report["cli_local"] = cli_probes(["--store", str(store)], None)
+    report["cli_local"] = cli_probes(["--store", str(store)], None, cli_runner)
     report["grep"] = grep_copy(store, work / "copy")
     failed = list(report["ingest_problems"])
     failed += [f"audit: {p['name']}" for p in report["audit"] if not p["ok"]]

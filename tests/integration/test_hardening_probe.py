@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import unicodedata
 from datetime import UTC, datetime
 
 import pytest
 
 from benchmarks import chaos_probe
+from benchmarks.fuzz_cases import run_cli
 from events.commands import RecordMessage
 from palimpsest import Memory
 from palimpsest.cli import main
@@ -25,8 +27,20 @@ FIND_NFD = ("SELECT DISTINCT tenant, user_id FROM events "
             "WHERE user_id <> nfc_normalize(user_id) OR tenant <> nfc_normalize(tenant)")
 
 
-def test_the_adversarial_probe_of_a_served_store_finds_nothing(tmp_path):
-    report = chaos_probe.run(tmp_path)
+def test_the_adversarial_probe_of_a_served_store_finds_nothing(tmp_path, monkeypatch):
+    def cli_here(args: list[str], key: str | None = None) -> dict:
+        """The probe's CLI runs in this process (``benchmarks.chaos --probe`` starts a process for each): the same
+        exit code and stderr; a traceback would be an exception raised here."""
+        if key:
+            monkeypatch.setenv("PALIMPSEST_API_KEY", key)
+        else:
+            monkeypatch.delenv("PALIMPSEST_API_KEY", raising=False)
+        started = time.perf_counter()
+        rc, err = run_cli(args)
+        return {"args": args, "rc": rc, "stderr": err.strip()[-400:], "traceback": "Traceback" in err,
+                "seconds": round(time.perf_counter() - started, 3)}
+
+    report = chaos_probe.run(tmp_path, cli_here)
     assert report["checks_failed"] == [], json.dumps(report, indent=1, ensure_ascii=False)[:4000]
     statuses = {p["name"]: p["status"] for p in report["audit"]}
     assert statuses["unknown table"] == statuses["getenv"] == 400 and statuses["file read"] == 403

@@ -84,7 +84,9 @@ def test_search_records_a_touch_event(populated):
 
 
 def test_build_context_fits_the_budget_and_keeps_provenance(populated):
-    ctx = populated.build_context("acme", "alice", "How is the puppy Biscuit?", token_budget=30)
+    # turns only (no notes section): what is checked is how turns fit a small budget and keep their provenance
+    fusion = replace(populated.settings.fusion, note_share=0.0)
+    ctx = populated.build_context("acme", "alice", "How is the puppy Biscuit?", token_budget=30, fusion=fusion)
 
     counter = TokenCounter()
     assert ctx.items, "something fits in 30 tokens"

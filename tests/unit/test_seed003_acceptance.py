@@ -109,8 +109,9 @@ def test_row_5_a_molt_adjustment_improves_the_recall_effectiveness_metric(core):
 
 def test_explainability_why_kept_source_events_expiry_and_reinforcement(core):
     [m] = record(core, [command("We decided to deploy on Fridays only", 0, user_id="row6")])
-    # a turn a note stands in for is not shown, so not touched: notes at most a quarter of this small budget
-    context(core, "deploy on Fridays", 60, user_id="row6", fusion=replace(DEFAULT_FUSION, note_share=0.25))
+    # a turn a note stands in for is not shown, so not touched: no notes in this small budget (its decision note,
+    # about ten tokens, would fit in a quarter of it)
+    context(core, "deploy on Fridays", 60, user_id="row6", fusion=replace(DEFAULT_FUSION, note_share=0.0))
     core.flush_touches()
     x = core.query(c.Explain(tenant="acme", user_id="row6", memory_id=m["memory_id"],
                              at=datetime.now(UTC) + timedelta(minutes=1)))

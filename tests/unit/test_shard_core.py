@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from events.log import InMemoryEventLog, ScanFilter
 from projections.adapters.embedding import HashEmbedder
 from projections.adapters.tokens import default_counter
 from projections.folds.vectors import VectorRow
+from projections.queries.retrieval import DEFAULT_FUSION
 from tests.builders import command
 from tests.shard_helpers import EMBED, context, kinds, record, search
 
@@ -143,7 +146,8 @@ def test_context_stays_within_budget_and_touches_only_what_it_used(service):
     record(service, CONVERSATION)
     counter = default_counter()
 
-    ctx = context(service, "puppy", token_budget=20)
+    # turns only (no notes section: a note line, about eight tokens, would fit a share of this budget)
+    ctx = context(service, "puppy", token_budget=20, fusion=replace(DEFAULT_FUSION, note_share=0.0))
     service.flush_touches()
 
     assert ctx.items and ctx.items[0].turn_id == "D1:1"

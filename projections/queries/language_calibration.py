@@ -7,8 +7,8 @@ its cosines to the English ones, whatever they say). Ranked as they are, the
 turns of the other language fall behind every turn of the question's. Within
 one language the cosines order the turns well.
 
-:func:`calibrate` moves each script group (:func:`script_groups`: mainly
-Chinese, or not) of a user's turns :data:`SHARE` of the way onto the largest
+:func:`calibrate` moves each script group (mainly Chinese or not,
+:func:`~projections.rules.text.mainly_chinese`) of a user's turns :data:`SHARE` of the way onto the largest
 group's scale, where a turn's cosine would be the largest group's mean plus
 its z-score within its own group times the largest group's standard
 deviation. The largest group's cosines are unchanged; a user whose turns are
@@ -21,18 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from projections.rules.text import mainly_chinese
-
 MIN_GROUP = 5  # turns a script group needs for its scale to be estimated (and calibrated)
 # How far a group's cosines move toward the largest group's scale: halfway. On the bilingual dev file
 # (benchmarks.bilingual, e5) the whole way lifted the other language's best turns above strong matches in the
 # question's own language (en→en recall@10 −1.7); halfway left the one-language questions' recall as it was.
 SHARE = 0.5
-
-
-def script_groups(texts: list[str]) -> np.ndarray:
-    """One group number per text: 1 if mainly Chinese (:func:`mainly_chinese`), else 0."""
-    return np.fromiter((mainly_chinese(t) for t in texts), dtype=np.int8, count=len(texts))
 
 
 def calibrate(sims: np.ndarray, groups: np.ndarray) -> np.ndarray:

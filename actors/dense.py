@@ -15,6 +15,7 @@ before they are ranked (:mod:`projections.queries.language_calibration`).
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,11 +28,18 @@ IN_MEMORY_MAX = 20_000
 CACHED_USERS = 256
 
 
+@dataclass(slots=True)
+class _Cached:
+    identity: tuple[int, int]  # the rows dict's id and length when the matrix was built
+    ids: list[str]
+    matrix: np.ndarray  # the rows' vectors, normalised
+    groups: np.ndarray | None = None  # each row's script (1: mainly Chinese), filled by the first calibrated search
+
+
 class DenseIndex:
     def __init__(self, table: LanceVectorTable) -> None:
         self.table = table
-        # (tenant, user, model) -> (rows' identity, row count, ids, normalised matrix, script group of each row)
-        self._cache: OrderedDict[tuple, tuple[int, int, list[str], np.ndarray, np.ndarray]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str, str], _Cached] = OrderedDict()  # by (tenant, user, model)
 
     def search(self, tenant: str, user_id: str, memory: UserMemory, query: np.ndarray,
                k: int, model: str = "", calibrated: bool = True) -> list[tuple[str, float]]:
@@ -47,14 +55,17 @@ class DenseIndex:
         rows = vectors.of_model(model)
         if len(rows) > IN_MEMORY_MAX and model == vectors.first:
             return self.table.search(tenant, user_id, query, k)
-        ids, matrix, groups = self._matrix((tenant, user_id), memory, rows, model)
+        entry = self._matrix((tenant, user_id), rows, model)
+        ids, matrix = entry.ids, entry.matrix
         q = np.asarray(query, dtype=np.float32).ravel()
         norm = float(np.linalg.norm(q))
         if not ids or norm == 0.0 or q.shape[0] != matrix.shape[1]:
             return []
         sims = matrix @ (q / norm)
         if calibrated:
-            sims = calibrate(sims, groups)
+            if entry.groups is None:
+                entry.groups = np.array(chinese_flags(memory, ids), dtype=np.int8)
+            sims = calibrate(sims, entry.groups)
         k = min(k, len(ids))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
         top = top[np.lexsort((top, -sims[top]))]
@@ -65,14 +76,13 @@ class DenseIndex:
         for key in [key for key in self._cache if key[:2] == stream]:
             self._cache.pop(key, None)
 
-    def _matrix(self, stream: tuple[str, str], memory: UserMemory, rows: dict,
-                model: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    def _matrix(self, stream: tuple[str, str], rows: dict, model: str) -> _Cached:
         key = (id(rows), len(rows))
         stream = (*stream, model)
         cached = self._cache.get(stream)
-        if cached is not None and cached[:2] == key:
+        if cached is not None and cached.identity == key:
             self._cache.move_to_end(stream)
-            return cached[2], cached[3], cached[4]
+            return cached
         ids = list(rows)
         if ids:
             matrix = np.stack([np.asarray(rows[i].vector, dtype=np.float32) for i in ids])
@@ -80,9 +90,8 @@ class DenseIndex:
             matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
-        groups = np.array(chinese_flags(memory, ids), dtype=np.int8)
-        self._cache[stream] = (*key, ids, matrix, groups)
+        entry = self._cache[stream] = _Cached(key, ids, matrix)
         self._cache.move_to_end(stream)
         while len(self._cache) > CACHED_USERS:
             self._cache.popitem(last=False)
-        return ids, matrix, groups
+        return entry

@@ -253,7 +253,6 @@ def timed(query: str, rows: list[list], tables: Tables, weight: float, rrf_k: in
             row[3]["states_time"] = True
 
 
-
 def chinese_flags(memory: UserMemory, memory_ids) -> list[bool]:
     """For each turn, whether it is mainly Chinese (:func:`~projections.rules.text.mainly_chinese`), each
     turn's flag computed once (``Tables.chinese``)."""

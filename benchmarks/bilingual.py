@@ -46,8 +46,17 @@ def _evidence_sessions(item: dict) -> set[int]:
     return {int(s) for s, _ in EVIDENCE_ID.findall(json.dumps(item.get("evidence", [])))}
 
 
-def _renumber(evidence, offset: int) -> list[str]:
-    return [f"D{int(s) + offset}:{t}" for s, t in EVIDENCE_ID.findall(json.dumps(evidence))]
+def _renumber(evidence, session: dict[int, int]) -> list[str]:
+    """Evidence ids with their session numbers mapped through ``session``."""
+    return [f"D{session[int(s)]}:{t}" for s, t in EVIDENCE_ID.findall(json.dumps(evidence))]
+
+
+def _copy_session(conv: dict, source: dict, old: int, new: int) -> None:
+    """``source``'s session ``old`` (its turns' dialogue ids renumbered, its date) as ``conv``'s session ``new``."""
+    conv[f"session_{new}"] = [dict(t, dia_id=re.sub(r"^D\d+:", f"D{new}:", str(t.get("dia_id", ""))))
+                              for t in source[f"session_{old}"]]
+    if f"session_{old}_date_time" in source:
+        conv[f"session_{new}_date_time"] = source[f"session_{old}_date_time"]
 
 
 def merge(english: dict, part: int, chinese: dict, translated: dict[int, str]) -> dict:
@@ -57,26 +66,19 @@ def merge(english: dict, part: int, chinese: dict, translated: dict[int, str]) -
     size = -(-len(numbers) // PARTS)
     kept = numbers[part * size:(part + 1) * size]
     conv: dict = {"speaker_a": conv_en.get("speaker_a"), "speaker_b": conv_en.get("speaker_b")}
-    for new, old in enumerate(kept, start=1):
-        conv[f"session_{new}"] = [dict(t, dia_id=re.sub(r"^D\d+:", f"D{new}:", str(t.get("dia_id", ""))))
-                                  for t in conv_en[f"session_{old}"]]
-        if f"session_{old}_date_time" in conv_en:
-            conv[f"session_{new}_date_time"] = conv_en[f"session_{old}_date_time"]
-    where = {old: new for new, old in enumerate(kept, start=1)}
-    offset = len(kept)
-    for n in _sessions(conv_zh):
-        conv[f"session_{n + offset}"] = [dict(t, dia_id=re.sub(r"^D\d+:", f"D{n + offset}:", str(t.get("dia_id", ""))))
-                                         for t in conv_zh[f"session_{n}"]]
-        if f"session_{n}_date_time" in conv_zh:
-            conv[f"session_{n + offset}_date_time"] = conv_zh[f"session_{n}_date_time"]
+    english_to = {old: new for new, old in enumerate(kept, start=1)}
+    chinese_to = {n: n + len(kept) for n in _sessions(conv_zh)}
+    for source, mapping in ((conv_en, english_to), (conv_zh, chinese_to)):
+        for old, new in mapping.items():
+            _copy_session(conv, source, old, new)
     qa = []
     for item in english.get("qa") or []:
         sessions = _evidence_sessions(item)
         if sessions and sessions <= set(kept):
-            evidence = [f"D{where[int(s)]}:{t}" for s, t in EVIDENCE_ID.findall(json.dumps(item["evidence"]))]
-            qa.append(dict(item, evidence=evidence, category=CATEGORIES["en→en"], question_type="en→en"))
+            qa.append(dict(item, evidence=_renumber(item["evidence"], english_to), category=CATEGORIES["en→en"],
+                           question_type="en→en"))
     for index, item in enumerate(chinese.get("qa") or []):
-        evidence = _renumber(item.get("evidence", []), offset)
+        evidence = _renumber(item.get("evidence", []), chinese_to)
         qa.append(dict(item, evidence=evidence, category=CATEGORIES["zh→zh"], question_type="zh→zh"))
         if index in translated:
             qa.append(dict(item, question=translated[index], evidence=evidence, category=CATEGORIES["en→zh"],

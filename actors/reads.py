@@ -96,14 +96,17 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
     by its factor for ``query``.
 
     A note enters because the turn it was read from is among the top
-    ``2 · note_candidates`` hits for the query (notes matching the query
-    lift their turns there through the note term of the fusion), so the
-    notes section is the compact, current form of the most relevant turns.
+    ``note_depth`` hits for the query (notes matching the query lift their
+    turns there through the note term of the fusion), so the notes section
+    is the compact, current form of the most relevant turns; each entry
+    keeps the position of the best hit it was read from, which orders the
+    notes of a context and decides the room they may take
+    (:func:`projections.queries.context.assemble`).
     """
     active = memory.notes.active(now)
     if adjusted(fusion) and memory.adjustments.by_target:
         active = [n for n in active if not hidden(memory, n.note_id, now)]
-    best = hits[: 2 * fusion.note_candidates]
+    best = hits[: fusion.note_depth]
     wanted = {hit.memory_id for hit in best}
     by_source: dict[str, list] = {}  # the best hits' notes (in log order)
     for note in active:
@@ -111,10 +114,12 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
             if source in wanted:
                 by_source.setdefault(source, []).append(note)
     chosen: dict[str, float] = {}
-    for hit in best:
+    ranks: dict[str, int] = {}
+    for position, hit in enumerate(best, start=1):
         for note in by_source.get(hit.memory_id, ()):
             factor = memory.adjustments.factor(note.note_id, now, query) if adjusted(fusion) else 1.0
             chosen.setdefault(note.note_id, hit.score * factor)
+            ranks.setdefault(note.note_id, position)
     offered = set()
     for note in active:
         if (note.lifecycle == "core" or note.category == "constraint") and note.note_id not in chosen:
@@ -130,6 +135,7 @@ def note_entries(memory, hits: list[Hit], fusion: FusionConfig, now: datetime | 
             tuple(t for t in (by_id[m].turn_id for m in sources) if t),
             by_id[sources[0]].conversation_id if sources else "", score, note_id in offered,
             note.category == "constraint" and (note.slot in SAFETY_SLOTS or note.polarity == "negative"),
+            ranks.get(note_id, 0),
         ))
     return entries
 

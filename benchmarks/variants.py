@@ -48,6 +48,7 @@ def variants(default: FusionConfig = DEFAULT_FUSION) -> dict[str, FusionConfig]:
         # the second pass for list questions off (projections.queries.list_expand); the notes' share as before it
         "palimpsest_no_list_expand": replace(default, list_expansion=LISTS_OFF),
         "palimpsest_notes_quarter": replace(default, note_share=0.25),
+        "palimpsest_notes_depth20": replace(default, note_depth=20),  # a context reads the notes of 20 hits (was)
         "palimpsest_before_lists": BEFORE_LISTS,
         "palimpsest_no_cjk_ranker": replace(default, cjk_ranker=None),  # Chinese queries not re-ranked
         "palimpsest_no_focus": replace(default, query_focus=False),  # rambling queries read whole

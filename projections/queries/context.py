@@ -3,10 +3,12 @@ with the provenance of every line kept.
 
 Notes come first, within their share of the budget: the constraints the
 question reaches and every health, diet, allergy or safety constraint, then the
-other notes the question reaches grouped by category (decisions, preferences,
-facts), then the other constraints and the core notes; the retrieved turns fill the rest
+other notes the question reaches in the order of the hits they were read from,
+then the other constraints and the core notes; the retrieved turns fill the rest
 in rank order, and the text shows them by day (a date header, then that day's
-turns in time order). A note's line is its category and text, dated only where the
+turns in time order). A note read from a hit never takes the room of a better
+hit's turn that the budget could show (:func:`reach`): in a 20-token context the
+note of a turn far down the hits does not stand in for the turn that matched. A note's line is its category and text, dated only where the
 day matters (:func:`dated`); its provenance names its version and its source turns.
 
 Nothing a turn said is lost to its notes: a turn is left out for its notes only
@@ -50,6 +52,7 @@ class NoteEntry:
     score: float
     offered: bool = False  # offered whatever the question (a constraint or a core note), not read from a hit
     safety: bool = False  # a health, diet, allergy or safety constraint, or a prohibition ("must not", "不能")
+    rank: int = 0  # the position (from 1) of the best hit it was read from; 0 when offered
 
 
 def _tier(note: NoteEntry) -> int:
@@ -88,18 +91,60 @@ def body_line(hit: Hit, text: str | None = None) -> str:
     return f"{who}{hit.text if text is None else text}" + (f" ({label})" if label else "")
 
 
+@dataclass(frozen=True, slots=True)
+class _Room:
+    """What the notes of a context may take: ``share`` tokens, and no room the ``budget`` needs for the turns of the
+    ``kept`` hits (memory id and line size, best first: those it could show whole)."""
+
+    share: int
+    budget: int
+    kept: tuple[tuple[str, int], ...]
+
+    def leaves_room(self, note: NoteEntry, used: int, stated: set[str]) -> bool:
+        """Whether the notes taken, ``note`` (read from the hit ranked ``note.rank``) among them, ``used`` tokens
+        that leave room for the turns of the kept hits ranked above it that no note taken stands for (``stated``:
+        the turns those notes were read from)."""
+        better = sum(size for n, (memory_id, size) in enumerate(self.kept, start=1)
+                     if n < note.rank and memory_id not in stated)
+        return used + better <= self.budget
+
+
+def reach(sizes: Sequence[int], budget: int) -> int:
+    """How many of the best hits (their lines' ``sizes`` in rank order) a context of ``budget`` tokens could show
+    whole, one after the other."""
+    used = 0
+    for n, size in enumerate(sizes):
+        used += size
+        if used > budget:
+            return n
+    return len(sizes)
+
+
+def _order(note: NoteEntry) -> int:
+    """Within a tier, the notes the question reaches go in the order of their hits, the others keep theirs."""
+    return note.rank if _tier(note) == 1 else 0
+
+
 def _notes_first(
-    notes: Sequence[NoteEntry], share: int, count_tokens: Callable[[list[str]], list[int]], when_asked: bool = False
+    notes: Sequence[NoteEntry], room: _Room, count_tokens: Callable[[list[str]], list[int]], when_asked: bool = False
 ) -> list[ContextItem]:
-    """The notes that fit in ``share`` tokens, in the order of :func:`_tier`, then grouped by category,
-    best-matching first within a category (``when_asked``: the question asks about time, :func:`dated`)."""
+    """The notes that fit in the ``room``, in the order of :func:`_tier`, the notes the question reaches in the
+    order of their hits, else by category. A note the question reaches is taken only where it leaves room for
+    the turns of the better hits (:meth:`_Room.leaves_room`), and none after a better hit's note that did not fit
+    (``when_asked``: the question asks about time, :func:`dated`)."""
     rank = {c: i for i, c in enumerate(CATEGORY_ORDER)}
-    ordered = sorted(enumerate(notes), key=lambda p: (_tier(p[1]), rank.get(p[1].category, len(rank)), p[0]))
+    ordered = sorted(enumerate(notes), key=lambda p: (_tier(p[1]), _order(p[1]), rank.get(p[1].category, len(rank)),
+                                                      p[0]))
     lines = [note_line(n, dated(n, when_asked)) for _, n in ordered]
-    items, used = [], 0
+    items, used, stated, missed = [], 0, set(), None
     for (_, note), line, size in zip(ordered, lines, count_tokens(lines) if lines else []):
-        if used + size > share:
+        reached = _tier(note) == 1
+        if reached and missed is not None and note.rank > missed:
+            continue  # a better hit's note did not fit: its turn stands for it, and no weaker hit's note goes first
+        if used + size > room.share or (reached and not room.leaves_room(note, used + size, stated)):
+            missed = note.rank if reached else missed
             continue
+        stated.update(note.source_ids)
         used += size
         items.append(ContextItem(
             memory_id=note.note_id,
@@ -232,19 +277,23 @@ def assemble(
     day's turns (:attr:`Context.text`), so a turn costs its date only when it
     is the first of its day taken.
     """
-    share = min(note_tokens, int(budget * note_share))
-    items: list[ContextItem] = _notes_first(notes, share, count_tokens, time_intent(query)) if share > 0 else []
-    shown = _not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage)
-    days = [h.occurred_at.date().isoformat() for h, _ in shown]
+    days = [h.occurred_at.date().isoformat() for h in hits]
     headers = list(dict.fromkeys(days))
-    bodies = [body_line(h, text) for h, text in shown]
-    parts = [n for n, (h, text) in enumerate(shown) if text != h.text]  # shown in part: their whole line's size too
-    sizes = count_tokens(bodies + [day_header(d) for d in headers] + [body_line(shown[n][0]) for n in parts]
-                         ) if shown else []
-    whole_sizes = sizes[: len(bodies)]
-    for n, size in zip(parts, sizes[len(bodies) + len(headers):]):
-        whole_sizes[n] = size
-    turns = _Turns(shown, days, sizes[: len(bodies)], whole_sizes, dict(zip(headers, sizes[len(bodies):])))
+    counted = count_tokens([body_line(h) for h in hits] + [day_header(d) for d in headers]) if hits else []
+    whole_size = {h.memory_id: size for h, size in zip(hits, counted)}
+    header_size = dict(zip(headers, counted[len(hits):]))
+    seen: set[str] = set()
+    costs = [whole_size[h.memory_id] + (0 if d in seen or seen.add(d) else header_size[d]) for h, d in zip(hits, days)]
+    kept = tuple((h.memory_id, c) for h, c in zip(hits[:reach(costs, budget)], costs))
+    room = _Room(min(note_tokens, int(budget * note_share)), budget, kept)
+    items: list[ContextItem] = _notes_first(notes, room, count_tokens, time_intent(query)) if room.share > 0 else []
+    shown = _not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage)
+    parts = [(h, text) for h, text in shown if text != h.text]  # shown in part: the clauses their notes leave out
+    part_size = dict(zip((h.memory_id for h, _ in parts), count_tokens([body_line(h, t) for h, t in parts]) if parts
+                         else []))
+    whole_sizes = [whole_size[h.memory_id] for h, _ in shown]
+    sizes = [part_size.get(h.memory_id, whole_size[h.memory_id]) for h, _ in shown]
+    turns = _Turns(shown, [h.occurred_at.date().isoformat() for h, _ in shown], sizes, whole_sizes, header_size)
     turns.fill(items, budget)
     _widen_cheaper(items, turns)
     # A note whose every turn the context took whole says nothing the turns do not: its tokens go to the next turns.

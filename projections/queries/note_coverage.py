@@ -16,6 +16,7 @@ the whole turn.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from projections.rules.extraction import key_terms, split_statements
@@ -26,7 +27,30 @@ from projections.rules.text import has_cjk
 FORMULA_TERMS = frozenset("""thank thanks bye goodbye hello hey hi yep yeah yes nope awesome cool nice amaz good great
     luck cheer haha hahaha lol omg glad wow congrat congratulation sweet lovely wonderful fantastic incredible
     谢谢 哈哈 哈哈哈 好 太棒了 加油 再见 拜拜 不错 恭喜 嗯 哇""".split())
-FORMULA_WORDS = frozenset("hey hi hello thanks thank wow bye yep yeah congrats congratulations".split())
+FORMULA_WORDS = frozenset("hey hi hello thanks thank wow woah whoa oh aw aww bye yep yeah congrats congratulations"
+                          .split())
+# Whole clauses that keep up a conversation and say nothing of anyone's life: openers and links ("Long time no see",
+# "By the way", "Anyway"), sign-offs, reactions to what the other said ("That sounds awesome", "I'm sorry to hear
+# that") and thanks for a word or a wish ("Your support means a lot", "Thanks for asking").
+FORMULA_CLAUSE = re.compile(
+    r"(?:(?:hey|hi|oh|wow|woah|so|well|and|yeah|anyway)\s+)*(?:"
+    r"long time no (?:see|talk|chat|speak)|(?:great|good|nice|so good) to (?:hear from you|hear that|see you)"
+    r"|great to hear|good to hear|talk (?:to you )?(?:soon|later)|see (?:you|ya)(?: soon| later)?|take care"
+    r"|by the way|btw|anyway|anyways|on another note|well|plus|for sure|sure|of course|way to go|keep it up"
+    r"|(?:thanks|thank you) (?:so much )?for (?:asking|sharing|the (?:advice|tips?|support|suggestions?|kind words"
+    r"|new year's wishes|wishes))|(?:i )?hope (?:you're|you are|all's|all is|everything's|everything is|you've been)"
+    r" (?:doing )?(?:good|ok|okay|well|great|fine)|since (?:we last (?:spoke|chatted|talked)|our last (?:chat|talk))"
+    r"|(?:(?:that|it|this|that all|that's|it's|this is) )?(?:sounds|looks|seems|is)? ?(?:so |really |absolutely "
+    r"|pretty |super |just )?(?:awesome|great|amazing|fantastic|lovely|wonderful|fun|cool|nice|good|incredible"
+    r"|gorgeous|stunning|beautiful|like a blast|like fun)|i'm (?:so )?sorry to hear (?:that|this)"
+    r"|(?:i )?can't wait|(?:your (?:words|support|kindness|backing)|it|that) (?:really )?means? (?:a lot|so much)"
+    r"(?: to me)?|(?:i )?(?:really )?appreciate (?:it|that|your (?:help|support|kind words|words|kindness))"
+    r"|no worries|no problem|nice one|you rock|you got this|sure thing|yay|speaking of which"
+    r"|check (?:it|this|that) out|(?:take a )?look at (?:this|that)|take a look"
+    r")(?:\s+(?:too|though|mate|buddy))?",
+    re.IGNORECASE,
+)
+CAPTION = re.compile(r"^\[image:\s*(.*?)\]?$")  # a picture's caption: its words, not the framing, are what it states
 FRAGMENT = " … "  # joins the clauses of a turn its notes leave out (and opens the line: the rest is in the notes)
 
 
@@ -39,6 +63,8 @@ def _carried(notes: Sequence[str]):
 def _formula(clause: str, terms: tuple[str, ...]) -> bool:
     """A clause of only exchange formulas and stop words ("That's awesome", "Wow"), or of a formula and one name
     ("Thanks Nate", "Hey Maria")."""
+    if FORMULA_CLAUSE.fullmatch(clause):
+        return True
     rest = [t for t in terms if t not in FORMULA_TERMS]
     words = clause.split()
     said = any(w.lower().strip("!,.") in FORMULA_WORDS for w in words)
@@ -64,10 +90,16 @@ def statements(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def content_terms(clause: str) -> tuple[str, ...]:
+    """The key terms of what ``clause`` states (of a picture's caption, its words without the framing)."""
+    caption = CAPTION.match(clause)
+    return key_terms(caption.group(1) if caption else clause)
+
+
 def carried_share(text: str, notes: Sequence[str]) -> float:
     """The share of the content terms of what ``text`` states (:func:`statements`) that the ``notes`` state (1.0
     when it states nothing)."""
-    terms = tuple(dict.fromkeys(t for clause in statements(text) for t in key_terms(clause)))
+    terms = tuple(dict.fromkeys(t for clause in statements(text) for t in content_terms(clause)))
     if not terms:
         return 1.0
     carried = _carried(notes)
@@ -80,7 +112,7 @@ def uncarried(text: str, notes: Sequence[str]) -> str | None:
     carry all of it. A clause is carried whole when the notes state each of its content terms."""
     clauses = statements(text)
     carried = _carried(notes)
-    left = [c for c in clauses if not all(carried(t) for t in key_terms(c))]
+    left = [c for c in clauses if not all(carried(t) for t in content_terms(c))]
     if not left:
         return None
     if len(left) == len(split_statements(text)):

@@ -84,6 +84,9 @@ class FusionConfig:
     retention_weight: float = 0.1  # R at the query time, as a fraction of a rank-1 RRF term (a tie-breaker)
     note_weight: float = 0.5  # source turns of the active notes that match the query get a fourth RRF term
     note_candidates: int = 10
+    # A context reads the notes of the best note_depth hits (context.assemble: where they leave room for the turns
+    # of better hits): notes of the hits past the turns a budget shows carry their turns in fewer tokens
+    note_depth: int = 50
     note_tokens: int = 500  # the notes' share of a context (seed 000: under ~500 tokens); 0 leaves notes out
     note_share: float = 0.5  # and at most this share of its budget (context.assemble)
     # A context leaves out a turn its notes state only when they carry at least this share of its content terms

@@ -321,3 +321,13 @@ def test_greetings_thanks_and_exclamations_state_nothing_a_context_could_lose():
     assert statements("谢谢！我对花生过敏") == ("我对花生过敏",)
     assert statements("Paris, I think.") == ("Paris", "I think")  # a name beside no formula is what was said
     assert carried_share("Thanks Nate! I really enjoy dramas", ["Joanna enjoys dramas"]) == 1.0
+
+
+def test_openers_reactions_and_a_pictures_framing_state_nothing_a_context_could_lose():
+    assert statements("Hey Mel! Long time no see! By the way, I finished my painting.") == ("I finished my painting",)
+    assert statements("That sounds awesome! Your support means a lot. No worries.") == ()
+    assert statements("The cake is great, Boston is nice") == ("The cake is great", "Boston is nice")  # about things
+    # a caption is carried by a note that says what the picture shows; the rest of the turn stays
+    turn = "Check it out! I painted this last week. [image: a photo of a sunset over a lake]"
+    assert uncarried(turn, ["A photo of a sunset over a lake"]) == "… I painted this last week"
+    assert uncarried(turn, ["A photo of a sunset over a lake", "Alice painted this last week"]) is None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -17,7 +15,6 @@ from events.log import InMemoryEventLog, ScanFilter
 from projections.adapters.embedding import HashEmbedder
 from projections.adapters.tokens import default_counter
 from projections.folds.vectors import VectorRow
-from projections.queries.retrieval import DEFAULT_FUSION
 from tests.builders import command
 from tests.shard_helpers import EMBED, context, kinds, record, search
 
@@ -146,8 +143,9 @@ def test_context_stays_within_budget_and_touches_only_what_it_used(service):
     record(service, CONVERSATION)
     counter = default_counter()
 
-    # turns only (no notes section: a note line, about eight tokens, would fit a share of this budget)
-    ctx = context(service, "puppy", token_budget=20, fusion=replace(DEFAULT_FUSION, note_share=0.0))
+    # notes as by default: the kitchen's note (about ten tokens) would fit this budget's share, but not beside the
+    # puppy's turn, which the question matched better
+    ctx = context(service, "puppy", token_budget=20)
     service.flush_touches()
 
     assert ctx.items and ctx.items[0].turn_id == "D1:1"

@@ -142,10 +142,23 @@ async def admit(admission: Admission, app, scope, receive, send) -> None:
         slot = await admission.enter(klass, tenant, _asked_ms(scope))
     except Overloaded as exc:
         return await overloaded(exc)(scope, receive, send)
+    held = [slot]
+
+    def give_back() -> None:
+        if held:
+            admission.leave(klass, held.pop())
+
+    async def answered(message) -> None:
+        await send(message)
+        # the slot is free once the client has the whole answer: what the app does after it (Serve's bookkeeping)
+        # must not make the client's next request wait for, or be refused for, a slot its last one still holds
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            give_back()
+
     try:
-        await app(scope, receive, send)
+        await app(scope, receive, answered)
     finally:
-        admission.leave(klass, slot)
+        give_back()
 
 
 class AdmissionMiddleware:

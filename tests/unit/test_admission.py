@@ -406,3 +406,45 @@ def test_after_a_quiet_while_the_hold_time_is_mostly_the_new_one():
     clock.now += 0.02
     gate.leave(slot)
     assert gate.hold_high_s < 0.2 and gate.hold_s < 0.2
+
+
+def test_a_slot_is_free_once_the_answer_is_sent_though_the_app_goes_on_after_it(monkeypatch):
+    """A client's next write must not find its previous one's slot held by what runs after the answer (Ray
+    Serve's bookkeeping): with one write slot and no queue it would be refused at once."""
+    from palimpsest.server import admission_http
+
+    monkeypatch.setattr(admission_http, "_tenant", lambda scope: "acme")  # the key check is not under test here
+    admission = Admission(AdmissionSettings(write_slots=1, queue=0))
+    scope = {"type": "http", "method": "POST", "path": "/v1/users/alice/messages", "headers": []}
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    def answering(after: asyncio.Event | None):
+        async def app(scope, receive, send):
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"{}"})
+            if after is not None:
+                await after.wait()  # the app's own work after the answer went out
+        return app
+
+    async def scenario():
+        after, first_sent, second_sent = asyncio.Event(), [], []
+
+        async def first_send(message):
+            first_sent.append(message)
+
+        async def second_send(message):
+            second_sent.append(message)
+
+        first = asyncio.create_task(admission_http.admit(admission, answering(after), dict(scope), receive, first_send))
+        while len(first_sent) < 2:
+            await asyncio.sleep(0)
+        held_after_answer = admission.gates[WRITE].running
+        await admission_http.admit(admission, answering(None), dict(scope), receive, second_send)
+        after.set()
+        await first
+        return held_after_answer, second_sent[0]["status"], admission.gates[WRITE].running
+
+    held, status, running = run(scenario())
+    assert held == 0 and status == 200 and running == 0

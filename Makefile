@@ -14,9 +14,11 @@ ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/real
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	# --no-compile: a module's bytecode is written when it is first imported, not for every installed module
+	# (torch alone has thousands that nothing here imports)
 	# torch first and pinned: the local CPU build (an unpinned torch pulls a multi-GB CUDA build)
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test,bench,docs,langgraph,agents]'
+	$(BIN)/pip install --quiet --no-compile torch==2.13.0
+	$(BIN)/pip install --quiet --no-compile -e '.[test,bench,docs,langgraph,agents]'
 	$(MAKE) --no-print-directory browser
 	touch $(STAMP)
 
@@ -54,8 +56,12 @@ docs: $(STAMP)
 docs-serve: docs
 	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
 
+# The suite runs in TEST_WORKERS pytest-xdist processes, a test module per process at a time (its module fixtures
+# are set up once; tests/xdist_schedule.py): while one waits (Ray starting, a server, a subprocess) the other
+# computes. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
 
 test-unit: $(STAMP)

@@ -16,6 +16,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # the suite, so a test sees no event it did not cause by a call; tests/integration/test_graph_labels.py turns it on.
 os.environ.setdefault("PALIMPSEST_LABELS_IDLE_S", "off")
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # Same examples on every run (CI stays reproducible); jieba loads its
@@ -31,7 +32,24 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "palimpsest"))
 OWN_RAY_MODULES = ("tests/integration/test_multinode.py",)
 
 
+def _order(item) -> int:
+    """Integration modules (long: Ray, servers, subprocesses) first, then the many short unit and contract
+    modules, which fill the xdist workers' ends evenly; a module with a Ray of its own last."""
+    if item.nodeid.startswith(OWN_RAY_MODULES):
+        return 2
+    return 0 if item.nodeid.startswith("tests/integration/") else 1
+
+
 def pytest_collection_modifyitems(session, config, items):
-    own = [item for item in items if item.nodeid.startswith(OWN_RAY_MODULES)]
-    if own:
-        items[:] = [item for item in items if not item.nodeid.startswith(OWN_RAY_MODULES)] + own
+    items.sort(key=_order)  # stable: the collection order within each group
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadfile`` (``make test``) a worker takes a module, or the modules sharing a session set-up,
+    at a time: tests/xdist_schedule.py. Another ``--dist`` keeps xdist's own scheduler."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.xdist_schedule import ModulesBySetup
+
+    return ModulesBySetup(config, log)

@@ -114,14 +114,16 @@ def test_the_installed_wheel_runs_outside_the_repository(wheel, tmp_path):
     work.mkdir()
     venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    # nothing of the checkout may be importable, not even for pip (a PYTHONPATH naming a checkout with its
+    # egg-info would have pip take the wheel as installed already)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS", "PYTHONSTARTUP")}
+    env["HF_HUB_OFFLINE"] = "1"
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
-                              str(wheel)], capture_output=True, text=True, timeout=120)
+                              str(wheel)], capture_output=True, text=True, timeout=120, env=env, cwd=work)
     assert install.returncode == 0, install.stdout + install.stderr
     packages = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                               capture_output=True, text=True, check=True).stdout.strip()
     Path(packages, "borrowed-dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS", "PYTHONSTARTUP")}
-    env["HF_HUB_OFFLINE"] = "1"
 
     version = subprocess.run([env_dir / "bin" / "palimpsest", "--version"], cwd=work, env=env,
                              capture_output=True, text=True, timeout=60)

@@ -14,7 +14,10 @@ renumbered so the two do not collide. Its questions, each category named by
 - ``en→en`` (category 1): LoCoMo's questions whose evidence lies in that third;
 - ``zh→zh`` (2): MemDaily's questions;
 - ``en→zh`` (3): MemDaily's questions that ``--questions`` translates
-  (default: ``benchmarks/data/memdaily_dev_en_questions.json``, English by hand).
+  (default: ``benchmarks/data/memdaily_dev_en_questions.json``, English by hand);
+- ``zh→en`` (4): LoCoMo's questions of that third that ``--zh-questions``
+  translates (default: ``benchmarks/data/locomo_dev_zh_questions.json``,
+  Chinese by hand, seven per user).
 
 A search that reads only one language well shows it here: English questions
 about the Chinese turns, and each language's own questions beside turns of the
@@ -35,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data"
 SESSION = re.compile(r"^session_(\d+)$")
 PARTS = 3  # each LoCoMo conversation is shared by this many users, a run of its sessions each
-CATEGORIES = {"en→en": 1, "zh→zh": 2, "en→zh": 3}
+CATEGORIES = {"en→en": 1, "zh→zh": 2, "en→zh": 3, "zh→en": 4}
 
 
 def _sessions(conv: dict) -> list[int]:
@@ -59,8 +62,12 @@ def _copy_session(conv: dict, source: dict, old: int, new: int) -> None:
         conv[f"session_{new}_date_time"] = source[f"session_{old}_date_time"]
 
 
-def merge(english: dict, part: int, chinese: dict, translated: dict[int, str]) -> dict:
-    """One bilingual user: ``part`` of ``english``'s sessions, then ``chinese``'s sessions after them."""
+def merge(english: dict, part: int, chinese: dict, translated: dict[int, str],
+          to_chinese: dict[int, str] | None = None) -> dict:
+    """One bilingual user: ``part`` of ``english``'s sessions, then ``chinese``'s sessions after them;
+    ``translated``: English texts of ``chinese``'s questions by index, ``to_chinese``: Chinese texts of
+    ``english``'s."""
+    to_chinese = to_chinese or {}
     conv_en, conv_zh = english["conversation"], chinese["conversation"]
     numbers = _sessions(conv_en)
     size = -(-len(numbers) // PARTS)
@@ -72,11 +79,14 @@ def merge(english: dict, part: int, chinese: dict, translated: dict[int, str]) -
         for old, new in mapping.items():
             _copy_session(conv, source, old, new)
     qa = []
-    for item in english.get("qa") or []:
+    for index, item in enumerate(english.get("qa") or []):
         sessions = _evidence_sessions(item)
         if sessions and sessions <= set(kept):
-            qa.append(dict(item, evidence=_renumber(item["evidence"], english_to), category=CATEGORIES["en→en"],
-                           question_type="en→en"))
+            evidence = _renumber(item["evidence"], english_to)
+            qa.append(dict(item, evidence=evidence, category=CATEGORIES["en→en"], question_type="en→en"))
+            if index in to_chinese:
+                qa.append(dict(item, question=to_chinese[index], evidence=evidence, category=CATEGORIES["zh→en"],
+                               question_type="zh→en"))
     for index, item in enumerate(chinese.get("qa") or []):
         evidence = _renumber(item.get("evidence", []), chinese_to)
         qa.append(dict(item, evidence=evidence, category=CATEGORIES["zh→zh"], question_type="zh→zh"))
@@ -86,16 +96,15 @@ def merge(english: dict, part: int, chinese: dict, translated: dict[int, str]) -
     return {"sample_id": f"bilingual-{chinese['sample_id']}", "conversation": conv, "qa": qa}
 
 
-def build(locomo: Path, memdaily: Path, overlay: Path) -> list[dict]:
+def build(locomo: Path, memdaily: Path, overlay: Path, zh_overlay: Path | None = None) -> list[dict]:
     english = json.loads(locomo.read_text(encoding="utf-8"))
     chinese = json.loads(memdaily.read_text(encoding="utf-8"))
-    entries = question_overlay.read(overlay)
-    by_sample: dict[str, dict[int, str]] = {}
-    for e in entries:
-        by_sample.setdefault(str(e["sample_id"]), {})[int(e["index"])] = str(e["question"])
+    to_english = question_overlay.by_sample(overlay, chinese)
+    to_chinese = question_overlay.by_sample(zh_overlay, english) if zh_overlay is not None else {}
     users = min(len(chinese), len(english) * PARTS)
     return [merge(english[i % len(english)], i // len(english), chinese[i],
-                  by_sample.get(chinese[i]["sample_id"], {})) for i in range(users)]
+                  to_english.get(chinese[i]["sample_id"], {}),
+                  to_chinese.get(english[i % len(english)]["sample_id"], {})) for i in range(users)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -105,11 +114,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--memdaily", type=Path, default=DATA / "memdaily" / "memdaily_dev.json")
     p.add_argument("--questions", type=Path, default=HERE / "data" / "memdaily_dev_en_questions.json",
                    help="English questions over the MemDaily file (benchmarks.question_overlay format)")
+    p.add_argument("--zh-questions", type=Path, default=HERE / "data" / "locomo_dev_zh_questions.json",
+                   help="Chinese questions over the LoCoMo file (benchmarks.question_overlay format)")
     args = p.parse_args(argv)
-    for name in ("locomo", "memdaily", "questions"):
+    for name in ("locomo", "memdaily", "questions", "zh_questions"):
         if not getattr(args, name).is_file():
-            p.error(f"--{name} {getattr(args, name)}: no such file")
-    samples = build(args.locomo, args.memdaily, args.questions)
+            p.error(f"--{name.replace('_', '-')} {getattr(args, name)}: no such file")
+    samples = build(args.locomo, args.memdaily, args.questions, args.zh_questions)
     args.out.write_text(json.dumps(samples, ensure_ascii=False), encoding="utf-8")
     counts: dict[str, int] = {}
     for s in samples:

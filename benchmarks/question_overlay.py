@@ -44,6 +44,23 @@ def read(path: Path) -> list[dict]:
     return entries
 
 
+def by_sample(path: Path, samples: list[dict]) -> dict[str, dict[int, str]]:
+    """The overlay's questions over raw LoCoMo-format ``samples``: ``{sample_id: {index: text}}``, each checked
+    against the text it replaces (a SystemExit naming the entry otherwise)."""
+    raw = {(str(s["sample_id"]), i): str(q.get("question", "")) for s in samples for i, q in enumerate(s.get("qa") or [])}
+    found: dict[str, dict[int, str]] = {}
+    for pos, e in enumerate(read(path)):
+        key = (str(e["sample_id"]), int(e["index"]))
+        if key not in raw:
+            raise SystemExit(f"--questions {path}: questions[{pos}] points at {key[0]}#{key[1]}, which the data "
+                             "file does not have (is it the file the overlay was written for?)")
+        if _digest(raw[key]) != e["original_sha256"]:
+            raise SystemExit(f"--questions {path}: questions[{pos}] was written for another text of "
+                             f"{key[0]}#{key[1]} than the data file holds now ({raw[key]!r})")
+        found.setdefault(key[0], {})[key[1]] = str(e["question"]).strip()
+    return found
+
+
 def apply(data: Dataset, path: Path) -> Dataset:
     """``data`` with only the overlaid questions, their text replaced.
 

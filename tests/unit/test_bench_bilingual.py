@@ -78,7 +78,12 @@ def test_overlay_written_for_another_text_is_refused(files, tmp_path):
 def test_bilingual_user_keeps_every_evidence_on_its_turn(files, tmp_path):
     zh, en, overlay = files
     out = tmp_path / "bi.json"
-    bilingual.main(["--out", str(out), "--locomo", str(en), "--memdaily", str(zh), "--questions", str(overlay)])
+    to_chinese = tmp_path / "zh_questions.json"
+    to_chinese.write_text(json.dumps({"questions": [
+        {"sample_id": "conv-0", "index": 0, "question": "Ann最先画了什么？",
+         "original_sha256": _digest("What did Ann paint first?")}]}, ensure_ascii=False), encoding="utf-8")
+    bilingual.main(["--out", str(out), "--locomo", str(en), "--memdaily", str(zh), "--questions", str(overlay),
+                    "--zh-questions", str(to_chinese)])
     data = ds.load(out)
     (sample,) = data.samples
     text = {m["turn_id"]: m["text"] for m in sample.messages}
@@ -91,4 +96,17 @@ def test_bilingual_user_keeps_every_evidence_on_its_turn(files, tmp_path):
         ("zh→zh", "我用的手机是什么？"): ["我用的手机是小米12。"],
         ("zh→zh", "舅舅的生日是哪天？"): ["舅舅的生日是八月八日。"],
         ("en→zh", "When is my uncle's birthday?"): ["舅舅的生日是八月八日。"],
+        ("zh→en", "Ann最先画了什么？"): ["Session 1: I painted a 1 boat."],
     }
+
+
+def test_bilingual_file_refuses_a_translation_written_for_another_question(files, tmp_path):
+    zh, en, overlay = files
+    stale = tmp_path / "zh_questions.json"
+    stale.write_text(json.dumps({"questions": [{"sample_id": "conv-0", "index": 1, "question": "Ann最后画了什么？",
+                                                "original_sha256": _digest("What did Ann paint first?")}]},
+                                ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(SystemExit, match="another text of conv-0#1"):
+        bilingual.main(["--out", str(tmp_path / "bi.json"), "--locomo", str(en), "--memdaily", str(zh),
+                        "--questions", str(overlay), "--zh-questions", str(stale)])
+    assert not (tmp_path / "bi.json").exists()

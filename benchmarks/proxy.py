@@ -12,8 +12,7 @@
    target of at most 15 ms added at p95, and the proxy's own phases from its ``Server-Timing`` header: the wait
    for the user's earlier calls to be recorded (settle), reading the memory (memory), the upstream (upstream).
 
-The proxy records each call after answering, in batches (a call waits the proxy's record delay for others to be
-written with it), and a user's next call has that call written at once and waits until its messages are written:
+The proxy records each call after answering, and a user's next call waits until that call's messages are written:
 with no think time (a client calling back to back, faster than any person or real model), the wait is part of
 each call and the levels measure how fast the store records; with a think time (default 1 s, still short of a real model's answer)
 they measure what a call pays. The figures depend on the machine and on what else runs on it: the load average
@@ -58,8 +57,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--calls", type=int, help="calls per client and route at each level (default 100; quick 20)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls per client and route first (default 5)")
     p.add_argument("--embedder", help="the store's encoder (default: minilm, the default of a new store; quick: hash)")
-    p.add_argument("--record-delay-s", type=float,
-                   help="the proxy's record delay (PALIMPSEST_PROXY_RECORD_DELAY_S; default: the proxy's default)")
     args = p.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",")]
     args.think_ms = [float(x) for x in args.think_ms.split(",")]
@@ -180,12 +177,11 @@ def run(args: argparse.Namespace) -> dict:
     from tests.serve_helpers import free_port
 
     store = Path(tempfile.mkdtemp(prefix="palimpsest-proxy-bench-")) / "store"
-    delay = {} if args.record_delay_s is None else {"record_delay_s": args.record_delay_s}
     load_before, started = os.getloadavg(), time.perf_counter()
     ensure_ray()
     with upstream_process() as upstream_url:
         settings = ServeSettings(store=str(store), port=free_port(), rate_per_s=0,
-                                 upstream=Upstream(upstream_url, api_key="upstream-key", **delay))
+                                 upstream=Upstream(upstream_url, api_key="upstream-key"))
         running = start(settings, embedder=args.embedder)
         try:
             running.memory.consolidate_every = 0  # consolidation rounds would land inside the timed levels
@@ -208,7 +204,6 @@ def run(args: argparse.Namespace) -> dict:
             "within_target": {f"{lv['clients']} clients, think {lv['think_ms']:g} ms":
                               lv["added_p95_ms"] <= TARGET_ADDED_P95_MS for lv in levels},
             "config": {"embedder": args.embedder, "calls": args.calls, "warmup": args.warmup,
-                       "record_delay_s": Upstream(upstream_url, **delay).record_delay_s,
                        "quick": args.quick, "cpus": os.cpu_count(),
                        "load_average_before": [round(x, 2) for x in load_before],
                        "load_average_after": [round(x, 2) for x in os.getloadavg()],
@@ -228,7 +223,7 @@ def print_report(r: dict) -> None:
     c = r["config"]
     met = [name for name, ok in r["within_target"].items() if ok]
     print(f"target: at most {r['target_added_p95_ms']:g} ms added at p95 — met at: {', '.join(met) or 'none'}; "
-          f"encoder {c['embedder']}; record delay {c['record_delay_s']:g} s; load average before {c['load_average_before']}, after "
+          f"encoder {c['embedder']}; load average before {c['load_average_before']}, after "
           f"{c['load_average_after']} on {c['cpus']} cores")
 
 

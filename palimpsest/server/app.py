@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from ray import serve
 
-from palimpsest.server import access, errors, ingress, mcp_app, proxy_record, ui
+from palimpsest.server import access, errors, ingress, mcp_app, ui
 from palimpsest.server import routes_audit, routes_inspect, routes_keys, routes_tenant
 from palimpsest.server import routes_generated, routes_proxy, routes_reembed
 from palimpsest.server.routes_store import router as store_router
@@ -117,7 +117,6 @@ def _consolidate_when_quiet(app: FastAPI, gates: Admission) -> None:
                     yield state
         finally:
             quiet.stop()
-            await proxy_record.drain()  # the proxy's recordings still waiting for their batch
 
     app.router.lifespan_context = lifespan
 

@@ -9,21 +9,17 @@ continues the conversation after that reply (resending it, or naming its respons
 finds it there and has the Feedback Judge judge the new user turn
 against it, naming the same memories, as :meth:`palimpsest.Memory.judge_feedback` does.
 
-Recording runs after the answer has gone (the client does not wait for it), in batches: a batch is written the
-proxy's record delay (1 s unless set) after its first call was answered, with every call answered meanwhile (their
-messages and the replies' reports, one command and one transaction per shard), so a busy replica makes a few larger
-writes instead of one per call, and the shards' writes are less often in the way of the calls' reads. The next call
-of a user to this replica has their queued calls written at once and waits until their messages are written before
-it reads their memory (:meth:`Recorder.settled`), so the memory is read with the user's last turn and reply in it,
-and a replica answering faster than it can record slows down instead of piling recordings up. A stopping replica
-writes what is queued (:func:`drain`). A recording refused or failed is logged with its user and conversation; the
-answer had already gone.
+Recording runs after the answer has gone (the client does not wait for it), in batches: the calls answered while
+one batch is written go together in the next (their messages and the replies' reports, one command and one
+transaction per shard). The next call of a user to this replica waits until the messages of their calls are written
+before it reads their memory (:meth:`Recorder.settled`), so the memory is read with the user's last turn and reply in
+it, and a replica answering faster than it can record slows down instead of piling recordings up. A recording
+refused or failed is logged with its user and conversation; the answer had already gone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import uuid
 from dataclasses import dataclass, field, replace
@@ -42,7 +38,6 @@ RESPONSE = "palimpsest_response"  # reply metadata: the upstream's id of the res
 SOURCE = "palimpsest_source"  # metadata of both messages: "proxy"
 LOOK_BACK = 50  # messages of the conversation searched for the reply a feedback turn answers
 MAX_BATCH = 512  # calls recorded together at most
-RECORD_DELAY_S = 1.0  # a batch waits this long after its first call for more calls (the proxy's default)
 
 
 @dataclass(frozen=True)
@@ -193,17 +188,13 @@ def _given_to(memory, turn: Turn) -> tuple[list[str], str, str] | None:
 
 class Recorder:
     """The recordings of one replica's event loop: queued as calls are answered, written in batches one after
-    another, so a user's calls are recorded in the order they were answered. A batch is written ``delay_s`` after
-    the first call in it was answered (what the calls answered meanwhile go with it: fewer, larger writes, which
-    the shards commit once each), or at once when a user with a call in it calls again (:meth:`settled`)."""
+    another (each batch every call answered while the one before was written), so a user's calls are recorded in
+    the order they were answered."""
 
-    def __init__(self, memory, delay_s: float = RECORD_DELAY_S) -> None:
+    def __init__(self, memory) -> None:
         self.memory = memory
-        self.delay_s = delay_s
         self._queue: list[tuple[Turn, asyncio.Future]] = []
-        self._queued_at = 0.0  # when the first call of the queue was answered (the event loop's clock)
         self._last: dict[tuple[str, str], asyncio.Future] = {}  # per user: the recording of their latest call
-        self._now = asyncio.Event()  # set: write the queue without waiting out the delay
         self._writer: asyncio.Task | None = None
 
     async def settled(self, stream: tuple[str, str]) -> None:
@@ -211,40 +202,22 @@ class Recorder:
         to record them logged)."""
         done = self._last.get(stream)
         if done is not None:
-            self._now.set()  # the user is back: their turn is written without waiting out the delay
             await asyncio.wait([done])
 
     def record(self, turn: Turn) -> None:
         """Queue ``turn``; it is written after everything queued before it, without anyone waiting for it."""
         loop = asyncio.get_running_loop()
         done = loop.create_future()
-        if not self._queue:
-            self._queued_at = loop.time()
         self._queue.append((turn, done))
         self._last[turn.stream] = done
         done.add_done_callback(lambda f: self._last.pop(turn.stream) if self._last.get(turn.stream) is f else None)
-        if len(self._queue) >= MAX_BATCH:
-            self._now.set()
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write())
-
-    async def flush(self) -> None:
-        """Write what is queued now and return once it is written (the replica is stopping)."""
-        self._now.set()
-        if self._writer is not None:
-            await asyncio.wait([self._writer])
 
     async def _write(self) -> None:
         loop = asyncio.get_running_loop()
         while self._queue:
-            wait = self._queued_at + self.delay_s - loop.time()
-            if wait > 0 and not self._now.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._now.wait(), wait)
-            self._now.clear()
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            if self._queue:  # those left over have waited their turn
-                self._now.set()
             waiting = [done for _, done in batch]
             try:  # the users' next calls may read once the messages are in (the fallback's replies are reported after)
                 await run_in_threadpool(record, self.memory, [turn for turn, _ in batch],
@@ -265,23 +238,10 @@ def _settle(waiting: list[asyncio.Future]) -> None:
 _recorders: dict[int, tuple[asyncio.AbstractEventLoop, Recorder]] = {}
 
 
-def recorder(memory, delay_s: float | None = None) -> Recorder:
-    """The recorder of the running event loop (the loop of this replica's HTTP server) for ``memory``; ``delay_s``,
-    if given, is its delay from now on (the proxy's setting)."""
+def recorder(memory) -> Recorder:
+    """The recorder of the running event loop (the loop of this replica's HTTP server) for ``memory``."""
     loop = asyncio.get_running_loop()
     held = _recorders.get(id(loop))
     if held is None or held[0] is not loop or held[1].memory is not memory:
         held = _recorders[id(loop)] = (loop, Recorder(memory))
-    if delay_s is not None:
-        held[1].delay_s = delay_s
     return held[1]
-
-
-async def drain() -> None:
-    """Write what every recorder of this process has queued, and return once it is written (the replica stops)."""
-    running = asyncio.get_running_loop()
-    for loop, held in list(_recorders.values()):
-        if loop is running:
-            await held.flush()
-        elif loop.is_running():
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(held.flush(), loop))

@@ -11,8 +11,6 @@ The environment, first match wins (as for the memory's own model, :mod:`actors.l
 - ``PALIMPSEST_PROXY_UPSTREAM_MODEL``: the model every request is sent with (default: the one the request names).
 - ``PALIMPSEST_PROXY_UPSTREAM_TIMEOUT_S`` (default 120): connecting and each read of the upstream's answer.
 - ``PALIMPSEST_PROXY_CONTEXT_TOKENS`` (default 800): the tokens of memory given with each request.
-- ``PALIMPSEST_PROXY_RECORD_DELAY_S`` (default 1): how long after a call is answered its recording waits for other
-  calls to be written with it (:mod:`palimpsest.server.proxy_record`; ``0``: written at once).
 """
 
 from __future__ import annotations
@@ -34,7 +32,6 @@ ENV_API_KEY = "PALIMPSEST_PROXY_UPSTREAM_API_KEY"
 ENV_MODEL = "PALIMPSEST_PROXY_UPSTREAM_MODEL"
 ENV_TIMEOUT = "PALIMPSEST_PROXY_UPSTREAM_TIMEOUT_S"
 ENV_CONTEXT_TOKENS = "PALIMPSEST_PROXY_CONTEXT_TOKENS"
-ENV_RECORD_DELAY = "PALIMPSEST_PROXY_RECORD_DELAY_S"
 CHAT_PATH = "/chat/completions"
 # the memory's own model endpoint, used when the proxy has none of its own: (URL variables, key variables)
 ENV_LLM = (("PALIMPSEST_LLM_BASE_URL", "OPENAI_BASE_URL"), ("PALIMPSEST_LLM_API_KEY", "OPENAI_API_KEY"))
@@ -49,7 +46,6 @@ class Upstream:
     model: str | None = None  # sent instead of the request's model, when set
     timeout_s: float = 120.0
     context_tokens: int = 800
-    record_delay_s: float = 1.0  # a recording waits this long for other calls to be written with it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", _check_url(self.base_url, "Upstream.base_url"))
@@ -57,9 +53,6 @@ class Upstream:
             raise LlmError(f"Upstream.timeout_s={self.timeout_s!r} is not a number of seconds > 0, e.g. 120")
         if not (isinstance(self.context_tokens, int) and self.context_tokens > 0):
             raise LlmError(f"Upstream.context_tokens={self.context_tokens!r} is not an integer > 0, e.g. 800")
-        if not 0 <= self.record_delay_s <= 60:
-            raise LlmError(f"Upstream.record_delay_s={self.record_delay_s!r} is not a number of seconds from 0 to 60, "
-                           "e.g. 1")
 
     @property
     def completions_url(self) -> str:
@@ -78,17 +71,15 @@ class Upstream:
             return None
         _check_url(url, url_var)
         numbers = {}
-        for name, var, kind, least, hint in (
-                ("timeout_s", ENV_TIMEOUT, float, None, "a number of seconds > 0, e.g. 120"),
-                ("context_tokens", ENV_CONTEXT_TOKENS, int, None, "an integer > 0, e.g. 800"),
-                ("record_delay_s", ENV_RECORD_DELAY, float, 0, "a number of seconds from 0 to 60, e.g. 1")):
+        for name, var, kind, hint in (("timeout_s", ENV_TIMEOUT, float, "a number of seconds > 0, e.g. 120"),
+                                      ("context_tokens", ENV_CONTEXT_TOKENS, int, "an integer > 0, e.g. 800")):
             raw = value(var)
             if raw:
                 try:
                     numbers[name] = kind(raw)
                 except ValueError:
                     raise LlmError(f"{var}={raw!r} is not {hint}; fix or unset it") from None
-                if not (numbers[name] > 0 if least is None else least <= numbers[name] <= 60):
+                if numbers[name] <= 0:
                     raise LlmError(f"{var}={raw!r} is not {hint}; fix or unset it")
         return cls(base_url=url, api_key=key or None, model=value(ENV_MODEL) or None, **numbers)
 

@@ -132,7 +132,7 @@ async def _proxied(request: Request, form: Form) -> Response:
     turn = Turn(who.tenant, user_id, conversation_id, asked.user_text, asked.prior_reply, datetime.now(UTC),
                 prior_response_id=asked.prior_response_id)
     clock = [time.perf_counter()]
-    await recorder(who.memory, upstream.record_delay_s).settled(turn.stream)  # the user's earlier calls first
+    await recorder(who.memory).settled(turn.stream)  # the user's earlier calls recorded before the read
     clock.append(time.perf_counter())
     context = None
     if asked.query.strip() and who.knows(who.tenant, user_id):

@@ -17,7 +17,6 @@ from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.serve_helpers import free_port
 
 TENANT = "acme"
-RECORD_DELAY_S = 0.2  # the recordings' batching, shorter than the default: the tests wait for each recording
 
 
 @dataclass
@@ -63,8 +62,7 @@ def bench(store: Path, *, reply: str = "Noted.") -> Iterator[Bench]:
     """A served store proxying to a scripted upstream that answers ``reply`` once its script is used up."""
     with FakeOpenAI(responder=lambda body: Reply.text(reply)) as upstream:
         settings = ServeSettings(store=str(store), port=free_port(), rate_per_s=0,
-                                 upstream=Upstream(upstream.base_url, api_key="upstream-secret",
-                                                   record_delay_s=RECORD_DELAY_S))
+                                 upstream=Upstream(upstream.base_url, api_key="upstream-secret"))
         running = start(settings, embedder="hash", num_shards=2)
         try:
             yield Bench(running, upstream, KeyRing(store).create(TENANT)[0])

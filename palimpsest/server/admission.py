@@ -8,11 +8,10 @@ tenant that had nothing waiting goes first, as it has used the least), and
 no tenant holds more than its share of the queue, so one tenant's flood
 fills its own part and is refused there while another tenant's request
 still gets the next slot. While more than one tenant sends requests of a
-class (within the last second), none holds more than its even share of the
-slots: the rest are kept for the others, so a modest tenant's request beside
-a flood finds a slot free instead of waiting for one, and the flood's own
-work in flight leaves the cores room to answer it. Reads and writes have
-gates of their own, so a flood of ingests never takes a search's slot.
+class (within the last second), none holds every slot of it: one is kept
+for the others, so a modest tenant's request beside a flood finds a slot
+free instead of waiting for one. Reads and writes have gates of their own, so a
+flood of ingests never takes a search's slot.
 
 A request is refused (:class:`Overloaded`) before any work is spent on it:
 
@@ -52,8 +51,8 @@ _EWMA = 0.1  # weight of one request's slot time in the class's mean
 # the usual is rare, so few of those that wait are refused at the deadline. Otherwise (below capacity, a slot
 # busy for a moment) the whole budget.
 PREDICTED_SHARE = 0.5
-# a tenant that another tenant has sent requests of the class beside within this long holds at most its even
-# share of the slots: the other's next request finds a slot free instead of waiting behind the first's
+# a tenant that another tenant has sent requests of the class beside within this long holds at most all slots
+# but one: the other's next request finds a slot free instead of waiting behind the first's
 ACTIVE_S = 1.0
 
 
@@ -186,10 +185,9 @@ class Gate:
         return Overloaded(self.klass, why, self.retry_after_s)
 
     def cap(self, tenant: str) -> int:
-        """Slots ``tenant`` may hold at once: all while it is the only active tenant, else its even share of them
-        (rounded up, at least one)."""
-        active = len(self.recent) + (tenant not in self.recent)
-        return self.slots if active == 1 else -(-self.slots // active)
+        """Slots ``tenant`` may hold at once: all, or all but one while another tenant is active too."""
+        others = len(self.recent) - (tenant in self.recent)
+        return self.slots - 1 if others and self.slots > 1 else self.slots
 
     def _seen(self, tenant: str, now: float) -> None:
         self.recent[tenant] = now

@@ -374,29 +374,6 @@ def test_beside_another_active_tenant_a_tenant_holds_all_slots_but_one_and_the_o
     assert running_by == {"flood": 2}
 
 
-def test_beside_other_active_tenants_a_tenant_holds_only_its_even_share_of_the_slots():
-    async def scenario():
-        clock = FakeClock()
-        gate = Gate(READ, slots=4, queue=8, tenant_share=1.0, retry_after_s=1, clock=clock)
-        caps = {"alone": gate.cap("flood")}
-        gate.leave(await gate.enter("modest", 1.0))  # modest is active for the next second
-        held = [await gate.enter("flood", 1.0) for _ in range(2)]
-        third = asyncio.create_task(gate.enter("flood", 1.0))  # two of four slots free, but its share is two
-        await asyncio.sleep(0)
-        waits = gate.running == 2 and gate.queued == 1
-        caps["beside one"] = gate.cap("flood")
-        gate.leave(await gate.enter("other", 1.0))
-        caps["beside two"] = gate.cap("flood")
-        clock.now += 1.5  # both quiet past ACTIVE_S: the waiter gets a free slot
-        gate.leave(held[0])
-        await third
-        return caps, waits, gate.running_by
-
-    caps, waits, running_by = run(scenario())
-    assert caps == {"alone": 4, "beside one": 2, "beside two": 2}
-    assert waits and running_by == {"flood": 2}
-
-
 def test_after_a_quiet_while_the_hold_time_is_mostly_the_new_one():
     clock = FakeClock()
     gate = _gate_holding(clock, slots=1, hold_s=2.0)  # a long batch

@@ -82,3 +82,7 @@ def test_every_python_block_of_getting_started_runs(tmp_path):
     # The context: the turn that says all its note does (and more) stands for it; the superseded turn is left out.
     context = out.split("[decision] Decision: use PostgreSQL for the Atlas project")[1].split("Maya switched")[0]
     assert "Maya: I switched to coffee, green tea keeps me awake" in context and "I prefer green tea" not in context
+    # the search example's output is printed on the page as the code prints it
+    shown = re.search(r"```text\n(.*?)```", (DOCS / "getting-started.md").read_text(encoding="utf-8"), re.S)
+    ranked = [line for line in out.splitlines() if re.match(r"\d \d{4}-\d\d-\d\d ", line)]
+    assert ranked[:3] == shown.group(1).splitlines()

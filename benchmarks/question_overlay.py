@@ -44,40 +44,37 @@ def read(path: Path) -> list[dict]:
     return entries
 
 
-def by_sample(path: Path, samples: list[dict]) -> dict[str, dict[int, str]]:
-    """The overlay's questions over raw LoCoMo-format ``samples``: ``{sample_id: {index: text}}``, each checked
-    against the text it replaces (a SystemExit naming the entry otherwise)."""
-    raw = {(str(s["sample_id"]), i): str(q.get("question", "")) for s in samples for i, q in enumerate(s.get("qa") or [])}
-    found: dict[str, dict[int, str]] = {}
+def replacing(path: Path, questions: dict[tuple[str, int], str], name: str) -> dict[tuple[str, int], str]:
+    """The overlay's new texts by ``(sample_id, index)``, each checked against the text it replaces in
+    ``questions`` (those of the data file called ``name``): an entry pointing at a question the data does not
+    have, or at one whose text changed, is refused by name (SystemExit)."""
+    wanted: dict[tuple[str, int], str] = {}
     for pos, e in enumerate(read(path)):
         key = (str(e["sample_id"]), int(e["index"]))
-        if key not in raw:
-            raise SystemExit(f"--questions {path}: questions[{pos}] points at {key[0]}#{key[1]}, which the data "
-                             "file does not have (is it the file the overlay was written for?)")
-        if _digest(raw[key]) != e["original_sha256"]:
+        if key not in questions:
+            raise SystemExit(f"--questions {path}: questions[{pos}] points at {key[0]}#{key[1]}, which "
+                             f"{name} does not have (is it the file the overlay was written for?)")
+        if _digest(questions[key].strip()) != e["original_sha256"]:  # as the dataset reads it: stripped
             raise SystemExit(f"--questions {path}: questions[{pos}] was written for another text of "
-                             f"{key[0]}#{key[1]} than the data file holds now ({raw[key]!r})")
-        found.setdefault(key[0], {})[key[1]] = str(e["question"]).strip()
+                             f"{key[0]}#{key[1]} than {name} holds now ({questions[key]!r})")
+        wanted[key] = str(e["question"]).strip()
+    return wanted
+
+
+def by_sample(path: Path, samples: list[dict]) -> dict[str, dict[int, str]]:
+    """The overlay's checked texts over raw LoCoMo-format ``samples``: ``{sample_id: {index: text}}``."""
+    questions = {(str(s["sample_id"]), i): str(q.get("question", ""))
+                 for s in samples for i, q in enumerate(s.get("qa") or [])}
+    found: dict[str, dict[int, str]] = {}
+    for (sample_id, index), text in replacing(path, questions, "the data file").items():
+        found.setdefault(sample_id, {})[index] = text
     return found
 
 
 def apply(data: Dataset, path: Path) -> Dataset:
-    """``data`` with only the overlaid questions, their text replaced.
-
-    An entry pointing at a question the data does not have, or at one whose text changed, is refused by name.
-    """
-    entries = read(path)
-    raw_questions = {(q.sample_id, q.index): q.question for s in data.samples for q in (*s.questions, *s.skipped)}
-    wanted: dict[tuple[str, int], str] = {}
-    for pos, e in enumerate(entries):
-        key = (str(e["sample_id"]), int(e["index"]))
-        if key not in raw_questions:
-            raise SystemExit(f"--questions {path}: questions[{pos}] points at {key[0]}#{key[1]}, which "
-                             f"{data.name} does not have (is it the file the overlay was written for?)")
-        if _digest(raw_questions[key]) != e["original_sha256"]:
-            raise SystemExit(f"--questions {path}: questions[{pos}] was written for another text of "
-                             f"{key[0]}#{key[1]} than {data.name} holds now ({raw_questions[key]!r})")
-        wanted[key] = str(e["question"]).strip()
+    """``data`` with only the overlaid questions, their text replaced (checked: :func:`replacing`)."""
+    wanted = replacing(path, {(q.sample_id, q.index): q.question for s in data.samples
+                              for q in (*s.questions, *s.skipped)}, data.name)
     samples = [
         Sample(s.sample_id, s.messages,
                [replace(q, question=wanted[(q.sample_id, q.index)]) for q in s.questions

@@ -110,3 +110,16 @@ def test_bilingual_file_refuses_a_translation_written_for_another_question(files
         bilingual.main(["--out", str(tmp_path / "bi.json"), "--locomo", str(en), "--memdaily", str(zh),
                         "--questions", str(overlay), "--zh-questions", str(stale)])
     assert not (tmp_path / "bi.json").exists()
+
+
+@pytest.mark.parametrize("overlay, data", [("memdaily_dev_en_questions.json", "memdaily/memdaily_dev.json"),
+                                           ("locomo_dev_zh_questions.json", "locomo/locomo10_dev.json")])
+def test_the_shipped_translations_apply_to_the_dev_files_they_were_written_for(overlay, data):
+    """Through the benchmark's --questions (a Dataset) as through the bilingual builder (raw samples)."""
+    path, source = bilingual.HERE / "data" / overlay, bilingual.DATA / data
+    if not source.is_file():
+        pytest.skip(f"{source} is not here (../shared/data beside the checkout)")
+    entries = question_overlay.read(path)
+    assert len(question_overlay.apply(ds.load(source), path).questions) == len(entries)
+    raw = json.loads(source.read_text(encoding="utf-8"))
+    assert sum(map(len, question_overlay.by_sample(path, raw).values())) == len(entries)

@@ -62,12 +62,10 @@ def _copy_session(conv: dict, source: dict, old: int, new: int) -> None:
         conv[f"session_{new}_date_time"] = source[f"session_{old}_date_time"]
 
 
-def merge(english: dict, part: int, chinese: dict, translated: dict[int, str],
-          to_chinese: dict[int, str] | None = None) -> dict:
+def merge(english: dict, part: int, chinese: dict, translated: dict[int, str], to_chinese: dict[int, str]) -> dict:
     """One bilingual user: ``part`` of ``english``'s sessions, then ``chinese``'s sessions after them;
     ``translated``: English texts of ``chinese``'s questions by index, ``to_chinese``: Chinese texts of
     ``english``'s."""
-    to_chinese = to_chinese or {}
     conv_en, conv_zh = english["conversation"], chinese["conversation"]
     numbers = _sessions(conv_en)
     size = -(-len(numbers) // PARTS)

@@ -13,42 +13,35 @@ import pytest
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
+# one store on a local Ray of its own (the test process's shared Ray is not passed on) answers both tests
 PROBE = """
 import os, tempfile
 import ray
 from palimpsest import Memory
+from ray._raylet import AuthenticationMode, get_authentication_mode
 with Memory.open(tempfile.mkdtemp() + "/store", num_shards=1, embedder="hash") as mem:
     pid = ray.get(mem.shards.cluster.shards[0].pid.remote())
-    print(os.getpriority(os.PRIO_PROCESS, 0), os.getpriority(os.PRIO_PROCESS, pid))
+    auth = "token" if get_authentication_mode() == AuthenticationMode.TOKEN else "off"
+    print(os.getpriority(os.PRIO_PROCESS, 0), os.getpriority(os.PRIO_PROCESS, pid), auth)
 """
 
 
-def test_a_store_s_own_local_ray_runs_its_shards_at_the_driver_s_niceness():
+@pytest.fixture(scope="module")
+def own_ray() -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    env.pop("RAY_ADDRESS", None)
-    env.pop("RAY_worker_niceness", None)
+    for name in ("RAY_ADDRESS", "RAY_worker_niceness", "RAY_AUTH_MODE"):
+        env.pop(name, None)
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, cwd=ROOT,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    driver, shard = map(int, done.stdout.split()[-2:])
+    return done
+
+
+def test_a_store_s_own_local_ray_runs_its_shards_at_the_driver_s_niceness(own_ray):
+    driver, shard = map(int, own_ray.stdout.split()[-3:-1])
     assert shard == driver, f"shard actor at nice {shard}, driver at {driver} (Ray's default for workers is 15)"
 
 
-AUTH_PROBE = """
-import tempfile
-from palimpsest import Memory
-from ray._raylet import AuthenticationMode, get_authentication_mode
-with Memory.open(tempfile.mkdtemp() + "/store", num_shards=1, embedder="hash") as mem:
-    print("token" if get_authentication_mode() == AuthenticationMode.TOKEN else "off")
-"""
-
-
-def test_a_store_s_own_local_ray_keeps_token_authentication_and_does_not_announce_it():
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    for name in ("RAY_ADDRESS", "RAY_AUTH_MODE"):
-        env.pop(name, None)
-    done = subprocess.run([sys.executable, "-c", AUTH_PROBE], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split()[-1] == "token"
-    assert "Token authentication is enabled" not in done.stderr + done.stdout
+def test_a_store_s_own_local_ray_keeps_token_authentication_and_does_not_announce_it(own_ray):
+    assert own_ray.stdout.split()[-1] == "token"
+    assert "Token authentication is enabled" not in own_ray.stderr + own_ray.stdout

@@ -22,8 +22,6 @@ before ``_lock``, the projections' (one user at a time). Who holds what:
   in a buffer. It takes ``_lock`` through a turnstile (``_turnstile``) that a
   writer waiting for ``_lock`` holds (:class:`WriterTurn`), so the writer
   waits for the queries already running, not for those arriving after it;
-  queries waiting meanwhile go on in tenant turns (:mod:`actors.tenant_turns`:
-  one tenant's flood of queries does not take every turn);
 - the touch flusher (thread ``touch-flusher``): group-commits the buffered
   touches once older than ``spec.touch_flush_s``: ``_lock`` to take them,
   ``_writing`` alone for the durable append (queries are answered
@@ -68,7 +66,6 @@ from actors.core import ShardCore
 from actors.reactor import Reactor
 from actors.read_channel import ChannelServer
 from actors.spec import ShardSpec
-from actors.tenant_turns import TenantTurns
 from actors.warm import Warmer
 from projections.rules import dictionaries
 
@@ -108,7 +105,6 @@ class ShardActor:
         self._writing = threading.Lock()  # the log: one writer at a time; always taken before ``_lock``
         self._turnstile = threading.Lock()  # held by a writer waiting for ``_lock``: queries queue behind it
         self._writer_turn = WriterTurn(self._lock, self._turnstile)  # how writers take ``_lock``
-        self._turns = TenantTurns()  # the order in which waiting queries take ``_lock`` (actors.tenant_turns)
         self._core.appending = self._projections_let_go
         self._closed = threading.Event()
         self._warmer = Warmer(spec.dim)  # read indexes built while idle (actors.warm)
@@ -177,11 +173,10 @@ class ShardActor:
         if any(q.flushes_first for q in queries):  # these write pending touches, then read the log
             with self._writing, self._writer_turn:
                 return [self._core.query(q) for q in queries]
-        with self._turns.turn(getattr(queries[0], "tenant", "") if queries else ""):  # tenants in turn
-            with self._turnstile:  # behind a writer waiting for the projections
-                pass
-            with self._lock:
-                return [self._core.query(q) for q in queries]
+        with self._turnstile:  # behind a writer waiting for the projections
+            pass
+        with self._lock:
+            return [self._core.query(q) for q in queries]
 
     def admin(self, commands: list[AdminCommand]) -> list:
         """Admin commands (a replay, a backup), each run alone: no command, query, flush or recorded model answer

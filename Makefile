@@ -14,11 +14,11 @@ ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/real
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# --no-compile: a module's bytecode is written when it is first imported, not for every installed module
-	# (torch alone has thousands that nothing here imports)
-	# torch first and pinned: the local CPU build (an unpinned torch pulls a multi-GB CUDA build)
+	# torch first and pinned: the local CPU build (an unpinned torch pulls a multi-GB CUDA build); --no-compile:
+	# its modules' bytecode is written when first imported (it has thousands that nothing here imports). The
+	# project's dependencies are compiled as pip does for a user, so their first import prints what a user's does.
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0
-	$(BIN)/pip install --quiet --no-compile -e '.[test,bench,docs,langgraph,agents]'
+	$(BIN)/pip install --quiet -e '.[test,bench,docs,langgraph,agents]'
 	$(MAKE) --no-print-directory browser
 	touch $(STAMP)
 

@@ -282,8 +282,10 @@ def assemble(
     counted = count_tokens([body_line(h) for h in hits] + [day_header(d) for d in headers]) if hits else []
     whole_size = {h.memory_id: size for h, size in zip(hits, counted)}
     header_size = dict(zip(headers, counted[len(hits):]))
-    seen: set[str] = set()
-    costs = [whole_size[h.memory_id] + (0 if d in seen or seen.add(d) else header_size[d]) for h, d in zip(hits, days)]
+    costs, seen = [], set()  # a hit's line, and its day's header if it is the first of its day
+    for h, d in zip(hits, days):
+        costs.append(whole_size[h.memory_id] + (0 if d in seen else header_size[d]))
+        seen.add(d)
     kept = tuple((h.memory_id, c) for h, c in zip(hits[:reach(costs, budget)], costs))
     room = _Room(min(note_tokens, int(budget * note_share)), budget, kept)
     items: list[ContextItem] = _notes_first(notes, room, count_tokens, time_intent(query)) if room.share > 0 else []

@@ -20,7 +20,11 @@ import re
 from collections.abc import Sequence
 
 from projections.rules.extraction import key_terms, split_statements
-from projections.rules.text import has_cjk
+from projections.rules.text import has_cjk, text_memo
+
+# Every context asks these of the same turns again (a turn's clauses and their terms never change): memos of user
+# text, emptied with the rules' other memos when a user is forgotten (``text_memo``).
+MEMO = 65_536
 
 # The key terms of the formulas of an exchange (greetings, thanks, farewells, exclamations), English and Chinese: a
 # clause of only these states nothing, nor does a name said beside it ("Thanks, Maria").
@@ -74,6 +78,7 @@ def _formula(clause: str, terms: tuple[str, ...]) -> bool:
             and any(w[:1].isupper() and w.lower().strip("!,.") == rest[0] for w in words))
 
 
+@text_memo(MEMO)
 def statements(text: str) -> tuple[str, ...]:
     """The clauses of ``text`` that state something: its asserted clauses
     (:func:`~projections.rules.extraction.split_statements`) without the formulas of an exchange ("That's
@@ -96,10 +101,16 @@ def content_terms(clause: str) -> tuple[str, ...]:
     return key_terms(caption.group(1) if caption else clause)
 
 
+@text_memo(MEMO)
+def _stated(text: str) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], int]:
+    """Each clause of what ``text`` states with its content terms, and how many clauses ``text`` has in all."""
+    return tuple((c, content_terms(c)) for c in statements(text)), len(split_statements(text))
+
+
 def carried_share(text: str, notes: Sequence[str]) -> float:
     """The share of the content terms of what ``text`` states (:func:`statements`) that the ``notes`` state (1.0
     when it states nothing)."""
-    terms = tuple(dict.fromkeys(t for clause in statements(text) for t in content_terms(clause)))
+    terms = tuple(dict.fromkeys(t for _, clause_terms in _stated(text)[0] for t in clause_terms))
     if not terms:
         return 1.0
     carried = _carried(notes)
@@ -110,11 +121,11 @@ def uncarried(text: str, notes: Sequence[str]) -> str | None:
     """What of ``text`` the ``notes`` do not state: ``text`` itself when they carry none of its clauses whole, the
     clauses they do not carry whole (opened and joined by :data:`FRAGMENT`) when they carry some, None when they
     carry all of it. A clause is carried whole when the notes state each of its content terms."""
-    clauses = statements(text)
+    stated, clause_count = _stated(text)
     carried = _carried(notes)
-    left = [c for c in clauses if not all(carried(t) for t in content_terms(c))]
+    left = [c for c, terms in stated if not all(carried(t) for t in terms)]
     if not left:
         return None
-    if len(left) == len(split_statements(text)):
+    if len(left) == clause_count:
         return text
     return FRAGMENT.lstrip() + FRAGMENT.join(left)

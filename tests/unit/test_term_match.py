@@ -40,3 +40,14 @@ def test_forget_text_caches_empties_the_contradiction_and_graph_conflict_memos()
     assert all(memo.cache_info().currsize for memo in memos)
     forget_text_caches()
     assert not any(memo.cache_info().currsize for memo in memos)
+
+
+def test_forget_text_caches_empties_the_note_coverage_memos():
+    """A context's coverage check keeps each turn's clauses and their terms (user text): an erasure empties them."""
+    from projections.queries import note_coverage
+
+    assert note_coverage.uncarried("I'm vegetarian and I hate cilantro.", ["Alice hates cilantro"])
+    memos = (note_coverage.statements, note_coverage._stated)
+    assert all(memo.cache_info().currsize for memo in memos)
+    forget_text_caches()
+    assert not any(memo.cache_info().currsize for memo in memos)

@@ -7,7 +7,10 @@
    proxy's context holds notes and turns).
 3. At each number of concurrent clients and each think time, every client sends the same chat request alternately
    to the upstream directly and through the proxy (the official ``openai`` client, one per client and route),
-   waiting the think time after each answer; the latency of each call is timed in the client.
+   waiting a think time after each answer; the latency of each call is timed in the client. The think times are
+   drawn from an exponential distribution with the given mean (``--pacing random``, the default: independent
+   users, each pausing as long as it takes to read and type), or are all exactly the given time with the clients
+   started together (``--pacing fixed``: every client calls at the same instants, a burst of all of them at once).
 4. Reports per level and route p50/p95/p99, the added latency (proxied minus direct, per percentile) against the
    target of at most 15 ms added at p95, and the proxy's own phases from its ``Server-Timing`` header: the wait
    for the user's earlier calls to be recorded (settle), reading the memory (memory), the upstream (upstream).
@@ -26,6 +29,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -54,6 +58,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--levels", default="1,16", help="concurrent clients per level (default %(default)s)")
     p.add_argument("--think-ms", default="1000,0",
                    help="a client's wait after each answer, one run of the levels per value (default %(default)s)")
+    p.add_argument("--pacing", choices=("random", "fixed"), default="random",
+                   help="think times drawn from an exponential distribution with mean --think-ms (random, seeded) or "
+                        "all exactly --think-ms, the clients in step (fixed) (default %(default)s)")
     p.add_argument("--calls", type=int, help="calls per client and route at each level (default 100; quick 20)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls per client and route first (default 5)")
     p.add_argument("--embedder", help="the store's encoder (default: minilm, the default of a new store; quick: hash)")
@@ -92,6 +99,7 @@ def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: s
         messages = [{"role": "user", "content": QUESTION}]
         mine: dict[str, list[float]] = {"direct": [], "proxied": []}
         phases: dict[str, list[float]] = {}
+        pause = random.Random(n).expovariate if args.pacing == "random" else None
         start.wait()
         for i in range(args.warmup + args.calls):
             for route in ("direct", "proxied") if i % 2 == 0 else ("proxied", "direct"):
@@ -112,7 +120,7 @@ def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: s
                         if duration:
                             phases.setdefault(name, []).append(float(duration))
                 if think_ms:
-                    time.sleep(think_ms / 1000)
+                    time.sleep((pause(1000 / think_ms) if pause else think_ms / 1000))
         with lock:
             for route, values in mine.items():
                 times[route] += values
@@ -127,7 +135,7 @@ def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: s
         t.join()
     wall = time.perf_counter() - began
     direct, proxied = percentiles(times["direct"]), percentiles(times["proxied"])
-    return {"clients": clients, "think_ms": think_ms, "calls_per_client_and_route": args.calls,
+    return {"clients": clients, "think_ms": think_ms, "pacing": args.pacing, "calls_per_client_and_route": args.calls,
             "direct": direct, "proxied": proxied,
             "added_p50_ms": round(proxied["p50_ms"] - direct["p50_ms"], 2),
             "added_p95_ms": round(proxied["p95_ms"] - direct["p95_ms"], 2),
@@ -194,7 +202,8 @@ def run(args: argparse.Namespace) -> dict:
             levels = []
             for think_ms in args.think_ms:
                 for clients in args.levels:
-                    print(f"{clients} clients x {args.calls} calls per route, think {think_ms:g} ms", file=sys.stderr)
+                    print(f"{clients} clients x {args.calls} calls per route, think {think_ms:g} ms ({args.pacing})",
+                          file=sys.stderr)
                     levels.append(level(clients, think_ms, upstream_url, running.url + "/v1", key, args))
         finally:
             running.stop()
@@ -203,7 +212,7 @@ def run(args: argparse.Namespace) -> dict:
     return {"levels": levels, "target_added_p95_ms": TARGET_ADDED_P95_MS,
             "within_target": {f"{lv['clients']} clients, think {lv['think_ms']:g} ms":
                               lv["added_p95_ms"] <= TARGET_ADDED_P95_MS for lv in levels},
-            "config": {"embedder": args.embedder, "calls": args.calls, "warmup": args.warmup,
+            "config": {"embedder": args.embedder, "pacing": args.pacing, "calls": args.calls, "warmup": args.warmup,
                        "quick": args.quick, "cpus": os.cpu_count(),
                        "load_average_before": [round(x, 2) for x in load_before],
                        "load_average_after": [round(x, 2) for x in os.getloadavg()],

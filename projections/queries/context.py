@@ -5,11 +5,14 @@ Notes come first, within their share of the budget: the constraints the
 question reaches and every health, diet, allergy or safety constraint, then the
 other notes the question reaches in the order of the hits they were read from,
 then the other constraints and the core notes; the retrieved turns fill the rest
-in rank order, and the text shows them by day (a date header, then that day's
-turns in time order). A note read from a hit never takes the room of a better
-hit's turn that the budget could show (:func:`reach`): in a 20-token context the
-note of a turn far down the hits does not stand in for the turn that matched. A note's line is its category and text, dated only where the
-day matters (:func:`dated`); its provenance names its version and its source turns.
+in rank order. The text shows the notes by category (a category's header, then
+its notes) and the turns by day (a date header, then that day's turns in time
+order): each header is paid once, by the first line taken under it. A note read
+from a hit never takes the room of a better hit's turn that the budget could
+show (:func:`reach`): in a 20-token context the note of a turn far down the hits
+does not stand in for the turn that matched. A note's line is its category and
+text, dated only where the day matters (:func:`dated`); its provenance names its
+version and its source turns.
 
 Nothing a turn said is lost to its notes: a turn is left out for its notes only
 when they carry all of it (:mod:`projections.queries.note_coverage`), and a turn
@@ -24,17 +27,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from projections.queries.note_coverage import carried_share, uncarried
 from projections.queries.rerank import time_intent
-from projections.queries.results import Context, ContextItem, Hit, day_header
+from projections.queries.results import Context, ContextItem, Hit, category_header, day_header
 
 
 CATEGORY_ORDER: tuple[str, ...] = ("constraint", "decision", "preference", "fact")
-# A note's line in :attr:`Context.text` (:func:`note_line`), told apart from a day's header ("[2024-05-03]").
+# A note's line (:func:`note_line`, :attr:`ContextItem.line`), told apart from a turn's ("[2024-05-03] Maya: …").
 NOTE_LINE = re.compile(r"^\[(?:" + "|".join(CATEGORY_ORDER) + r")\] ")
+# A category's header in :attr:`Context.text` ("[fact]"), above its notes, told apart from a day's ("[2024-05-03]").
+NOTE_HEADER = re.compile(r"^\[(?:" + "|".join(CATEGORY_ORDER) + r")\]$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +73,13 @@ def _tier(note: NoteEntry) -> int:
 def note_line(note: NoteEntry, dated: bool = False) -> str:
     """A note's line: its category and text (``[preference] Maya switched to coffee``), and with ``dated`` the day
     it holds from (`` (since 2024-04-10)``)."""
+    return f"{category_header(note.category)} {note_body(note, dated)}"
+
+
+def note_body(note: NoteEntry, dated: bool = False) -> str:
+    """A note's line under its category's header in :attr:`Context.text`: its text, dated with ``dated``."""
     since = f" (since {note.valid_from.date().isoformat()})" if dated else ""
-    return f"[{note.category}] {note.text}{since}"
+    return f"{note.text}{since}"
 
 
 def dated(note: NoteEntry, when_asked: bool) -> bool:
@@ -125,32 +135,72 @@ def _order(note: NoteEntry) -> int:
     return note.rank if _tier(note) == 1 else 0
 
 
+@dataclass(frozen=True, slots=True)
+class _NoteCosts:
+    """What the notes of a context pay: each its text, and the first note of a category its ``header`` (the
+    notes taken: their ``category`` by note id)."""
+
+    header: dict[str, int]
+    category: dict[str, str]
+
+    def headed(self, items: Sequence[ContextItem]) -> set[str]:
+        """The categories of the notes in ``items``."""
+        return {self.category[i.memory_id] for i in items if i.memory_id in self.category}
+
+    def saving(self, items: Sequence[ContextItem], note: ContextItem) -> int:
+        """The tokens dropping ``note`` from ``items`` frees: its text, and its category's header when no other note
+        of its category stays."""
+        category = self.category[note.memory_id]
+        first = next(i for i in items if self.category.get(i.memory_id) == category)
+        alone = sum(1 for i in items if self.category.get(i.memory_id) == category) == 1
+        paid = self.header[category] if first.memory_id == note.memory_id else 0
+        return note.tokens - paid + (self.header[category] if alone else 0)
+
+    def drop(self, items: list[ContextItem], memory_ids: set[str]) -> None:
+        """Remove the notes ``memory_ids`` from ``items``; the first note left of a category pays its header."""
+        for category in {self.category[m] for m in memory_ids}:
+            first = next(i for i in items if self.category.get(i.memory_id) == category)
+            if first.memory_id in memory_ids:
+                payer = next((n for n, i in enumerate(items) if self.category.get(i.memory_id) == category
+                              and i.memory_id not in memory_ids), None)
+                if payer is not None:
+                    items[payer] = replace(items[payer], tokens=items[payer].tokens + self.header[category])
+        items[:] = [i for i in items if i.memory_id not in memory_ids]
+
+
 def _notes_first(
-    notes: Sequence[NoteEntry], room: _Room, count_tokens: Callable[[list[str]], list[int]], when_asked: bool = False
+    notes: Sequence[NoteEntry], room: _Room, count_tokens: Callable[[list[str]], list[int]], costs: _NoteCosts,
+    when_asked: bool = False,
 ) -> list[ContextItem]:
     """The notes that fit in the ``room``, in the order of :func:`_tier`, the notes the question reaches in the
     order of their hits, else by category. A note the question reaches is taken only where it leaves room for
     the turns of the better hits (:meth:`_Room.leaves_room`), and none after a better hit's note that did not fit
-    (``when_asked``: the question asks about time, :func:`dated`)."""
+    (``when_asked``: the question asks about time, :func:`dated`). A note costs its text, and its category's header
+    when it is the first of its category taken (:class:`_NoteCosts`)."""
     rank = {c: i for i, c in enumerate(CATEGORY_ORDER)}
     ordered = sorted(enumerate(notes), key=lambda p: (_tier(p[1]), _order(p[1]), rank.get(p[1].category, len(rank)),
                                                       p[0]))
-    lines = [note_line(n, dated(n, when_asked)) for _, n in ordered]
+    bodies = [note_body(n, dated(n, when_asked)) for _, n in ordered]
+    headers = list(dict.fromkeys(n.category for _, n in ordered))
+    counted = count_tokens(bodies + [category_header(c) for c in headers]) if bodies else []
+    costs.header.update(zip(headers, counted[len(bodies):]))
     items, used, stated, missed = [], 0, set(), None
-    for (_, note), line, size in zip(ordered, lines, count_tokens(lines) if lines else []):
+    for (_, note), body, size in zip(ordered, bodies, counted):
         reached = _tier(note) == 1
         if reached and missed is not None and note.rank > missed:
             continue  # a better hit's note did not fit: its turn stands for it, and no weaker hit's note goes first
+        size += 0 if note.category in costs.headed(items) else costs.header[note.category]
         if used + size > room.share or (reached and not room.leaves_room(note, used + size, stated)):
             missed = note.rank if reached else missed
             continue
         stated.update(note.source_ids)
         used += size
+        costs.category[note.note_id] = note.category
         items.append(ContextItem(
             memory_id=note.note_id,
             turn_id=note.turn_ids[0] if note.turn_ids else None,
             conversation_id=note.conversation_id,
-            line=line,
+            line=f"{category_header(note.category)} {body}",
             tokens=size,
             score=note.score,
             provenance={"note_id": note.note_id, "version": note.version, "turn_ids": list(note.turn_ids),
@@ -239,16 +289,17 @@ def _turn_item(hit: Hit, text: str, tokens: int) -> ContextItem:
                        occurred_at=hit.occurred_at)
 
 
-def _widen_cheaper(items: list[ContextItem], turns: _Turns) -> None:
+def _widen_cheaper(items: list[ContextItem], turns: _Turns, costs: _NoteCosts) -> None:
     """For each note whose every source turn the context took, some in part (none labelled superseded): show those
-    turns whole when that costs no more tokens than the note (which the next step then drops as redundant)."""
+    turns whole when that costs no more tokens than the note frees (:meth:`_NoteCosts.saving`; the next step then
+    drops the note as redundant)."""
     taken = {i.memory_id: i for i in items if i.occurred_at is not None}
     for note in [i for i in items if i.occurred_at is None and len(i.provenance["event_ids"]) > 1]:
         sources = set(note.provenance["event_ids"][1:])
         parts = sources - turns.whole
         if not parts or not sources <= taken.keys() or any("superseded" in turns.by_id[m][0].breakdown for m in parts):
             continue
-        if sum(turns.widening(taken[m]) for m in parts) <= note.tokens:
+        if sum(turns.widening(taken[m]) for m in parts) <= costs.saving(items, note):
             turns.widen(items, parts)
             taken = {i.memory_id: i for i in items if i.occurred_at is not None}
 
@@ -288,7 +339,9 @@ def assemble(
         seen.add(d)
     kept = tuple((h.memory_id, c) for h, c in zip(hits[:reach(costs, budget)], costs))
     room = _Room(min(note_tokens, int(budget * note_share)), budget, kept)
-    items: list[ContextItem] = _notes_first(notes, room, count_tokens, time_intent(query)) if room.share > 0 else []
+    note_costs = _NoteCosts({}, {})
+    items: list[ContextItem] = (_notes_first(notes, room, count_tokens, note_costs, time_intent(query))
+                                if room.share > 0 else [])
     shown = _not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage)
     parts = [(h, text) for h, text in shown if text != h.text]  # shown in part: the clauses their notes leave out
     part_size = dict(zip((h.memory_id for h, _ in parts), count_tokens([body_line(h, t) for h, t in parts]) if parts
@@ -297,13 +350,13 @@ def assemble(
     sizes = [part_size.get(h.memory_id, whole_size[h.memory_id]) for h, _ in shown]
     turns = _Turns(shown, [h.occurred_at.date().isoformat() for h, _ in shown], sizes, whole_sizes, header_size)
     turns.fill(items, budget)
-    _widen_cheaper(items, turns)
+    _widen_cheaper(items, turns, note_costs)
     # A note whose every turn the context took whole says nothing the turns do not: its tokens go to the next turns.
     taken = turns.whole
     redundant = {i.memory_id for i in items if i.occurred_at is None and len(i.provenance["event_ids"]) > 1
                  and set(i.provenance["event_ids"][1:]) <= taken}
     if redundant:
-        items[:] = [i for i in items if i.memory_id not in redundant]
+        note_costs.drop(items, redundant)
         turns.fill(items, budget)
     used = sum(i.tokens for i in items)
     return Context(query=query, budget=budget, tokens=used, items=tuple(items))

@@ -7,6 +7,7 @@ JSON without importing the retrieval stack (numpy, jieba, the rules).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -49,10 +50,12 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class ContextItem:
-    """One line of a context: a note, or a turn (``occurred_at`` set; its line is ``[day] who: text``).
+    """One line of a context: a note (its line is ``[category] text``), or a turn (``occurred_at`` set; its line is
+    ``[day] who: text``).
 
     ``tokens`` is what the item adds to the context's text: a turn's line without its date, plus its day's
-    header when it is the first turn of that day the context took (in rank order)."""
+    header when it is the first turn of that day the context took (in rank order); a note's text, plus its
+    category's header when it is the first note of that category the context took."""
 
     memory_id: str
     turn_id: str | None
@@ -72,6 +75,14 @@ def day_header(day: str) -> str:
     return f"[{day}]"
 
 
+def category_header(category: str) -> str:
+    return f"[{category}]"
+
+
+# A note's line (``[fact] Maya switched to coffee``): its category's header, then its text.
+_NOTE_LINE = re.compile(r"(\[[a-z_]+\]) (.*)", re.DOTALL)
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     query: str
@@ -81,9 +92,16 @@ class Context:
 
     @property
     def text(self) -> str:
-        """The notes (in order), then the turns grouped by day: each day's header once, its turns under it, days and
+        """The notes grouped by category, then the turns grouped by day: each category's and each day's header once,
+        its lines under it; categories in the order of their first note and the notes within one in order; days and
         the turns within a day in time order (turns at the same time: best first). ``items`` stay in rank order."""
-        lines = [item.line for item in self.items if item.day is None]
+        groups: dict[str, list[str]] = {}
+        for item in self.items:
+            if item.occurred_at is None:
+                line = _NOTE_LINE.fullmatch(item.line)
+                header, text = line.groups() if line else ("", item.line)
+                groups.setdefault(header, []).append(text)
+        lines = [line for header, texts in groups.items() for line in ([header] if header else []) + texts]
         turns = sorted((item for item in self.items if item.occurred_at is not None), key=lambda i: i.occurred_at)
         shown = None
         for item in turns:

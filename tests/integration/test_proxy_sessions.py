@@ -7,6 +7,7 @@ in ``explain`` for the memories the proxy had injected for that reply."""
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -17,7 +18,7 @@ from openai import OpenAI  # noqa: E402
 
 from palimpsest.server.proxy_record import GIVEN  # noqa: E402
 from palimpsest.server.routes_proxy import CONTEXT_HEADER, CONVERSATION_HEADER, USER_HEADER  # noqa: E402
-from projections.queries.context import NOTE_LINE  # noqa: E402
+from projections.queries.context import NOTE_HEADER  # noqa: E402
 from tests.fakes.openai_server import Reply  # noqa: E402
 from tests.integration.proxy_server import TENANT, bench  # noqa: E402
 
@@ -66,8 +67,18 @@ def chat(client: OpenAI, turns: list[str], replies: list[str]) -> list[dict]:
     return history
 
 
+DAY_HEADER = re.compile(r"^\[\d{4}-\d{2}-\d{2}\]$")
+
+
 def note_lines(system: str) -> list[str]:
-    return [line for line in system.splitlines() if NOTE_LINE.match(line)]
+    """The notes of a context's text: the lines under a category's header, up to the first day's header."""
+    lines, under = [], False
+    for line in system.splitlines():
+        if NOTE_HEADER.match(line) or DAY_HEADER.match(line):
+            under = bool(NOTE_HEADER.match(line))
+        elif under:
+            lines.append(line)
+    return lines
 
 
 @pytest.mark.parametrize("language", sorted(SESSIONS))

@@ -80,7 +80,7 @@ def test_every_python_block_of_getting_started_runs(tmp_path):
     assert "1 superseded Maya prefers green tea in the morning" in out
     assert "2 active Maya switched to coffee" in out
     # The context: the turn that says all its note does (and more) stands for it; the superseded turn is left out.
-    context = out.split("[decision] Decision: use PostgreSQL for the Atlas project")[1].split("Maya switched")[0]
+    context = out.split("[decision]\nDecision: use PostgreSQL for the Atlas project")[1].split("Maya switched")[0]
     assert "Maya: I switched to coffee, green tea keeps me awake" in context and "I prefer green tea" not in context
     # the search example's output is printed on the page as the code prints it
     shown = re.search(r"```text\n(.*?)```", (DOCS / "getting-started.md").read_text(encoding="utf-8"), re.S)

@@ -255,24 +255,46 @@ def test_a_note_line_is_its_category_and_text_dated_only_where_the_day_matters()
     assert all(NOTE_LINE.match(i.line) for i in plain.items) and not NOTE_LINE.match("[2024-05-03] Priya: hi")
 
 
+def test_a_category_is_shown_and_paid_once_above_its_notes(memory):
+    first = _entry("a", "Priya works at a bakery in Porto", "t1", "fact")
+    tea = _entry("b", "Priya drinks green tea", "t2", "preference")
+    cat = _entry("c", "Priya has a cat", "t3", "fact")
+    ctx = assemble("q", [], 100, _words, [first, tea, cat], note_tokens=50, note_share=0.5)
+    assert [i.line for i in ctx.items] == ["[preference] Priya drinks green tea",  # each item whole, with its category
+                                           "[fact] Priya works at a bakery in Porto", "[fact] Priya has a cat"]
+    assert [i.tokens for i in ctx.items] == [4 + 1, 7 + 1, 4]  # the header (a word) paid by its category's first
+    assert ctx.text == ("[preference]\nPriya drinks green tea\n"
+                        "[fact]\nPriya works at a bakery in Porto\nPriya has a cat")
+    assert ctx.tokens == sum(i.tokens for i in ctx.items) == len(ctx.text.split())
+    # the bakery's turn costs fewer words whole than its note and the clause the note leaves: shown whole, its note
+    # goes, and the category's next note pays the header
+    said = dataclasses.replace(fuse(memory, "Atlas MySQL", [], k=1, config=PLAIN)[0], speaker="Priya",
+                               text="I work at a bakery in Porto, near the river")
+    bakery = dataclasses.replace(first, source_ids=(said.memory_id,), turn_ids=(said.memory_id,))
+    ctx = assemble("q", [said], 100, _words, [bakery, cat], note_tokens=50, note_share=0.5)
+    assert [(i.memory_id, i.tokens) for i in ctx.items] == [("c", 4 + 1), (said.memory_id, 11 + 1)]
+    assert ctx.text.startswith("[fact]\nPriya has a cat\n[") and ctx.tokens == len(ctx.text.split())
+
+
 def test_a_turn_its_notes_carry_in_part_is_shown_by_the_clauses_they_leave_out(memory):
     assert uncarried("I'm vegetarian and I hate cilantro", ["Alice hates cilantro"]) == "… I'm vegetarian"
     assert uncarried("我叫小李。我对花生过敏", ["小李叫小李"]) == "… 我对花生过敏"
     assert uncarried("I'm vegetarian and I hate cilantro", ["Alice likes jazz"]) == "I'm vegetarian and I hate cilantro"
     assert uncarried("I'm vegetarian and I hate cilantro", ["Alice hates cilantro", "Alice is vegetarian"]) is None
     hit = dataclasses.replace(fuse(memory, "Atlas MySQL", [], k=1, config=PLAIN)[0],
-                              text="I'm vegetarian and I hate cilantro")
+                              text="I'm vegetarian and I really hate cilantro")
     note = [_entry("a", "Alice hates cilantro", hit.memory_id)]
 
-    def cheap_notes(lines: list[str]) -> list[int]:
-        return [1 if NOTE_LINE.match(line) else len(line.split()) for line in lines]
+    def cheap_notes(lines: list[str]) -> list[int]:  # a turn's line costs its words, any other line one token
+        return [len(line.split()) if ": " in line else 1 for line in lines]
 
     ctx = assemble("q", [hit], 100, cheap_notes, note, note_tokens=50, note_share=0.5)
     assert [i.memory_id for i in ctx.items] == ["a", hit.memory_id]  # the note stays: the turn is not all there
-    assert ctx.items[1].line.endswith(": … I'm vegetarian") and ctx.tokens == 1 + 1 + 4  # note, day, "who: … I'm veg."
-    # in words, the note's line costs more than the clause it spares: the turn is shown whole, the note goes
+    assert ctx.items[1].line.endswith(": … I'm vegetarian")
+    assert ctx.tokens == 1 + 1 + 1 + 4  # category, note, day, "who: … I'm vegetarian"
+    # in words, the note's line costs more than the clauses it spares: the turn is shown whole, the note goes
     whole = assemble("q", [hit], 100, _words, note, note_tokens=50, note_share=0.5)
-    assert [i.line.split(": ", 1)[1] for i in whole.items] == ["I'm vegetarian and I hate cilantro"]
+    assert [i.line.split(": ", 1)[1] for i in whole.items] == ["I'm vegetarian and I really hate cilantro"]
     kept = assemble("q", [hit], 100, cheap_notes, note, note_tokens=50, note_share=0.5, note_coverage=1.01)
     assert [i.memory_id for i in kept.items] == [hit.memory_id]  # coverage above 1: every turn whole
 

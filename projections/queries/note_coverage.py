@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from projections.rules.extraction import key_terms, split_statements
 from projections.rules.text import has_cjk, text_memo
 
-# Every context asks these of the same turns again (a turn's clauses and their terms never change): memos of user
-# text, emptied with the rules' other memos when a user is forgotten (``text_memo``).
+# Every context asks the same turns again for their clauses and terms (which never change): a memo of user text,
+# emptied with the rules' other memos when a user is forgotten (``text_memo``).
 MEMO = 65_536
 
 # The key terms of the formulas of an exchange (greetings, thanks, farewells, exclamations), English and Chinese: a
@@ -78,7 +78,6 @@ def _formula(clause: str, terms: tuple[str, ...]) -> bool:
             and any(w[:1].isupper() and w.lower().strip("!,.") == rest[0] for w in words))
 
 
-@text_memo(MEMO)
 def statements(text: str) -> tuple[str, ...]:
     """The clauses of ``text`` that state something: its asserted clauses
     (:func:`~projections.rules.extraction.split_statements`) without the formulas of an exchange ("That's

@@ -47,7 +47,6 @@ def test_forget_text_caches_empties_the_note_coverage_memos():
     from projections.queries import note_coverage
 
     assert note_coverage.uncarried("I'm vegetarian and I hate cilantro.", ["Alice hates cilantro"])
-    memos = (note_coverage.statements, note_coverage._stated)
-    assert all(memo.cache_info().currsize for memo in memos)
+    assert note_coverage._stated.cache_info().currsize
     forget_text_caches()
-    assert not any(memo.cache_info().currsize for memo in memos)
+    assert not note_coverage._stated.cache_info().currsize

@@ -299,6 +299,27 @@ def test_a_turn_its_notes_carry_in_part_is_shown_by_the_clauses_they_leave_out(m
     assert [i.memory_id for i in kept.items] == [hit.memory_id]  # coverage above 1: every turn whole
 
 
+def test_the_rest_of_a_turn_whose_notes_state_what_the_question_found_comes_after_the_turns_not_shown(memory):
+    atlas, mysql = fuse(memory, "Atlas MySQL phone", [], k=2, config=PLAIN)[:2]
+    diet = dataclasses.replace(atlas, speaker="Alice", text="I'm vegetarian and I really hate cilantro")
+    zh_diet = dataclasses.replace(diet, text="我吃素，而且我讨厌香菜")
+    trip = dataclasses.replace(mysql, speaker="Alice", text="We cooked a curry at the cooking class")
+
+    def turns(question: str, budget: int, said=diet, note: str = "Alice hates cilantro") -> list[str]:
+        ctx = assemble(question, [said, trip], budget, lambda lines: [len(line.split()) if ": " in line else 1
+                                                                      for line in lines],  # any other line: 1 token
+                       [_entry("a", note, said.memory_id)], note_tokens=50, note_share=0.5)
+        return [i.line.split(": ", 1)[1] for i in ctx.items if i.occurred_at is not None]
+
+    # the question found the cilantro in the turn, which its note states: the cooking class goes first, and the
+    # rest of the turn follows where the budget leaves room for it
+    assert turns("Does Alice eat cilantro?", 12) == [trip.text]
+    assert turns("Does Alice eat cilantro?", 100) == [trip.text, "… I'm vegetarian"]
+    assert turns("我喜欢香菜吗？", 14, zh_diet, "小李讨厌香菜") == [trip.text]
+    assert turns("小李吃香菜吗？", 12) == ["… I'm vegetarian"]  # meets none of the question's words: its place
+    assert turns("Is Alice a vegetarian?", 12) == ["… I'm vegetarian"]  # the rest meets the question: its place too
+
+
 def test_a_partly_superseded_turn_answers_for_the_part_still_in_force():
     said = (
         ("t1", message("For Atlas we picked PostgreSQL, and we must never store phone numbers", "c1")),

@@ -39,7 +39,7 @@ from events.duckdb_log import DuckDBEventLog
 from events.keystore import KeyStore
 from palimpsest import config as store_config
 from palimpsest.locomo import TENANT
-from projections.adapters.embedding import QUERY_TOKENS, encode_whole_queries
+from projections.adapters.embedding import encode_whole_queries, query_tokens
 from projections.adapters.encoder_kinds import LEGACY as DEFAULT_ENCODER  # a store.json naming no encoder
 from projections.adapters.encoder_kinds import make_embedder, spec_of
 from projections.adapters.tokens import default_counter
@@ -168,8 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variants", help=f"comma-separated, default all: {', '.join(VARIANTS)}")
     p.add_argument("--baselines", action="store_true", help="also score bm25, dense and rrf")
     p.add_argument("--out", type=Path, help="write the per-variant aggregates as JSON")
-    p.add_argument("--query-tokens", type=int, default=QUERY_TOKENS,
-                   help=f"encode each question cut after this many model tokens (default {QUERY_TOKENS}, as Memory does)")
+    p.add_argument("--query-tokens", type=int,
+                   help="encode each question cut after this many model tokens (default: the store's encoder's "
+                        "own limit, as Memory cuts; 0: whole)")
     p.add_argument("--query-encoder", choices=("query", "float32"), default="query",
                    help="query: the encoder's query path, as Memory encodes a search (on int8 weights; "
                         "PALIMPSEST_QUERY_INT8=long|off changes it); float32: the graph that embeds turns")
@@ -183,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     lab = Lab(load_state(args.store))
     spec, model_id = store_encoder(args.store)
     configs = {**for_encoder(model_id), **EXPERIMENTS}  # the ablations around the store's encoder's default
-    cutter = getattr(make_embedder(spec), "query_prefix", None) if args.query_tokens else None
-    texts = {q.question: cutter(q.question, args.query_tokens) if cutter else q.question for q in data.questions}
+    embedder = make_embedder(spec)
+    limit = query_tokens(embedder) if args.query_tokens is None else args.query_tokens
+    cutter = getattr(embedder, "query_prefix", None) if limit else None
+    texts = {q.question: cutter(q.question, limit) if cutter else q.question for q in data.questions}
     cut = query_vectors(sorted(set(texts.values())), model_id, query_graph=args.query_encoder == "query", spec=spec)
     vecs = {t: cut[texts[t]] for t in texts}
     print(f"folded {args.store} and vectors in {time.perf_counter() - started:.1f}s", file=sys.stderr)

@@ -40,6 +40,11 @@ class E5Embedder:
 
     dim = DIM
     separate_queries = True  # queries take the "query: " prefix, stored texts "passage: "
+    # A query's vector reads the whole query (up to the model's 512-token window), not the first
+    # embedding.QUERY_TOKENS: a rambling question often asks only at its end, after the chat before it (MemDaily
+    # dev: the first 32 tokens miss it), and e5 reads Chinese, a few characters a token. Long queries cost more to
+    # encode; short ones (all of LoCoMo's and REALTALK's) are unchanged.
+    query_tokens = 512
 
     def __init__(self) -> None:
         self.model_id = E5_ID

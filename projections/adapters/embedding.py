@@ -26,6 +26,7 @@ LABEL_BATCH_SIZE = 16  # rows per run for short labels: less padding than 64 (Lo
 # ~15 times a short English one (on MemDaily dev, 52 % of the questions pass 32 tokens; on LoCoMo and REALTALK dev
 # none does). MiniLM is English-only, so a Chinese query's dense list is weighed down anyway (FusionConfig.
 # cjk_dense_weight); the lexical lists read the whole query. Turns are embedded whole (up to the model's limit).
+# An encoder may read more of a query (its ``query_tokens``: e5 reads the whole query).
 QUERY_TOKENS = 32
 
 
@@ -45,11 +46,18 @@ def encode_labels(embedder: Embedder, labels: list[str]) -> np.ndarray:
     return encode(labels) if encode is not None else embedder.encode(labels)
 
 
+def query_tokens(embedder: Embedder) -> int:
+    """How many model tokens of a query its vector reads: the encoder's own ``query_tokens`` (e5: its whole
+    window), else :data:`QUERY_TOKENS`."""
+    return getattr(embedder, "query_tokens", QUERY_TOKENS)
+
+
 def encode_queries(embedder: Embedder, queries: list[str]) -> np.ndarray:
-    """The query vectors of ``queries``: each cut after :data:`QUERY_TOKENS` tokens when the encoder can say where
+    """The query vectors of ``queries``: each cut after :func:`query_tokens` tokens when the encoder can say where
     (its ``query_prefix``), else whole (the hash encoder's cost does not grow that way)."""
     cut = getattr(embedder, "query_prefix", None)
-    texts = [cut(q, QUERY_TOKENS) for q in queries] if cut is not None else list(queries)
+    limit = query_tokens(embedder)
+    texts = [cut(q, limit) for q in queries] if cut is not None else list(queries)
     encode = getattr(embedder, "encode_queries", None)  # the encoder's query path (MiniLM's: one thread)
     return encode(texts) if encode is not None else embedder.encode(texts)
 

@@ -155,3 +155,18 @@ def test_a_damaged_weight_file_is_refused_with_its_name_and_the_damage(tmp_path)
     empty.write_bytes(b"")
     with pytest.raises(EncoderError, match=r"empty\.bin"):
         E5Weights(empty)
+
+
+def test_a_search_reads_the_whole_query_with_e5_and_its_first_tokens_with_minilm():
+    from projections.adapters.embedding import QUERY_TOKENS, MiniLMEmbedder, encode_queries, query_tokens
+    from projections.adapters.encoder_kinds import make_embedder
+
+    e5 = make_embedder("multilingual-e5-small")
+    # MemDaily's rambling questions ask at their end, after the chat: the first 32 tokens hold no question
+    rambling = "今天天气真是不错，阳光明媚，突然想起了小时候和朋友一起去抓蝴蝶的日子，家里的邮票册好久没翻开了。" * 2 + \
+        "我真正想问的是：王丽娟的生日是哪天？"
+    assert "生日" not in e5.query_prefix(rambling, QUERY_TOKENS)
+    got = encode_queries(e5, [rambling])[0]
+    assert query_tokens(e5) == 512 and float(got @ e5.encode_queries([rambling])[0]) > 0.9999
+    assert float(got @ e5.encode_queries([e5.query_prefix(rambling, QUERY_TOKENS)])[0]) < 0.99
+    assert query_tokens(MiniLMEmbedder.__new__(MiniLMEmbedder)) == QUERY_TOKENS

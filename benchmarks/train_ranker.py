@@ -18,6 +18,12 @@ on the other folds re-ranks the held-out questions, and the held-out figures
 of all folds are reported next to the base's, per data set (whole metrics
 through the lab, budgets included). The model fitted on everything is
 written as a Python module when ``--write`` is given.
+
+With ``--trees N`` the model is gradient-boosted regression trees instead
+(scikit-learn's HistGradientBoostingClassifier, N trees of at most
+``--leaves`` leaves, no early stopping, a fixed seed): the module holds the
+trees (:mod:`projections.queries.ranker_trees`) with a zero linear part, and
+its logits are checked against scikit-learn's on the training rows.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from projections.folds.policy import DEFAULT_POLICY
 from projections.queries import rerank
 from projections.queries.rank_features import FEATURES, features
 from projections.queries.ranker import RankerModel
+from projections.queries.ranker_trees import LEAF, Trees
 from projections.queries.retrieval import fuse, lexical_key
 
 L2 = 1.0
@@ -67,6 +74,40 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 25,
         if np.max(np.abs(step)) < 1e-8:
             break
     return RankerModel(tuple(names), tuple(mean.tolist()), tuple(scale.tolist()), tuple(w[:-1].tolist()), float(w[-1]))
+
+
+def fit_trees(x: np.ndarray, y: np.ndarray, trees: int, leaves: int, rate: float, l2: float = L2,
+              weight: np.ndarray | None = None, names: tuple[str, ...] = FEATURES) -> RankerModel:
+    """Gradient-boosted trees on the columns ``names`` of ``x`` (raw features), as a :class:`RankerModel` whose
+    linear part is zero and whose intercept is the boosting's baseline log-odds."""
+    from sklearn.ensemble import HistGradientBoostingClassifier  # a fitting-time dependency only
+
+    x = x[:, [FEATURES.index(n) for n in names]]
+    booster = HistGradientBoostingClassifier(learning_rate=rate, max_iter=trees, max_leaf_nodes=leaves,
+                                             l2_regularization=l2, early_stopping=False, random_state=0)
+    booster.fit(x, y, sample_weight=weight)
+    feature, threshold, left, right, value, roots = [], [], [], [], [], []
+    for (predictor,) in booster._predictors:
+        offset = len(feature)
+        roots.append(offset)
+        for node in predictor.nodes:
+            leaf = bool(node["is_leaf"])
+            feature.append(LEAF if leaf else int(node["feature_idx"]))
+            threshold.append(0.0 if leaf else float(node["num_threshold"]))
+            left.append(-1 if leaf else offset + int(node["left"]))
+            right.append(-1 if leaf else offset + int(node["right"]))
+            value.append(float(node["value"]) if leaf else 0.0)
+    n = len(names)
+    model = RankerModel(tuple(names), (0.0,) * n, (1.0,) * n, (0.0,) * n,
+                        float(np.ravel(booster._baseline_prediction)[0]),
+                        trees=Trees(tuple(feature), tuple(threshold), tuple(left), tuple(right), tuple(value),
+                                    tuple(roots)))
+    full = np.zeros((len(x), len(FEATURES)))
+    full[:, [FEATURES.index(n) for n in names]] = x
+    drift = float(np.max(np.abs(model.logits(full) - booster.decision_function(x))))
+    if drift > 1e-6:
+        raise RuntimeError(f"the exported trees' logits differ from scikit-learn's by {drift}")
+    return model
 
 
 class Split:
@@ -114,8 +155,10 @@ def _joined(parts, weighted: bool) -> tuple:
     return x, y, (np.concatenate([p[2] for p in parts]) if weighted else None)
 
 
-def _fit(joined: tuple, l2: float, names: tuple[str, ...] = FEATURES) -> RankerModel:
+def _fit(joined: tuple, l2: float, names: tuple[str, ...] = FEATURES, boost: tuple | None = None) -> RankerModel:
     x, y, weight = joined
+    if boost:
+        return fit_trees(x, y, *boost, l2=l2, weight=weight, names=names)
     return fit(x, y, l2, weight=weight, names=names)
 
 
@@ -137,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--weighted", action="store_true", help="weigh each evidence turn by 1/|evidence| of its question")
     p.add_argument("--features", help="comma-separated subset of rank_features.FEATURES (default: all); "
                    "'before-keys': the 19 the model before the derived keys read")
+    p.add_argument("--trees", type=int, default=0, help="fit this many boosted trees instead of a logistic model")
+    p.add_argument("--leaves", type=int, default=15, help="with --trees: at most this many leaves per tree")
+    p.add_argument("--learning-rate", type=float, default=0.1, help="with --trees: each tree's shrinkage")
     p.add_argument("--write", type=Path, help="write the model fitted on every set as a Python module")
     args = p.parse_args(argv)
     base = replace(ALL[args.base], ranker=None)
@@ -145,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in FEATURES]
     if unknown:
         p.error(f"--features: unknown {unknown}; choose from {', '.join(FEATURES)}")
+    boost = (args.trees, args.leaves, args.learning_rate) if args.trees else None
     splits = []
     for item in args.set:
         data, _, store = item.partition("=")
@@ -154,14 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     models = {}
     for f in folds:
         parts = [s.stacked(lambda g, f=f: g != f) for s in splits]
-        models[f] = _fit(_joined(parts, args.weighted), args.l2, names)
+        models[f] = _fit(_joined(parts, args.weighted), args.l2, names, boost)
     for s in splits:
         print(f"{s.data.name} (leave-out: the model of each fold never saw its held-out samples)")
         print(_line(f"base {args.base}", s.evaluate({f: base for f in folds}), s.data.category_names))
         print(_line("ranker, leave-out", s.evaluate({f: replace(base, ranker=models[f], ranker_depth=args.depth)
                                                       for f in folds}), s.data.category_names))
     parts = [s.stacked(lambda g: True) for s in splits]
-    final = _fit(_joined(parts, args.weighted), args.l2, names)
+    final = _fit(_joined(parts, args.weighted), args.l2, names, boost)
     final = replace(final, trained_on=", ".join(s.data.name for s in splits) + f"; base {args.base}")
     for item in args.test:
         data, _, store = item.partition("=")
@@ -170,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         print(_line(f"base {args.base}", s.evaluate({f: base for f in set(s.fold)}), s.data.category_names))
         print(_line("ranker", s.evaluate({f: replace(base, ranker=final, ranker_depth=args.depth) for f in set(s.fold)}),
                     s.data.category_names))
-    print("coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(final.features, final.coef)))
+    if final.trees is None:
+        print("coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(final.features, final.coef)))
+    else:
+        print(f"trees: {len(final.trees.roots)}, {len(final.trees.feature)} nodes")
     if args.write:
         args.write.write_text(module_text(final, args))
         print(f"wrote {args.write}", file=sys.stderr)
@@ -180,14 +230,26 @@ def main(argv: list[str] | None = None) -> int:
 def module_text(model: RankerModel, args: argparse.Namespace) -> str:
     def nums(values) -> str:
         return "(" + ", ".join(f"{v:.6g}" for v in values) + ",)"
+    boosted = f", {args.trees} boosted trees of at most {args.leaves} leaves, learning rate {args.learning_rate}"
     return (
         '"""The fitted ranking model (generated by ``python -m benchmarks.train_ranker``; do not edit by hand).\n\n'
         f"Trained on: {model.trained_on}; depth {args.depth}, L2 {args.l2}"
-        f"{', each evidence turn weighed 1/|evidence|' if args.weighted else ''}.\n"
-        '"""\n\nfrom projections.queries.ranker import RankerModel\n\n'
+        f"{', each evidence turn weighed 1/|evidence|' if args.weighted else ''}"
+        f"{boosted if model.trees else ''}.\n"
+        '"""\n\nfrom projections.queries.ranker import RankerModel\n'
+        f"{'from projections.queries.ranker_trees import Trees' + chr(10) if model.trees else ''}\n"
         f"MODEL = RankerModel(\n    features={model.features!r},\n    mean={nums(model.mean)},\n    scale={nums(model.scale)},\n"
-        f"    coef={nums(model.coef)},\n    intercept={model.intercept:.6g},\n    trained_on={model.trained_on!r},\n)\n"
+        f"    coef={nums(model.coef)},\n    intercept={model.intercept:.6g},\n    trained_on={model.trained_on!r},\n"
+        f"{trees_text(model.trees) if model.trees else ''})\n"
     )
+
+
+def trees_text(trees: Trees) -> str:
+    """The ``trees=Trees(...)`` argument of a generated module, every number exact (repr)."""
+    def exact(values) -> str:
+        return "(" + ", ".join(repr(v) for v in values) + ",)"
+    fields = ("feature", "threshold", "left", "right", "value", "roots")
+    return "    trees=Trees(\n" + "".join(f"        {f}={exact(getattr(trees, f))},\n" for f in fields) + "    ),\n"
 
 
 if __name__ == "__main__":

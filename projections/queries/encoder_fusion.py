@@ -11,7 +11,7 @@ overrides of those here, chosen leave-conversations-out on the three dev
 files (``benchmarks.lab``, ``benchmarks.train_ranker``):
 
 - MiniLM (and the hash test encoder): none, so its default is ``DEFAULT_FUSION`` itself;
-- multilingual-e5-small: rankers fitted on its own features
+- multilingual-e5-small: rankers fitted on its own features, boosted trees
   (:mod:`~projections.queries.ranker_model_e5`, :mod:`~projections.queries.ranker_model_e5_cjk`), the graph
   threshold at the same quantile of the best query–turn cosine as MiniLM's 0.7, one dense weight for every
   language, and turns in another language than the question's judged by what can read them

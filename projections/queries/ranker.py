@@ -1,11 +1,13 @@
 """The learned ranking stage: a logistic model over :mod:`projections.queries.rank_features` re-orders the best rows.
 
 The model is a frozen set of numbers (feature names, standardisation,
-coefficients) fitted offline by ``benchmarks/train_ranker.py`` on the dev
-files with leave-conversations-out cross-validation and stored in
+coefficients, and optionally boosted trees whose sum joins the logit:
+:mod:`projections.queries.ranker_trees`) fitted offline by
+``benchmarks/train_ranker.py`` on the dev files with
+leave-conversations-out cross-validation and stored in
 :mod:`projections.queries.ranker_model`. At query time it is a dot product
-per candidate: no model file, no randomness, the same rows always give the
-same order.
+(and a walk down each tree) per candidate: no model file, no randomness,
+the same rows always give the same order.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from projections.folds.state import UserMemory
 from projections.queries import rerank
 from projections.queries.rank_features import FEATURES, features
+from projections.queries.ranker_trees import Trees
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,7 @@ class RankerModel:
     coef: tuple[float, ...]
     intercept: float
     trained_on: str = ""
+    trees: Trees | None = None  # added to the logit; their feature indices count in ``features``
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.features if f not in FEATURES]
@@ -37,13 +41,17 @@ class RankerModel:
             )
         if not len(self.mean) == len(self.scale) == len(self.coef) == len(self.features):
             raise ValueError("ranker model: mean, scale and coef must each hold one number per feature")
+        if self.trees is not None and self.trees.columns() > len(self.features):
+            raise ValueError(f"ranker model: its trees split on feature {self.trees.columns() - 1}, past its "
+                             f"{len(self.features)} features; re-fit it with python -m benchmarks.train_ranker")
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         """The model's logit per row of ``x`` (every column of FEATURES; the model reads its own, by name)."""
         if self.features != FEATURES:
             x = x[:, [FEATURES.index(f) for f in self.features]]
         z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
-        return z @ np.asarray(self.coef) + self.intercept
+        logit = z @ np.asarray(self.coef) + self.intercept
+        return logit if self.trees is None else logit + self.trees.sum(x)
 
 
 def rerank_rows(memory: UserMemory, query: str, query_vector: np.ndarray | None, rows: list[list],

@@ -42,6 +42,8 @@ def test_e5_changes_only_what_reads_a_cosine_or_a_language():
 def test_the_e5_rankers_were_fitted_on_e5_stores():
     assert "e5" in E5_RANKER.trained_on and "e5" in E5_CJK_RANKER.trained_on
     assert E5_RANKER.coef != MINILM_RANKER.coef
+    # boosted trees (projections.queries.ranker_trees); MiniLM's rankers stay logistic
+    assert E5_RANKER.trees is not None and E5_CJK_RANKER.trees is not None and MINILM_RANKER.trees is None
 
 
 @pytest.mark.parametrize("model", ["openai:text-embedding-3-small", "sentence-transformers:/models/bge-small"])

@@ -17,8 +17,9 @@ Owns the shard's DuckDB event log (its only writer), the folded projections of i
   the decisions it informed.
 - ``query(q)``: its reader (``READERS``) answers from the projections and
   appends nothing. The touch events it returns wait in a buffer and are
-  group-committed by ``flush_touches`` (or the actor's flush in three steps):
-  before the next command or admin command, before a query that reads the
+  group-committed: in the next command's transaction (ahead of its events,
+  :meth:`ShardCore._apply`), by ``flush_touches`` (or the actor's flush in
+  three steps) before an admin command, before a query that reads the
   log or digests (``flushes_first``: it writes the touches earlier queries
   left, then reads), on close, and by the actor's timer once older than
   ``spec.touch_flush_s``.
@@ -232,7 +233,6 @@ class ShardCore:
         """Apply commands in order, a decider asking the live model itself. The cyclic collector waits meanwhile,
         as in folds: a full collection mid-batch walks the state to free next to nothing."""
         with shard_state.collector_paused():
-            self.flush_touches()
             return [self._apply(command) for command in commands]
 
     def query(self, q: c.Query) -> Any:
@@ -263,7 +263,6 @@ class ShardCore:
         the asks empty when all were applied. ``ids`` keeps each command's drawn event ids across rounds."""
         outcomes: list[Any] = []
         with shard_state.collector_paused():
-            self.flush_touches()
             for command in commands:
                 llm.missed = {}
                 with drawing_ids(ids.setdefault(command.command_id, [])):
@@ -294,7 +293,11 @@ class ShardCore:
         outcome = json.dumps(decision.outcome, default=_jsonable)
         record = CommandRecord(command.command_id, command.kind, outcome, getattr(command, "tenant", None) or "",
                                getattr(command, "user_id", None) or "", tuple(p.event_id for p in decision.pending))
-        self.commit(decision.pending, command=record, react=decision.react)
+        # the touches of the queries answered since the last flush go first in the command's transaction: one
+        # durable write instead of two. The decision did not see them folded (as a query answered meanwhile does
+        # not); a failed commit loses them, as a failed flush does (access signals, not facts)
+        touches, self._touches = self._touches, []
+        self.commit(touches + decision.pending, command=record, react=decision.react)
         if isinstance(command, c.SwitchEmbedder) and not decision.outcome["missing"]:
             self.deps = replace(self.deps, model_id=command.model_id, dim=command.dim)  # the store's, for new users
         return json.loads(outcome)

@@ -63,7 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "all exactly --think-ms, the clients in step (fixed) (default %(default)s)")
     p.add_argument("--calls", type=int, help="calls per client and route at each level (default 100; quick 20)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls per client and route first (default 5)")
-    p.add_argument("--embedder", help="the store's encoder (default: minilm, the default of a new store; quick: hash)")
+    p.add_argument("--embedder", help="the store's encoder (default: minilm, as the other benchmarks; a new store's own default is "
+                        "multilingual-e5-small; quick: hash)")
     args = p.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",")]
     args.think_ms = [float(x) for x in args.think_ms.split(",")]

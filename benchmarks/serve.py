@@ -65,6 +65,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     o.add_argument("--flood-factor", type=float, default=10.0, help="the flooding tenant's rate over its share")
     o.add_argument("--modest-share", type=float, default=0.1,
                    help="the modest tenant's rate, as a share of capacity")
+    o.add_argument("--capacity", type=float, metavar="REQ_S",
+                   help="skip both ramps and take this as the mixed-load capacity (a figure an earlier run measured): "
+                        "the overload levels and the fairness run alone, for a quicker check; the report says it was given")
     args = p.parse_args(argv)
     quick = args.quick
     args.levels = [tuple(float(x) for x in level.split(":")) for level in
@@ -73,6 +76,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.embedder = args.embedder or ("hash" if quick else "minilm")
     args.limit_samples = args.limit_samples or ((2 if args.overload else 1) if quick else None)  # two tenants
     args.questions = args.questions or (10 if quick else None)
+    if args.capacity is not None and (args.capacity <= 0 or not args.overload):
+        p.error("--capacity: give a positive rate in req/s, with --overload")
     return args
 
 
@@ -126,9 +131,14 @@ def measure_overload(url: str, memory, keys: dict[str, str], data: ds.Dataset, a
     loaded["idle_work_after_load_s"] = round(settle_s, 1)
     common = {"factor": args.ramp_factor, "seconds": args.step_seconds, "max_rate": args.max_rate,
               "connections": args.connections, "log": log}
-    log("mixed load: ramp until goodput stops rising")
-    mixed = ramp(url, Workload(tenancy, questions, texts, prefix="ramp"), tenancy.ack, start=args.ramp_start,
-                 **common)
+    given = {"capacity_req_s": args.capacity, "capacity_search_p95_le_100ms_req_s": None, "steps": [], "given": True}
+    if args.capacity:
+        log(f"mixed load: capacity given, {args.capacity:g} req/s (no ramp)")
+        mixed = given
+    else:
+        log("mixed load: ramp until goodput stops rising")
+        mixed = ramp(url, Workload(tenancy, questions, texts, prefix="ramp"), tenancy.ack, start=args.ramp_start,
+                     **common)
     capacity = mixed["capacity_req_s"]
     held = Workload(tenancy, questions, texts, seed=11, prefix="hold")
     overload = {}
@@ -138,9 +148,12 @@ def measure_overload(url: str, memory, keys: dict[str, str], data: ds.Dataset, a
         level = drive(url, draw(held, int(rate * args.hold_seconds)), rate, args.hold_seconds, args.connections,
                       tenancy.ack)
         overload[f"{times}x"] = {**level, "goodput_over_capacity": round(level["goodput_req_s"] / capacity, 3)}
-    log("search only: ramp until goodput stops rising")
-    search = ramp(url, Workload(tenancy, questions, texts, seed=13, mix={"search": 1}), None,
-                  start=max(args.ramp_start, capacity / 2), **common)
+    if args.capacity:
+        search = {**given, "capacity_req_s": None}
+    else:
+        log("search only: ramp until goodput stops rising")
+        search = ramp(url, Workload(tenancy, questions, texts, seed=13, mix={"search": 1}), None,
+                      start=max(args.ramp_start, capacity / 2), **common)
     asking = sorted({tenancy.tenant_of[q.user_id] for q in data.questions})
     if len(asking) < 2:
         raise SystemExit("--overload's fairness needs questions of two tenants: give at least two samples")
@@ -156,7 +169,7 @@ def measure_overload(url: str, memory, keys: dict[str, str], data: ds.Dataset, a
     fair = fairness(url, modest, flood, modest_rate=max(1.0, args.modest_share * capacity), flood_rate=flood_rate,
                     seconds=args.hold_seconds, connections=args.connections, on_ack=tenancy.ack)
     fair.update(modest_tenant=modest_t, flood_tenant=flood_t, flood_factor=args.flood_factor)
-    return {"load": loaded, "capacity_req_s": capacity,
+    return {"load": loaded, "capacity_req_s": capacity, "capacity_given": bool(args.capacity),
             "capacity_search_p95_le_100ms_req_s": mixed["capacity_search_p95_le_100ms_req_s"],
             "search_only_capacity_req_s": search["capacity_req_s"],
             "search_only_capacity_p95_le_100ms_req_s": search["capacity_search_p95_le_100ms_req_s"],
@@ -207,7 +220,8 @@ def print_overload(r: dict) -> None:
     print(f"load: {r['load']['messages']} turns over HTTP at {r['load']['messages_per_s']} msg/s; "
           f"load average (1 min) before {r['config']['load_average_before'][0]:.2f}, after "
           f"{r['config']['load_average_after'][0]:.2f}")
-    print(f"capacity (mixed): {r['capacity_req_s']} req/s; with search p95 <= 100 ms and nothing refused: "
+    given = " (given with --capacity, not measured: no ramp ran)" if r.get("capacity_given") else ""
+    print(f"capacity (mixed): {r['capacity_req_s']} req/s{given}; with search p95 <= 100 ms and nothing refused: "
           f"{r['capacity_search_p95_le_100ms_req_s']} req/s; search only: {r['search_only_capacity_req_s']} req/s "
           f"(p95 <= 100 ms: {r['search_only_capacity_p95_le_100ms_req_s']})")
     print("| level | offered req/s | goodput req/s | goodput / capacity | refused req/s (503, 429) | accepted p95 ms "

@@ -17,10 +17,9 @@ version and its source turns.
 Nothing a turn said is lost to its notes: a turn is left out for its notes only
 when they carry all of it (:mod:`projections.queries.note_coverage`), and a turn
 they carry in part is shown by the clauses they leave out ("Alice: … I'm
-vegetarian" beside the note "Alice hates cilantro"), in its rank's place unless
-the question's words it meets are all in the clauses its notes carry: then the
-notes already show what the question found in it, and the rest of it comes
-after the turns the context has not shown (:func:`_rest_last`). A turn a
+vegetarian" beside the note "Alice hates cilantro"), where what it still says
+puts it among the turns: its score weighed by the share of its content its
+notes leave out (:func:`_by_worth`). A turn a
 later statement superseded (:mod:`projections.queries.stages.supersession`) is
 left out when the version in force is in the context, and otherwise shown with
 its label (``superseded by "…" on …``).
@@ -33,11 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from projections.queries.note_coverage import carried_share, meets, uncarried
+from projections.queries.note_coverage import carried_share, uncarried
 from projections.queries.rerank import time_intent
 from projections.queries.results import Context, ContextItem, Hit, category_header, day_header
-from projections.rules.extraction import key_terms
-from projections.rules.text import QUERY_STOP
 
 
 CATEGORY_ORDER: tuple[str, ...] = ("constraint", "decision", "preference", "fact")
@@ -215,10 +212,10 @@ def _notes_first(
 
 
 def _not_stated(hits: list[Hit], items: list[ContextItem], notes: dict[str, NoteEntry],
-                coverage: float) -> list[tuple[Hit, str]]:
+                coverage: float) -> list[tuple[Hit, str, float]]:
     """The hits the context's notes do not state in full (each hit's notes carry less than ``coverage`` of it),
     each with what to show of it: its text, or the clauses its notes leave out (:func:`uncarried`; ``coverage``
-    above 1.0: always the whole text)."""
+    above 1.0: always the whole text), and the share of its content terms its notes leave out (1.0 without notes)."""
     by_source: dict[str, list[str]] = {}
     for item in items:
         for source in item.provenance["event_ids"][1:]:
@@ -227,22 +224,30 @@ def _not_stated(hits: list[Hit], items: list[ContextItem], notes: dict[str, Note
     for h in hits:
         texts = by_source.get(h.memory_id)
         if texts is None or coverage > 1.0:
-            shown.append((h, h.text))
-        elif carried_share(h.text, texts) < coverage:
-            shown.append((h, uncarried(h.text, texts) or h.text))
+            shown.append((h, h.text, 1.0))
+            continue
+        share = carried_share(h.text, texts)
+        if share < coverage:
+            shown.append((h, uncarried(h.text, texts) or h.text, 1.0 - share))
     return shown
 
 
-def _rest_last(query: str, shown: list[tuple[Hit, str]]) -> list[tuple[Hit, str]]:
-    """``shown`` (hits in rank order, each with what to show of it) with the turns shown in part whose notes state
-    what the question found in them moved last: the question's words such a turn meets (its key terms but
-    :data:`~projections.rules.text.QUERY_STOP`) are all in the clauses its notes carry and none in the clauses they
-    leave out. Its notes are in the context already, so at the budget's edge a turn the context does not show at all
-    goes before the rest of it; the rest of a turn that meets the question, or meets none of its words (matched by
-    meaning: what matched is not known), keeps its rank's place."""
-    asked = tuple(t for t in key_terms(query) if t not in QUERY_STOP)
-    later = {h.memory_id for h, text in shown if text != h.text and meets(h.text, asked) and not meets(text, asked)}
-    return [p for p in shown if p[0].memory_id not in later] + [p for p in shown if p[0].memory_id in later]
+def _by_worth(shown: list[tuple[Hit, str, float]]) -> list[tuple[Hit, str]]:
+    """The hits to show (:func:`_not_stated`) in rank order, but a turn shown in part where what it still says puts it:
+    after the turns that keep their place whose score is at least its own weighed by the share of its content terms
+    its notes leave out (its notes, in the context already, state the rest). The version in force of a superseded
+    turn the question found (breakdown ``supersedes``) keeps its place: the clauses its notes leave out are often the
+    value in force ("These days it's hot chocolate" beside the note "Maya stopped drinking oolong tea")."""
+    kept = [text == hit.text or "supersedes" in hit.breakdown for hit, text, _ in shown]
+    order = []
+    for n, (hit, _, left) in enumerate(shown):
+        if kept[n]:
+            order.append((n, 0.0, n))
+            continue
+        worth = hit.score * left
+        before = next((m for m in range(n + 1, len(shown)) if kept[m] and shown[m][0].score < worth), len(shown))
+        order.append((before - 0.5, -worth, n))
+    return [shown[n][:2] for *_, n in sorted(order)]
 
 
 def _current_taken(hit: Hit, taken: set[str]) -> bool:
@@ -338,8 +343,8 @@ def assemble(
     their provenance points to the turn; a turn they carry only in part stays,
     shown by the clauses they do not carry whole (``note_coverage`` above 1.0:
     every turn whole), or whole when that costs no more than the note; such a
-    turn comes after the other turns when its notes carry every question word it
-    meets (:func:`_rest_last`). A note
+    turn goes where its score weighed by the share of it they leave out puts it
+    among the others (:func:`_by_worth`). A note
     whose every source turn the context took whole is dropped and its tokens
     go to the next turns. A superseded turn whose version in force
     (its note or one of its turns) is in the context is left out. A line that does not fit is skipped and
@@ -361,7 +366,7 @@ def assemble(
     note_costs = _NoteCosts({}, {})
     items: list[ContextItem] = (_notes_first(notes, room, count_tokens, note_costs, time_intent(query))
                                 if room.share > 0 else [])
-    shown = _rest_last(query, _not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage))
+    shown = _by_worth(_not_stated(hits, items, {n.note_id: n for n in notes}, note_coverage))
     parts = [(h, text) for h, text in shown if text != h.text]  # shown in part: the clauses their notes leave out
     part_size = dict(zip((h.memory_id for h, _ in parts), count_tokens([body_line(h, t) for h, t in parts]) if parts
                          else []))

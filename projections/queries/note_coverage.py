@@ -11,7 +11,7 @@ do you do?", "如果…") are not statements a context could lose
 text, so that two cuts of the same words ("叫 小 李" and "小 李叫") still match. Greetings, thanks, farewells and
 exclamations ("Thanks, Maria!", "Wow, that's awesome", "谢谢", "加油") state nothing either (:func:`statements`).
 :func:`uncarried` gives the clauses the notes leave out, so that a context can show those beside the note instead of
-the whole turn, and :func:`meets` whether a text states any of a question's words, read the same way.
+the whole turn.
 """
 
 from __future__ import annotations
@@ -114,13 +114,6 @@ def carried_share(text: str, notes: Sequence[str]) -> float:
         return 1.0
     carried = _carried(notes)
     return sum(1 for t in terms if carried(t)) / len(terms)
-
-
-def meets(text: str, terms: Sequence[str]) -> bool:
-    """Whether ``text`` states any of the key ``terms`` (read as the notes' coverage reads a turn: a Chinese term by
-    its characters)."""
-    said = _carried((text,))
-    return any(said(t) for t in terms)
 
 
 def uncarried(text: str, notes: Sequence[str]) -> str | None:

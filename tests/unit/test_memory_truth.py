@@ -299,25 +299,28 @@ def test_a_turn_its_notes_carry_in_part_is_shown_by_the_clauses_they_leave_out(m
     assert [i.memory_id for i in kept.items] == [hit.memory_id]  # coverage above 1: every turn whole
 
 
-def test_the_rest_of_a_turn_whose_notes_state_what_the_question_found_comes_after_the_turns_not_shown(memory):
+def test_the_rest_of_a_turn_goes_where_its_score_weighed_by_what_its_notes_leave_out_puts_it(memory):
     atlas, mysql = fuse(memory, "Atlas MySQL phone", [], k=2, config=PLAIN)[:2]
-    diet = dataclasses.replace(atlas, speaker="Alice", text="I'm vegetarian and I really hate cilantro")
-    zh_diet = dataclasses.replace(diet, text="我吃素，而且我讨厌香菜")
-    trip = dataclasses.replace(mysql, speaker="Alice", text="We cooked a curry at the cooking class")
+    diet = dataclasses.replace(atlas, speaker="Alice", text="I'm vegetarian and I really hate cilantro", score=1.0,
+                               breakdown={})
+    trip = dataclasses.replace(mysql, speaker="Alice", text="We cooked a curry at the cooking class", score=0.6,
+                               breakdown={})
 
-    def turns(question: str, budget: int, said=diet, note: str = "Alice hates cilantro") -> list[str]:
-        ctx = assemble(question, [said, trip], budget, lambda lines: [len(line.split()) if ": " in line else 1
-                                                                      for line in lines],  # any other line: 1 token
+    def turns(budget: int, said=diet, other=trip, note: str = "Alice hates cilantro") -> list[str]:
+        ctx = assemble("q", [said, other], budget, lambda lines: [len(line.split()) if ": " in line else 1
+                                                                  for line in lines],  # any other line: 1 token
                        [_entry("a", note, said.memory_id)], note_tokens=50, note_share=0.5)
         return [i.line.split(": ", 1)[1] for i in ctx.items if i.occurred_at is not None]
 
-    # the question found the cilantro in the turn, which its note states: the cooking class goes first, and the
-    # rest of the turn follows where the budget leaves room for it
-    assert turns("Does Alice eat cilantro?", 12) == [trip.text]
-    assert turns("Does Alice eat cilantro?", 100) == [trip.text, "… I'm vegetarian"]
-    assert turns("我喜欢香菜吗？", 14, zh_diet, "小李讨厌香菜") == [trip.text]
-    assert turns("小李吃香菜吗？", 12) == ["… I'm vegetarian"]  # meets none of the question's words: its place
-    assert turns("Is Alice a vegetarian?", 12) == ["… I'm vegetarian"]  # the rest meets the question: its place too
+    # the note states half of the diet's turn (the cilantro): the rest of it is worth 1.0 x 0.5, less than the
+    # cooking class (0.6), which goes first; the rest follows where the budget leaves room for it
+    assert turns(12) == [trip.text]
+    assert turns(100) == [trip.text, "… I'm vegetarian"]
+    assert turns(14, dataclasses.replace(diet, text="我吃素，而且我讨厌香菜"), note="小李讨厌香菜") == [trip.text]
+    assert turns(12, other=dataclasses.replace(trip, score=0.4)) == ["… I'm vegetarian"]  # worth more: its place
+    # the version in force of a superseded turn the question found keeps its place: its rest may be the new value
+    in_force = dataclasses.replace(diet, breakdown={"supersedes": mysql.memory_id})
+    assert turns(12, in_force) == ["… I'm vegetarian"]
 
 
 def test_a_partly_superseded_turn_answers_for_the_part_still_in_force():

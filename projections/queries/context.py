@@ -1,18 +1,19 @@
 """Context assembly: the text an agent puts in its prompt, cut to a token budget,
 with the provenance of every line kept.
 
-Notes come first, within their share of the budget: the constraints the
-question reaches and every health, diet, allergy or safety constraint, then the
-other notes the question reaches in the order of the hits they were read from,
-then the other constraints and the core notes; the retrieved turns fill the rest
-in rank order. The text shows the notes by category (a category's header, then
-its notes) and the turns by day (a date header, then that day's turns in time
-order): each header is paid once, by the first line taken under it. A note read
-from a hit never takes the room of a better hit's turn that the budget could
-show (:func:`reach`): in a 20-token context the note of a turn far down the hits
-does not stand in for the turn that matched. A note's line is its category and
-text, dated only where the day matters (:func:`dated`); its provenance names its
-version and its source turns.
+Notes come first, within their share of the budget: the constraints the question
+reaches and every health, diet, allergy or safety constraint, then the other
+notes the question reaches in the order of the hits they were read from, then
+the other constraints and the core notes; the retrieved turns fill the rest in
+rank order (a turn shown in part where what it still says puts it). The text
+shows the notes by category (a category's header, then its notes) and the turns
+by day (a date header, then that day's turns in time order): each header is paid
+once, by the first line taken under it. A note read from a hit never takes the
+room of a better hit's turn that the budget could show (:func:`reach`): in a
+20-token context the note of a turn far down the hits does not stand in for the
+turn that matched. A note's line is its category and text, dated only where the
+day matters (:func:`dated`); its provenance names its version and its source
+turns.
 
 Nothing a turn said is lost to its notes: a turn is left out for its notes only
 when they carry all of it (:mod:`projections.queries.note_coverage`), and a turn
@@ -257,7 +258,8 @@ def _current_taken(hit: Hit, taken: set[str]) -> bool:
 
 
 class _Turns:
-    """The candidate turns of a context in rank order, with their token costs; :meth:`fill` takes what fits."""
+    """The candidate turns of a context in the order they are offered (:func:`_by_worth`), with their token costs;
+    :meth:`fill` takes what fits."""
 
     def __init__(self, shown: list[tuple[Hit, str]], days: list[str], sizes: list[int], whole_sizes: list[int],
                  header_size: dict[str, int]) -> None:
@@ -268,7 +270,7 @@ class _Turns:
         self.whole: set[str] = set()
 
     def fill(self, items: list[ContextItem], budget: int) -> None:
-        """Append to ``items`` the turns not yet in it that fit, in rank order (a day's header is paid by the first
+        """Append to ``items`` the turns not yet in it that fit, in that order (a day's header is paid by the first
         turn of that day taken); a superseded turn whose version in force is in ``items`` is left out."""
         used = sum(i.tokens for i in items)
         taken = {i.memory_id for i in items}
@@ -336,7 +338,8 @@ def assemble(
     note_share: float = 0.25,
     note_coverage: float = 1.0,
 ) -> Context:
-    """Notes first (at most ``note_tokens`` and ``note_share`` of the budget), then turns in rank order.
+    """Notes first (at most ``note_tokens`` and ``note_share`` of the budget), then turns in rank order (a turn
+    shown in part where :func:`_by_worth` puts it).
 
     A turn whose notes in the context carry at least ``note_coverage`` of its
     content terms is not repeated: the notes state it in fewer tokens and

@@ -54,7 +54,7 @@ class ContextItem:
     ``[day] who: text``).
 
     ``tokens`` is what the item adds to the context's text: a turn's line without its date, plus its day's
-    header when it is the first turn of that day the context took (in rank order); a note's text, plus its
+    header when it is the first turn of that day the context took (in the order it took them); a note's text, plus its
     category's header when it is the first note of that category the context took."""
 
     memory_id: str
@@ -94,7 +94,8 @@ class Context:
     def text(self) -> str:
         """The notes grouped by category, then the turns grouped by day: each category's and each day's header once,
         its lines under it; categories in the order of their first note and the notes within one in order; days and
-        the turns within a day in time order (turns at the same time: best first). ``items`` stay in rank order."""
+        the turns within a day in time order (turns at the same time: first taken first). ``items`` stay in the order
+        the context took them."""
         groups: dict[str, list[str]] = {}
         for item in self.items:
             if item.occurred_at is None:

@@ -26,6 +26,7 @@ from datetime import datetime
 
 import ray
 
+from actors.background import lower_this_thread
 from actors.consolidation_jobs import Events, Job, consolidate_user
 from actors.llm.config import LlmConfig
 from actors.ray_init import ensure_ray
@@ -42,7 +43,9 @@ def consolidate_task(tenant: str, user_id: str, state: GraphState, staged_ids: S
                      config: ConsolidationConfig = DEFAULT_CONSOLIDATION, now: datetime | None = None,
                      notes: NoteState | None = None, llm: LlmConfig | None = None) -> Events:
     """:func:`consolidate_user` on a Ray worker. Pure apart from the optional model call (whose record it
-    returns), so Ray's retries (``max_retries``) are safe: a rerun keys its events alike."""
+    returns), so Ray's retries (``max_retries``) are safe: a rerun keys its events alike. The worker runs it
+    below the threads answering requests (:mod:`actors.background`): a round uses the cores they leave free."""
+    lower_this_thread()
     return consolidate_user(tenant, user_id, state, staged_ids, config, now, notes, llm)
 
 

@@ -26,7 +26,6 @@ from datetime import datetime
 
 import ray
 
-from actors.background import lower_this_thread
 from actors.consolidation_jobs import Events, Job, consolidate_user
 from actors.llm.config import LlmConfig
 from actors.ray_init import ensure_ray
@@ -41,13 +40,9 @@ __all__ = ["Job", "consolidate_task", "consolidate_user", "run_consolidation"]
 @ray.remote(num_cpus=1)
 def consolidate_task(tenant: str, user_id: str, state: GraphState, staged_ids: Sequence[str],
                      config: ConsolidationConfig = DEFAULT_CONSOLIDATION, now: datetime | None = None,
-                     notes: NoteState | None = None, llm: LlmConfig | None = None, background: bool = False) -> Events:
+                     notes: NoteState | None = None, llm: LlmConfig | None = None) -> Events:
     """:func:`consolidate_user` on a Ray worker. Pure apart from the optional model call (whose record it
-    returns), so Ray's retries (``max_retries``) are safe: a rerun keys its events alike. ``background`` (a
-    round nobody waits on): the worker runs it below the threads answering requests (:mod:`actors.background`),
-    on the cores they leave free."""
-    if background:
-        lower_this_thread()
+    returns), so Ray's retries (``max_retries``) are safe: a rerun keys its events alike."""
     return consolidate_user(tenant, user_id, state, staged_ids, config, now, notes, llm)
 
 
@@ -59,7 +54,6 @@ def run_consolidation(
     parallel: bool = True,
     now: datetime | None = None,
     llm: LlmConfig | None = None,
-    background: bool = False,
 ) -> dict[tuple[str, str], Events]:
     """(tenant, user id) → the events consolidating that user's batch, in the order of ``jobs``.
 
@@ -69,9 +63,7 @@ def run_consolidation(
     Without, the same function runs here, job after job. A job's ``now``
     (decay time) defaults to the run's ``now``; ``None`` for both skips decay.
     With ``llm``, each task also asks the model which of its batch's linked
-    pairs are causal (one call per task, made on the worker). ``background``:
-    the tasks run below the threads answering requests (a round nobody waits
-    on: a served store's quiet rounds, the scheduled ones).
+    pairs are causal (one call per task, made on the worker).
 
     Parallel equals sequential, event for event: a job reads only its own
     user's state (never another job's, never one changed by another job, since
@@ -113,7 +105,7 @@ def run_consolidation(
                 collect(ready)
             # copy(): the same graph without its cached views, which the task would not read
             ref = consolidate_task.remote(job.tenant, job.user_id, ray.put(job.state.copy()), list(job.staged_ids),
-                                          config, job.now or now, job.notes, llm, background)
+                                          config, job.now or now, job.notes, llm)
             in_flight[ref] = (job.tenant, job.user_id)
         collect(list(in_flight))  # one ray.get for the rest
     except BaseException:

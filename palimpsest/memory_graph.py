@@ -132,7 +132,7 @@ class GraphApiMixin:
 
     def consolidate(self, *, tenant: str | None = None, user_id: str | None = None,
                     max_in_flight: int | None = None, parallel: bool = True, decay: bool = False,
-                    at: datetime | None = None, idle: bool = False, background: bool = False) -> dict:
+                    at: datetime | None = None, idle: bool = False) -> dict:
         """Consolidate every staged graph memory: one pure Ray task per user, in parallel across shards.
 
         Each task returns events (status changes, merges, links, conclusions); the user's shard appends them.
@@ -144,9 +144,7 @@ class GraphApiMixin:
         user's latest message time (``actors.consolidation_jobs.user_clock``): the user's own timeline, so importing
         old conversations does not archive them against the wall clock. Users with nothing staged are left alone
         unless ``idle`` (then their note check and decay run too). The automatic rounds (every
-        ``consolidate_every`` staged memories, :meth:`schedule_consolidation`) call this with the defaults;
-        ``background`` (the scheduled rounds, a served store's quiet ones: nobody waits on them) runs the tasks
-        below the threads answering requests (:mod:`actors.background`).
+        ``consolidate_every`` staged memories, :meth:`schedule_consolidation`) call this with the defaults.
         With a language model configured (``PALIMPSEST_LLM_*``), each task also asks it which of the pairs its
         batch linked are causal, and the confirmed ones become ``causality`` edges (:mod:`actors.llm.causality`).
         """
@@ -157,7 +155,7 @@ class GraphApiMixin:
         jobs = [job for part in self.shards.ask_each(query, tenant, user_id) for job in part]
         self._since_consolidation = 0
         results = run_consolidation(jobs, consolidation_for(self.config.model_id), max_in_flight=max_in_flight,
-                                    parallel=parallel, llm=self.llm_config, background=background)
+                                    parallel=parallel, llm=self.llm_config)
         appended = _get([
             self.shards.submit(self.shards.index_of(t, u), [c.ApplyConsolidation(tenant=t, user_id=u,
                                                                                  events=tuple(events))])
@@ -180,7 +178,7 @@ class GraphApiMixin:
         if every_s:
             def tick() -> None:
                 try:
-                    self.consolidate(decay=decay, idle=decay, background=True)
+                    self.consolidate(decay=decay, idle=decay)
                 except Exception as exc:  # noqa: BLE001 - a failed round is logged; the next one retries
                     log.warning("consolidation_failed", error=str(exc))
                 self.schedule_consolidation(every_s, decay=decay)

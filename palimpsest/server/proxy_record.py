@@ -9,8 +9,7 @@ continues the conversation after that reply (resending it, or naming its respons
 finds it there and has the Feedback Judge judge the new user turn
 against it, naming the same memories, as :meth:`palimpsest.Memory.judge_feedback` does.
 
-Recording runs after the answer has gone (the client does not wait for it), on a thread of its own that the OS
-schedules below the threads answering requests (:mod:`actors.background`), in batches: the calls answered while
+Recording runs after the answer has gone (the client does not wait for it), in batches: the calls answered while
 one batch is written go together in the next (their messages and the replies' reports, one command and one
 transaction per shard). The next call of a user to this replica waits until the messages of their calls are written
 before it reads their memory (:meth:`Recorder.settled`), so the memory is read with the user's last turn and reply in
@@ -27,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import structlog
+from starlette.concurrency import run_in_threadpool
 
-from actors.background import background_executor
 from events.errors import InvalidInputError
 
 log = structlog.get_logger("palimpsest.server.proxy")
@@ -197,9 +196,6 @@ class Recorder:
         self._queue: list[tuple[Turn, asyncio.Future]] = []
         self._last: dict[tuple[str, str], asyncio.Future] = {}  # per user: the recording of their latest call
         self._writer: asyncio.Task | None = None
-        # the recording's thread: below the threads answering requests (actors.background), its work done
-        # in the gaps between theirs
-        self._executor = background_executor("proxy-record")
 
     async def settled(self, stream: tuple[str, str]) -> None:
         """Return once the messages of every call of ``stream`` answered before now are recorded (or the failure
@@ -207,10 +203,6 @@ class Recorder:
         done = self._last.get(stream)
         if done is not None:
             await asyncio.wait([done])
-
-    def close(self) -> None:
-        """Let the recording thread go once it has written what it was given (a new recorder replaced this one)."""
-        self._executor.shutdown(wait=False)
 
     def record(self, turn: Turn) -> None:
         """Queue ``turn``; it is written after everything queued before it, without anyone waiting for it."""
@@ -228,8 +220,8 @@ class Recorder:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
             waiting = [done for _, done in batch]
             try:  # the users' next calls may read once the messages are in (the fallback's replies are reported after)
-                await loop.run_in_executor(self._executor, record, self.memory, [turn for turn, _ in batch],
-                                           lambda: loop.call_soon_threadsafe(_settle, waiting))
+                await run_in_threadpool(record, self.memory, [turn for turn, _ in batch],
+                                        lambda: loop.call_soon_threadsafe(_settle, waiting))
             except Exception as exc:  # noqa: BLE001 - the answers have gone: the failure is logged with what it lost
                 log.error("proxy_record_failed", turns=len(batch), users=sorted({t.user_id for t, _ in batch})[:20],
                           error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__, exc_info=exc)
@@ -251,7 +243,5 @@ def recorder(memory) -> Recorder:
     loop = asyncio.get_running_loop()
     held = _recorders.get(id(loop))
     if held is None or held[0] is not loop or held[1].memory is not memory:
-        if held is not None:
-            held[1].close()
         held = _recorders[id(loop)] = (loop, Recorder(memory))
     return held[1]

@@ -44,7 +44,7 @@ class QuietConsolidation:
                 if memory is None or not self.due(memory.staged_since_consolidation):
                     continue
                 try:
-                    memory.consolidate(background=True)  # below the requests' threads: nobody waits on it
+                    memory.consolidate()
                     self.rounds += 1
                 except Exception as exc:  # noqa: BLE001 - logged; the next quiet moment retries
                     log.warning("quiet_consolidation_failed", error=str(exc))

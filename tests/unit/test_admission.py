@@ -219,11 +219,9 @@ def test_quiet_consolidation_runs_a_round_in_its_thread_and_stops():
     class Staged:  # the two members of palimpsest.Memory the thread uses
         staged_since_consolidation = 200
         rounds = 0
-        background = None
 
-        def consolidate(self, *, background=False):
+        def consolidate(self):
             self.rounds += 1
-            self.background = background  # a quiet round: nobody waits on it, its tasks run below the requests
             self.staged_since_consolidation = 0
 
     memory = Staged()
@@ -233,7 +231,7 @@ def test_quiet_consolidation_runs_a_round_in_its_thread_and_stops():
     while memory.rounds == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     quiet.stop()
-    assert memory.rounds == 1 and quiet.rounds == 1 and memory.background is True
+    assert memory.rounds == 1 and quiet.rounds == 1
 
 
 class FakeClock:

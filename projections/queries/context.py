@@ -146,10 +146,6 @@ class _NoteCosts:
     header: dict[str, int]
     category: dict[str, str]
 
-    def headed(self, items: Sequence[ContextItem]) -> set[str]:
-        """The categories of the notes in ``items``."""
-        return {self.category[i.memory_id] for i in items if i.memory_id in self.category}
-
     def saving(self, items: Sequence[ContextItem], note: ContextItem) -> int:
         """The tokens dropping ``note`` from ``items`` frees: its text, and its category's header when no other note
         of its category stays."""
@@ -187,17 +183,18 @@ def _notes_first(
     headers = list(dict.fromkeys(n.category for _, n in ordered))
     counted = count_tokens(bodies + [category_header(c) for c in headers]) if bodies else []
     costs.header.update(zip(headers, counted[len(bodies):]))
-    items, used, stated, missed = [], 0, set(), None
+    items, used, stated, missed, headed = [], 0, set(), None, set()
     for (_, note), body, size in zip(ordered, bodies, counted):
         reached = _tier(note) == 1
         if reached and missed is not None and note.rank > missed:
             continue  # a better hit's note did not fit: its turn stands for it, and no weaker hit's note goes first
-        size += 0 if note.category in costs.headed(items) else costs.header[note.category]
+        size += 0 if note.category in headed else costs.header[note.category]
         if used + size > room.share or (reached and not room.leaves_room(note, used + size, stated)):
             missed = note.rank if reached else missed
             continue
         stated.update(note.source_ids)
         used += size
+        headed.add(note.category)
         costs.category[note.note_id] = note.category
         items.append(ContextItem(
             memory_id=note.note_id,

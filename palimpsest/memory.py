@@ -269,7 +269,15 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
             m if isinstance(m, RecordMessage) or not isinstance(m, Mapping) else {**defaults, **m} for m in messages
         ]
         commands = validate_messages(items)
-        report = IngestReport(received=len(commands))
+        return self.add_batches([commands], extract_graph=extract_graph, batch_size=batch_size, progress=progress)[0]
+
+    def add_batches(self, batches: list[list[RecordMessage]], *, extract_graph: bool = True, batch_size: int = 256,
+                    progress: bool = False) -> list[IngestReport]:
+        """Several batches of validated messages (e.g. concurrent requests) sent as one: embedded together, one
+        command per shard and chunk of ``batch_size`` (one transaction each); a report per batch, in order. Raises
+        as :meth:`add_messages` does; a chunk refused leaves the others written (each batch is wholly in one chunk
+        of its shard when the batches together fit one)."""
+        commands = [m for batch in batches for m in batch]
         graph_of = self._graph_memories if extract_graph else None
         embedder = self.embedder  # load the model before the clock and the progress bar start
         started = time.perf_counter()
@@ -278,19 +286,25 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         finally:  # a failed chunk leaves the others written
             if graph_of is not None:
                 self._labels_staged(commands)
-        for i in range(len(commands)):
-            outcome = results[i]
-            report.memory_ids.append(outcome["memory_id"])
-            if outcome["created"]:
-                report.created += 1
-                self._since_consolidation += staging.get(i, 0)
-            else:
-                report.duplicates += 1
-        report.seconds = time.perf_counter() - started
-        log.info("ingested", received=report.received, created=report.created, duplicates=report.duplicates)
+        seconds = time.perf_counter() - started
+        reports, first = [], 0
+        for batch in batches:
+            report = IngestReport(received=len(batch), seconds=seconds)
+            for i in range(first, first + len(batch)):
+                outcome = results[i]
+                report.memory_ids.append(outcome["memory_id"])
+                if outcome["created"]:
+                    report.created += 1
+                    self._since_consolidation += staging.get(i, 0)
+                else:
+                    report.duplicates += 1
+            first += len(batch)
+            reports.append(report)
+        log.info("ingested", received=len(commands), created=sum(r.created for r in reports),
+                 duplicates=sum(r.duplicates for r in reports), **({"batches": len(batches)} if len(batches) > 1 else {}))
         if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
             self.consolidate()
-        return report
+        return reports
 
     # -- reading ----------------------------------------------------
     def _query_vector(self, query: str) -> np.ndarray:

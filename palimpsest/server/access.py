@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from events.commands import canonical_id
 from palimpsest import config as store_config
 from palimpsest.server.errors import ApiError
+from palimpsest.server.ingest_batches import IngestBatches
 from palimpsest.server.keys import ApiKey, KeyRing
 from palimpsest.server.limits import KnownStreams, RateLimiter
 from palimpsest.server.settings import ServeSettings
@@ -31,6 +32,7 @@ class Served:
         self.keys = KeyRing(store)
         self.limiter = RateLimiter(shared_lease(store), settings.rate_per_s, settings.burst)
         self.streams = KnownStreams(store_config.routing_table(store))
+        self.ingests = IngestBatches(memory)  # concurrent requests' messages written together
 
 
 def shared_lease(store: Path):

@@ -26,7 +26,7 @@ def add_messages(user_id: str, body: AddMessages, who: Caller = Authorized) -> d
     if problems:
         raise ApiError(400, "invalid_input", "rejected batch; nothing was written", problems)
     messages = [{**m, "tenant": who.tenant, "user_id": user_id} for m in body.messages]
-    report = who.memory.add_messages(messages, extract_graph=body.extract_graph)
+    report = who.served.ingests.add(messages, extract_graph=body.extract_graph)  # merged with concurrent ones
     return {"received": report.received, "created": report.created, "duplicates": report.duplicates,
             "memory_ids": report.memory_ids}
 

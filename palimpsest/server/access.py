@@ -32,7 +32,7 @@ class Served:
         self.keys = KeyRing(store)
         self.limiter = RateLimiter(shared_lease(store), settings.rate_per_s, settings.burst)
         self.streams = KnownStreams(store_config.routing_table(store))
-        self.ingests = IngestBatches(memory)  # concurrent requests' messages written together
+        self.ingests = IngestBatches(memory, merge=settings.merge_writes)  # concurrent requests written together
 
 
 def shared_lease(store: Path):

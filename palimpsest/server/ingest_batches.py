@@ -55,9 +55,10 @@ class IngestBatches:
     """The ingests of one :class:`palimpsest.Memory`, merged per shard while the shard is busy (module docstring).
     Thread-safe; ``add`` blocks until the request's messages are durable, as ``Memory.add_messages`` does."""
 
-    def __init__(self, memory, max_messages: int = MAX_MESSAGES) -> None:
+    def __init__(self, memory, max_messages: int = MAX_MESSAGES, merge: bool = True) -> None:
         self.memory = memory
         self.max_messages = max_messages
+        self.merge = merge  # False: each request sent alone (``ServeSettings.merge_writes``)
         self._lock = threading.Lock()
         self._waiting: dict[tuple[int, bool], list[_Request]] = {}  # per (shard, extract_graph): in arrival order
         self._busy: set[tuple[int, bool]] = set()  # those with a batch being sent
@@ -65,6 +66,8 @@ class IngestBatches:
 
     def add(self, messages: list[Mapping[str, Any]], *, extract_graph: bool = True) -> IngestReport:
         commands = validate_messages(list(messages))  # this request's problems are its own: nothing is queued
+        if not self.merge:
+            return self.memory.add_batches([commands], extract_graph=extract_graph)[0]
         shards = set(self.memory.shards.route([(m.tenant, m.user_id) for m in commands])) if commands else set()
         if len(shards) != 1 or len(commands) > self.max_messages:
             return self.memory.add_batches([commands], extract_graph=extract_graph)[0]

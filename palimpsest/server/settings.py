@@ -35,6 +35,8 @@ class ServeSettings:
     upstream: Upstream | None = None
     # each replica's admission: slots for reads, writes and proxy calls, the queue, the wait budget
     admission: AdmissionSettings = field(default_factory=AdmissionSettings)
+    # concurrent ingests of a busy shard sent as one batch (palimpsest.server.ingest_batches); False: one by one
+    merge_writes: bool = True
 
     @property
     def autoscaled(self) -> bool:

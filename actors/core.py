@@ -319,7 +319,7 @@ class ShardCore:
                 if e.kind == "message_embedded" and e.event.model_id == users[e.stream].vectors.first
             ]
             if rows:
-                with self.appending():  # its write (and every 64th, a compaction) holds no query up either
+                with self.appending():  # held to be written with others (LanceVectorTable.add): no query waits
                     self.vectors.add(rows)
             for e in envelopes:
                 if e.kind == "user_forgotten":
@@ -506,8 +506,9 @@ class ShardCore:
         }
 
     def close(self) -> None:
-        """Flush the touches, snapshot every resident user that is behind, close the log."""
+        """Flush the touches and the vector rows held, snapshot every resident user that is behind, close the log."""
         self.flush_touches()
+        self.vectors.flush()
         self.users.save_behind(self.state.users.resident.items())
         self.log.close()
 

@@ -204,6 +204,7 @@ class ShardActor:
         period = max(0.01, self._core.spec.touch_flush_s / 2)
         while not self._closed.wait(period):
             self._flush_due()
+            self._vectors_due()
             if self._warmer.idle():
                 core, users = self._core, self._core.users
                 # The snapshots touch flushes leave to idle time (ShardCore.fold_touches: one held the projections,
@@ -241,6 +242,17 @@ class ShardActor:
                 except Exception as exc:  # noqa: BLE001 - as when the flush ran in one step
                     self._core.flush_failures += 1
                     logger.warning("touch_flush_failed", shard=self._core.spec.index, error=str(exc))
+
+    def _vectors_due(self) -> None:
+        """Write the LanceDB rows held once the oldest has waited long enough (no lock of the shard: the table has
+        its own, and its rows are of events already appended and folded)."""
+        vectors = self._core.vectors
+        if self._closed.is_set() or not vectors.flush_due():
+            return
+        try:
+            vectors.flush()
+        except Exception as exc:  # noqa: BLE001 - the rows come back when their users are next loaded (reconciled)
+            logger.warning("vector_flush_failed", shard=self._core.spec.index, error=f"{type(exc).__name__}: {exc}")
 
     def _while_idle(self, due, step, failed: str, *, writes: bool = False) -> None:
         """``step`` for each user ``due()`` lists, one at a time with the projections (and the log, if it

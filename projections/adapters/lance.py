@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
+import time
 import warnings
 from collections.abc import Iterable
 from datetime import timedelta
@@ -26,6 +27,12 @@ from projections.folds.vectors import VectorRow
 
 Stream = tuple[str, str]
 REBUILD_ROWS = 50_000  # rows per write of a rebuild (~80 MB of 384-dim vectors)
+# Added rows are held and written together (a LanceDB write costs ~4 ms of CPU whatever its size: a fragment and a
+# table version each): once this many are held, or by the shard's flusher once the oldest has waited FLUSH_S, and
+# before anything reads the table. Rows lost with the process are added again when their user is next loaded
+# (the table is reconciled with the log's vectors, ``actors.user_store``).
+FLUSH_ROWS = 256
+FLUSH_S = 1.0
 
 
 def _one_write(method):
@@ -64,6 +71,8 @@ class LanceVectorTable:
             raise StoreError(f"the vector table {table!r} in {directory} holds vectors of {size} numbers, but the "
                              f"store says {dim}; set dim in store.json back to {size}") from exc
         self._adds_since_optimize = 0
+        self._held: list[tuple[str, str, VectorRow]] = []  # rows added and not yet written
+        self._held_since: float | None = None
         # One write at a time: the shard adds a command's rows without the projections' lock, while a query may
         # reconcile a user it loads (reads need no lock: each reads a committed version of the table).
         self._writes = threading.RLock()
@@ -83,6 +92,28 @@ class LanceVectorTable:
 
     @_one_write
     def add(self, rows: list[tuple[str, str, VectorRow]]) -> None:
+        """Hold ``rows`` to be written with others (:data:`FLUSH_ROWS`, :data:`FLUSH_S`); every read sees them."""
+        if not rows:
+            return
+        if not self._held:
+            self._held_since = time.monotonic()
+        self._held.extend(rows)
+        if len(self._held) >= FLUSH_ROWS:
+            self.flush()
+
+    @_one_write
+    def flush(self) -> int:
+        """Write the rows held; returns how many."""
+        rows, self._held, self._held_since = self._held, [], None
+        self._write_rows(rows)
+        return len(rows)
+
+    def flush_due(self, now: float | None = None) -> bool:
+        """Rows have been held for :data:`FLUSH_S` or more."""
+        since = self._held_since
+        return since is not None and (time.monotonic() if now is None else now) - since >= FLUSH_S
+
+    def _write_rows(self, rows: list[tuple[str, str, VectorRow]]) -> None:
         if not rows:
             return
         self._table.add(self._batch(rows))
@@ -92,11 +123,14 @@ class LanceVectorTable:
 
     @_one_write
     def optimize(self) -> None:
+        self.flush()
         self._table.optimize()
         self._adds_since_optimize = 0
 
     def search(self, tenant: str, user_id: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Nearest memories of one user by cosine similarity, best first."""
+        if self._held:
+            self.flush()
         result = (
             self._table.search(np.asarray(vector, dtype=np.float32))
             .distance_type("cosine")
@@ -110,6 +144,8 @@ class LanceVectorTable:
         return [(m, 1.0 - d) for m, d in zip(ids, dist)]
 
     def keys(self) -> set[tuple[str, str, str]]:
+        if self._held:
+            self.flush()
         # a scan of the three key columns only (the whole table would read every vector too)
         t = self._table.search().select(["tenant", "user_id", "memory_id"]).limit(None).to_arrow()
         return set(zip(*(t.column(c).to_pylist() for c in ("tenant", "user_id", "memory_id"))))
@@ -118,14 +154,14 @@ class LanceVectorTable:
     def reconcile(self, expected: Iterable[tuple[str, str, VectorRow]]) -> tuple[int, int]:
         """Make the table hold exactly ``expected``; returns (rows added, rows removed)."""
         want = {(t, u, r.memory_id): (t, u, r) for t, u, r in expected}
-        have = self.keys()
+        have = self.keys()  # the rows held written first
         missing = [want[key] for key in want.keys() - have]
         extra = have - want.keys()
         for tenant, user_id, memory_id in extra:
             self._table.delete(
                 f"tenant = {_quote(tenant)} AND user_id = {_quote(user_id)} AND memory_id = {_quote(memory_id)}"
             )
-        self.add(missing)
+        self._write_rows(missing)
         return len(missing), len(extra)
 
     @_one_write
@@ -133,13 +169,16 @@ class LanceVectorTable:
                          have: set[str]) -> tuple[int, int]:
         """Make one user's rows equal ``rows``, given the memory ids the table holds for it (``have``)."""
         want = {r.memory_id: r for r in rows}
+        have = have | {r.memory_id for t, u, r in self._held if (t, u) == (tenant, user_id)}  # held: written soon
         missing = [(tenant, user_id, want[m]) for m in want.keys() - have]
         extra = have - want.keys()
+        if extra:
+            self.flush()  # a held row among them is deleted with the others
         for memory_id in extra:
             self._table.delete(
                 f"tenant = {_quote(tenant)} AND user_id = {_quote(user_id)} AND memory_id = {_quote(memory_id)}"
             )
-        self.add(missing)
+        self._write_rows(missing)
         return len(missing), len(extra)
 
     @_one_write
@@ -150,10 +189,13 @@ class LanceVectorTable:
         compaction skips fragments with few deletions), so the table is rewritten from the rows of the other
         users and every older version is cleaned up. Costs a copy of the shard's vectors: erasure is rare.
         """
+        held = len(self._held)
+        self._held = [row for row in self._held if row[:2] != (tenant, user_id)]  # never written now
+        held -= len(self._held)
         mine = f"tenant = {_quote(tenant)} AND user_id = {_quote(user_id)}"
-        removed = self._table.count_rows(mine)
-        if not removed:
-            return 0
+        removed = self._table.count_rows(mine) + held
+        if removed == held:
+            return removed
         keep = self._table.search().where(f"NOT ({mine})", prefilter=True).limit(None).to_arrow()
         self._table = self._db.create_table(self.table_name, data=keep.select(self.schema.names).cast(self.schema),
                                             schema=self.schema, mode="overwrite")
@@ -167,6 +209,7 @@ class LanceVectorTable:
     def rebuild(self, rows: Iterable[tuple[str, str, VectorRow]], chunk: int = REBUILD_ROWS) -> None:
         """The table rewritten to hold exactly ``rows``: one write per ``chunk`` rows (a write costs ~10-20 ms
         whatever its size, and ``rows`` may be generated user by user so that no more than a chunk is held)."""
+        self._held, self._held_since = [], None  # ``rows`` is the whole table: what was held is in it or is gone
         batch, first = [], True
         for row in rows:
             batch.append(row)
@@ -178,13 +221,15 @@ class LanceVectorTable:
 
     def _write(self, rows: list[tuple[str, str, VectorRow]], overwrite: bool) -> None:
         if not overwrite:
-            self.add(rows)
+            self._write_rows(rows)
             return
         data = self._batch(rows) if rows else self.schema.empty_table()
         self._table = self._db.create_table(self.table_name, data=data, schema=self.schema, mode="overwrite")
         self._adds_since_optimize = 0
 
     def digest(self) -> str:
+        if self._held:
+            self.flush()
         t = self._table.to_arrow()
         keys = zip(*(t.column(c).to_pylist() for c in ("tenant", "user_id", "memory_id")))
         vecs = t.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dim) if t.num_rows else []
@@ -195,4 +240,6 @@ class LanceVectorTable:
         return h.hexdigest()
 
     def count(self) -> int:
+        if self._held:
+            self.flush()
         return self._table.count_rows()

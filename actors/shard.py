@@ -16,8 +16,9 @@ before ``_lock``, the projections' (one user at a time). Who holds what:
   the state as it was, the streams written stay pinned resident, and the
   committed events are folded once ``_lock`` is taken again, before the
   command is acknowledged (a crash in between loses nothing: the log is
-  folded again at start); the new LanceDB rows are then written without
-  ``_lock`` too (the table is a projection reconciled at start);
+  folded again at start); the new LanceDB rows are then handed to the
+  table without ``_lock`` too, which holds them and writes them with others
+  (the table is a projection reconciled at start);
 - any other query: ``_lock`` only, and it appends nothing; its touches wait
   in a buffer. It takes ``_lock`` through a turnstile (``_turnstile``) that a
   writer waiting for ``_lock`` holds (:class:`WriterTurn`), so the writer
@@ -26,7 +27,9 @@ before ``_lock``, the projections' (one user at a time). Who holds what:
   touches once older than ``spec.touch_flush_s``: ``_lock`` to take them,
   ``_writing`` alone for the durable append (queries are answered
   meanwhile), both to fold them and write the follow-ups their commit calls
-  for (offline ones; model ones are only queued);
+  for (offline ones; model ones are only queued); and writes the LanceDB
+  rows the table holds once the oldest has waited ``lance.FLUSH_S`` (no
+  lock of the shard: the table has its own);
 - the reactor (thread ``model-followups``, only with a language model
   configured, :mod:`actors.reactor`): ``_lock`` for a moment to take a queued
   follow-up, no lock while the model answers, both to record the answer;

@@ -9,8 +9,9 @@
 Each ``--set`` pairs a data file with a store ``benchmarks.locomo --store``
 kept. For every question, the ``--base`` configuration (a name from
 ``benchmarks.variants``, without a ranker) is fused in process by the lab
-(:mod:`benchmarks.lab`); the best ``depth`` rows get their features
-(:mod:`projections.queries.rank_features`) and a label (is the turn in the
+(:mod:`benchmarks.lab`) up to its ranking stage; the best ``depth`` rows
+get the features that stage reads (:mod:`projections.queries.rank_features`,
+:func:`benchmarks.ranker_refit.question_rows`) and a label (is the turn in the
 question's evidence). A logistic regression with an L2 penalty is fitted by
 Newton's method (numpy only). Cross-validation: fold ``f`` holds out the
 samples in position ``f mod 5`` of every data set at once; the model fitted
@@ -41,12 +42,10 @@ from benchmarks.leaveout import MAX_FOLDS, make_folds
 from benchmarks.metrics import aggregate, metric_keys, score
 from benchmarks.variants import ALL
 from palimpsest.locomo import TENANT
-from projections.folds.policy import DEFAULT_POLICY
-from projections.queries import rerank
-from projections.queries.rank_features import FEATURES, features
+from benchmarks.ranker_refit import question_rows
+from projections.queries.rank_features import FEATURES
 from projections.queries.ranker import RankerModel
 from projections.queries.ranker_trees import LEAF, Trees
-from projections.queries.retrieval import fuse, lexical_key
 
 L2 = 1.0
 
@@ -124,14 +123,13 @@ class Split:
         for q in self.data.questions:
             memory = self.lab.state.user(TENANT, q.user_id)
             vec = self.vecs[q.question]
-            hits = fuse(memory, q.question, self.lab.dense(q.user_id, vec, base.candidates), depth, base, vec,
-                        now=q.asked_at, policy=DEFAULT_POLICY)
-            rows = [[h.score, -h.provenance["seq"], h.memory_id, h.breakdown] for h in hits]
-            self.x.append(features(memory, q.question, vec, rows, rerank.TABLES.get(memory), base.rrf_k,
-                                   lexical_key(base, q.question)))
-            self.y.append(np.array([h.turn_id in q.evidence for h in hits], dtype=np.float64))
+            # the rows and features the ranking stage reads at query time (benchmarks.ranker_refit)
+            x, y, w = question_rows(memory, q.question, vec, self.lab.dense(q.user_id, vec, base.candidates), base,
+                                    depth, q.evidence, q.asked_at)
+            self.x.append(x)
+            self.y.append(y)
             # a question's evidence counts once in recall: each of its turns weighs 1/|evidence|
-            self.w.append(np.where(self.y[-1] > 0, 1.0 / len(q.evidence), 1.0))
+            self.w.append(w)
             self.fold.append(self.folds.get(q.sample_id, 0))
 
     def stacked(self, keep) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from benchmarks.leaveout import MAX_FOLDS, make_folds
+from benchmarks.ranker_fit import fit, fit_trees
 from benchmarks.metrics import aggregate, score
 from palimpsest.locomo import TENANT
 from projections.adapters.embedding import E5_ID, HASH_ID, MINILM_ID
@@ -56,8 +57,6 @@ class Recipe:
 
     def fit(self, x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...] = FEATURES) -> RankerModel:
         """A model on ``x`` (every column of FEATURES) reading ``self.names``, else ``names``."""
-        from benchmarks.train_ranker import fit, fit_trees  # train_ranker imports this module
-
         weight, names = (w if self.weighted else None), self.names or names
         if self.trees:
             return fit_trees(x, y, self.trees, self.leaves, self.rate, l2=self.l2, weight=weight, names=names)

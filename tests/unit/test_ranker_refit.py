@@ -25,8 +25,8 @@ E5 = fusion_for(E5_ID)
 
 
 def question(sample: str, i: int, text: str = "What did Nate adopt?") -> SimpleNamespace:
-    return SimpleNamespace(sample_id=sample, index=i, question=f"{text} #{sample}{i}", evidence=frozenset({f"{sample}:{i}"}),
-                           category="1", user_id=sample, asked_at=None)
+    return SimpleNamespace(sample_id=sample, index=i, question=f"{text} #{sample}{i}", category="1",
+                           evidence=frozenset({f"{sample}:{i}"}), user_id=sample, asked_at=None)
 
 
 class Spy(Recipe):

@@ -36,7 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmarks import dataset as ds
-from benchmarks import question_overlay, result_file
+from benchmarks import question_overlay, ranker_refit, result_file
 from benchmarks.baselines import baseline_systems, build_corpora, index_text
 from benchmarks.leaveout import leave_out, per_sample
 from benchmarks.metrics import aggregate, metric_keys, percentile, score
@@ -74,6 +74,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--embedder", default=EMBEDDER, metavar="KIND",
                    help="the encoder of the store and of the baselines' dense list: minilm (default), "
                         "multilingual-e5-small, sentence-transformers:<name-or-path>, openai:<model>")
+    p.add_argument("--ranker-extra", action="append", default=[], metavar="DATA=STORE",
+                   help="another data file and a store of it (same encoder) the leave-out refit also trains each "
+                        "fold's rankers on (as benchmarks.train_ranker --set does: the English rankers were fitted "
+                        "on LoCoMo and REALTALK together)")
+    p.add_argument("--no-refit", action="store_true",
+                   help="skip the leave-out refit of the learned rankers (benchmarks.ranker_refit)")
     p.add_argument("--speed-runs", type=int, default=1, metavar="N",
                    help="ingest sandwiches (encode-only, ingest, encode-only): the main run and N-1 more in fresh "
                         "stores after it; every ratio is kept and their median reported (default 1)")
@@ -94,6 +100,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             f"--data {args.data}: no such file. Pass the path of a LoCoMo JSON file, e.g. "
             "--data ../shared/data/locomo/locomo10_dev.json (from the repo root)"
         )
+    for item in args.ranker_extra:
+        data, sep, store = item.partition("=")
+        if not sep or not Path(data).is_file() or not (Path(store) / "store.json").is_file():
+            p.error(f"--ranker-extra {item}: give DATA=STORE, a data file and a store a run of it kept (--store)")
     if args.limit_samples is not None and args.limit_samples < 1:
         p.error("--limit-samples must be at least 1")
     if args.reuse and not (args.store and (args.store / "store.json").is_file()):
@@ -222,6 +232,11 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
         load_end = os.getloadavg()
         mem.close()  # its shards leave the cores to the speed runs' own
         closed = True
+        # the honest leave-out of the learned rankers: refitted per fold, scored in process on the folded store
+        refit = None if args.no_refit else ranker_refit.run(
+            store, data.name, questions, by_text, variants["palimpsest"], mem.embedder.model_id,
+            [tuple(Path(p) for p in item.partition("=")[::2]) for item in args.ranker_extra],
+            lambda texts: encode_queries(mem.embedder, texts), K_VALUES, BUDGETS, metric_keys(K_VALUES, BUDGETS))
         extra_runs = [sandwich(messages, [index_text(m) for m in messages], tenant=TENANT, languages=languages,
                                num_shards=args.num_shards, embedder=args.embedder)
                       for _ in tqdm(range(args.speed_runs - 1), desc="speed runs", disable=args.speed_runs < 2)]
@@ -298,6 +313,7 @@ def run(args: argparse.Namespace) -> tuple[dict, list[str]]:
     extra = {
         "category_names": data.category_names,
         "leave_out": held_out,
+        "leave_out_refit": refit,
         "per_sample_recall@10": {name: per_sample(r) for name, r in rows.items()},
         "questions_total": len(questions) + len(data.skipped),
         "skipped_questions": len(data.skipped),

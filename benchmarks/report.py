@@ -160,9 +160,14 @@ def _retrieval(result: dict, src: Source, slug: str, out: Path, wanted: list[str
                      for n in shown])
     held, middle = result.get("leave_out"), _middle_budget(budgets)
     if held:
-        lines += [f"Leave-conversations-out (the configuration chosen on the other conversations, "
-                  f"{len(held['folds'])} folds): R@10 {_pct(held['selected'].get('recall@10'))}"
+        lines += [f"The configuration chosen on the other conversations ({len(held['folds'])} folds; its learned "
+                  f"rankers as shipped, fitted on these questions): R@10 {_pct(held['selected'].get('recall@10'))}"
                   + (f", {_label(middle)} {_pct(held['selected'].get(middle))}" if middle else "") + ".", ""]
+    refit = result.get("leave_out_refit")
+    if refit:
+        lines += [f"Leave-conversations-out, the learned rankers refitted per fold on the other conversations "
+                  f"({len(refit['folds'])} folds, in process): R@10 {_pct(refit['selected'].get('recall@10'))}"
+                  + (f", {_label(middle)} {_pct(refit['selected'].get(middle))}" if middle else "") + ".", ""]
     groups = [f"{names.get(c, 'category ' + c)}\n(n={first['per_category'][c]['questions']})" for c in cats]
     pngs.append(charts.grouped_bars(
         out / f"{slug}-recall-by-category.png", f"Recall@10 per question category — {dataset}", groups,

@@ -9,8 +9,9 @@
 Each ``--set`` pairs a data file with a store ``benchmarks.locomo --store``
 kept. For every question, the ``--base`` configuration (a name from
 ``benchmarks.variants``, without a ranker) is fused in process by the lab
-(:mod:`benchmarks.lab`); the best ``depth`` rows get their features
-(:mod:`projections.queries.rank_features`) and a label (is the turn in the
+(:mod:`benchmarks.lab`) up to its ranking stage; the best ``depth`` rows
+get the features that stage reads (:mod:`projections.queries.rank_features`,
+:func:`benchmarks.ranker_refit.question_rows`) and a label (is the turn in the
 question's evidence). A logistic regression with an L2 penalty is fitted by
 Newton's method (numpy only). Cross-validation: fold ``f`` holds out the
 samples in position ``f mod 5`` of every data set at once; the model fitted
@@ -39,76 +40,13 @@ from benchmarks import dataset as ds
 from benchmarks.lab import BUDGETS, K_VALUES, Lab, load_state, query_vectors, store_encoder
 from benchmarks.leaveout import MAX_FOLDS, make_folds
 from benchmarks.metrics import aggregate, metric_keys, score
+from benchmarks.ranker_fit import L2, fit, fit_trees  # noqa: F401 (fit_trees: this module's API too)
+from benchmarks.ranker_refit import question_rows
 from benchmarks.variants import ALL
 from palimpsest.locomo import TENANT
-from projections.folds.policy import DEFAULT_POLICY
-from projections.queries import rerank
-from projections.queries.rank_features import FEATURES, features
+from projections.queries.rank_features import FEATURES
 from projections.queries.ranker import RankerModel
-from projections.queries.ranker_trees import LEAF, Trees
-from projections.queries.retrieval import fuse, lexical_key
-
-L2 = 1.0
-
-
-def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 25,
-        weight: np.ndarray | None = None, names: tuple[str, ...] = FEATURES) -> RankerModel:
-    """Logistic regression on standardised features, L2-penalised (intercept free), by Newton's method.
-
-    ``x`` holds every column of FEATURES; the model is fitted on the columns ``names``."""
-    weight = np.ones(len(y)) if weight is None else weight
-    x = x[:, [FEATURES.index(n) for n in names]]
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
-    w = np.zeros(z.shape[1])
-    penalty = np.full(z.shape[1], l2)
-    penalty[-1] = 0.0
-    for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-(z @ w)))
-        grad = z.T @ (weight * (p - y)) + penalty * w
-        hess = (z * (weight * p * (1 - p))[:, None]).T @ z + np.diag(penalty) + 1e-9 * np.eye(len(w))
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return RankerModel(tuple(names), tuple(mean.tolist()), tuple(scale.tolist()), tuple(w[:-1].tolist()), float(w[-1]))
-
-
-def fit_trees(x: np.ndarray, y: np.ndarray, trees: int, leaves: int, rate: float, l2: float = L2,
-              weight: np.ndarray | None = None, names: tuple[str, ...] = FEATURES) -> RankerModel:
-    """Gradient-boosted trees on the columns ``names`` of ``x`` (raw features), as a :class:`RankerModel` whose
-    linear part is zero and whose intercept is the boosting's baseline log-odds."""
-    from sklearn.ensemble import HistGradientBoostingClassifier  # a fitting-time dependency only
-
-    x = x[:, [FEATURES.index(n) for n in names]]
-    booster = HistGradientBoostingClassifier(learning_rate=rate, max_iter=trees, max_leaf_nodes=leaves,
-                                             l2_regularization=l2, early_stopping=False, random_state=0)
-    booster.fit(x, y, sample_weight=weight)
-    feature, threshold, left, right, value, roots = [], [], [], [], [], []
-    for (predictor,) in booster._predictors:
-        offset = len(feature)
-        roots.append(offset)
-        for node in predictor.nodes:
-            leaf = bool(node["is_leaf"])
-            feature.append(LEAF if leaf else int(node["feature_idx"]))
-            threshold.append(0.0 if leaf else float(node["num_threshold"]))
-            left.append(-1 if leaf else offset + int(node["left"]))
-            right.append(-1 if leaf else offset + int(node["right"]))
-            value.append(float(node["value"]) if leaf else 0.0)
-    n = len(names)
-    model = RankerModel(tuple(names), (0.0,) * n, (1.0,) * n, (0.0,) * n,
-                        float(np.ravel(booster._baseline_prediction)[0]),
-                        trees=Trees(tuple(feature), tuple(threshold), tuple(left), tuple(right), tuple(value),
-                                    tuple(roots)))
-    full = np.zeros((len(x), len(FEATURES)))
-    full[:, [FEATURES.index(n) for n in names]] = x
-    drift = float(np.max(np.abs(model.logits(full) - booster.decision_function(x))))
-    if drift > 1e-6:
-        raise RuntimeError(f"the exported trees' logits differ from scikit-learn's by {drift}")
-    return model
-
+from projections.queries.ranker_trees import Trees
 
 class Split:
     """One data set: its lab, question vectors, and each question's features and labels under the base."""
@@ -124,14 +62,13 @@ class Split:
         for q in self.data.questions:
             memory = self.lab.state.user(TENANT, q.user_id)
             vec = self.vecs[q.question]
-            hits = fuse(memory, q.question, self.lab.dense(q.user_id, vec, base.candidates), depth, base, vec,
-                        now=q.asked_at, policy=DEFAULT_POLICY)
-            rows = [[h.score, -h.provenance["seq"], h.memory_id, h.breakdown] for h in hits]
-            self.x.append(features(memory, q.question, vec, rows, rerank.TABLES.get(memory), base.rrf_k,
-                                   lexical_key(base, q.question)))
-            self.y.append(np.array([h.turn_id in q.evidence for h in hits], dtype=np.float64))
+            # the rows and features the ranking stage reads at query time (benchmarks.ranker_refit)
+            x, y, w = question_rows(memory, q.question, vec, self.lab.dense(q.user_id, vec, base.candidates), base,
+                                    depth, q.evidence, q.asked_at)
+            self.x.append(x)
+            self.y.append(y)
             # a question's evidence counts once in recall: each of its turns weighs 1/|evidence|
-            self.w.append(np.where(self.y[-1] > 0, 1.0 / len(q.evidence), 1.0))
+            self.w.append(w)
             self.fold.append(self.folds.get(q.sample_id, 0))
 
     def stacked(self, keep) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,12 +11,15 @@ cheap: a few hundred arithmetic operations per candidate.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from projections.folds.state import UserMemory
 from projections.queries import rerank
-from projections.rules.text import query_tokens, tokenize
+from projections.rules.text import QUERY_STOP, query_tokens, tokenize
+
+_CAPITALISED = re.compile(r"\b[A-Z][A-Za-z'-]+")
 
 FEATURES: tuple[str, ...] = (
     "fused_share", "fused_rank_inv", "cosine", "cosine_gap", "bm25_share", "lexical_term", "dense_term",
@@ -27,6 +30,9 @@ FEATURES: tuple[str, ...] = (
     "conversation_density",
     # added with the second pass for list questions (projections.queries.list_expand)
     "list_expand_term",
+    # added with e5's tree rankers (issue 35): what a turn is in its exchange, the question's own shape, and the
+    # names it asks about
+    "is_question", "after_question", "name_coverage", "query_log_words",
 )
 
 
@@ -35,6 +41,20 @@ def _terms(tables: rerank.Tables, memory: UserMemory, memory_id: str) -> frozens
     if terms is None:
         terms = tables.terms[memory_id] = frozenset(tokenize(memory.messages.by_id[memory_id].index_text))
     return terms
+
+
+def _asks(text: str) -> bool:
+    """Whether a turn is a question (its text ends with a question mark): it rarely holds an answer itself."""
+    end = text.rstrip()
+    return end.endswith("?") or end.endswith("？")
+
+
+def _names(query: str, speakers: dict[str, str]) -> set[str]:
+    """The lexical terms of the capitalised words inside the query (not its first word), the speakers' names
+    left out: the people, places and things it asks about."""
+    words = _CAPITALISED.findall(query)[1:] if query[:1].isupper() else _CAPITALISED.findall(query)
+    spoken = {name.lower() for name in speakers}
+    return {t for t in tokenize(" ".join(w for w in words if w.lower() not in spoken)) if t not in QUERY_STOP}
 
 
 def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, rows: list[list],
@@ -76,6 +96,8 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
     for c in conversations:
         per_conversation[c] = per_conversation.get(c, 0) + 1
     near_top = {x for pair in neighbour_ids[:3] for x in pair if x is not None}
+    names = _names(query, tables.speakers)
+    query_words = math.log1p(len(query.split()))
     table, cos_of, bm25_of, log_words = [], cos.get, bm25.get, tables.log_words
     for i, (row, (prev, nxt)) in enumerate(zip(rows, neighbour_ids)):
         memory_id, b = row[2], row[3]
@@ -117,5 +139,9 @@ def features(memory: UserMemory, query: str, query_vector: np.ndarray | None, ro
             1.0 if memory_id in near_top else 0.0,
             per_conversation[conversations[i]] / n,
             1.0 / (rrf_k + b["list_expand_rank"]) if "list_expand_rank" in b else 0.0,
+            1.0 if _asks(msg.text) else 0.0,
+            1.0 if prev is not None and _asks(by_id[prev].text) else 0.0,
+            len(names & terms) / len(names) if names else 0.0,
+            query_words,
         ))
     return np.array(table, dtype=np.float64)

@@ -223,6 +223,25 @@ def fuse(
     travel), and with ``policy`` the retention term at ``now`` joins the score
     (see :class:`FusionConfig`). The archive is read as it stands.
     """
+    s = scored(memory, query, dense, config, query_vector, now=now, policy=policy, scope=scope)
+    return [_hit(memory, rank, row) for rank, row in enumerate(s.rows[:k], start=1)]
+
+
+def scored(
+    memory: UserMemory,
+    query: str,
+    dense: list[tuple[str, float]],
+    config: FusionConfig = DEFAULT_FUSION,
+    query_vector: np.ndarray | None = None,
+    *,
+    now: datetime | None = None,
+    policy: RetentionPolicy | None = None,
+    scope: str = "active",
+    before: str | None = None,
+) -> Scoring:
+    """The scoring state :func:`fuse` ranks from (its ``rows``, best first), after every stage, or with ``before``
+    (a stage's name, :data:`projections.queries.stages.STAGES`) after the stages ahead of that one only: the
+    rows and query the learned ranker reads (``before="ranker"``), as ``benchmarks.train_ranker`` fits it on."""
     if config.query_focus:
         query = focus(query)  # the dense list keeps the whole query's vector
     s = Scoring(memory, query, config, query_vector, dense, now, policy, scope, primary=lexical_key(config, query),
@@ -242,8 +261,8 @@ def fuse(
         if stage.after_scope:
             stage.gather(s)
     fuse_lists(s)
-    run(s, stages.STAGES)
-    return [_hit(memory, rank, row) for rank, row in enumerate(s.rows[:k], start=1)]
+    run(s, stages.STAGES if before is None else stages.STAGES[:[t.name for t in stages.STAGES].index(before)])
+    return s
 
 
 def _hit(memory: UserMemory, rank: int, row: list) -> Hit:

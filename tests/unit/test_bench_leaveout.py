@@ -71,4 +71,10 @@ def test_markdown_names_the_categories_and_shows_the_leave_out_table():
                                           "replay_events_per_s", "peak_rss_mb")}}
     md = markdown(result, KEYS)
     assert "cat 1 multi-hop" in md and "cat 3 open-domain" in md
-    assert "Leave-conversations-out (2 folds" in md and "palimpsest (chosen per fold)" in md
+    assert "Configuration chosen per fold (2 folds" in md and "palimpsest (chosen per fold)" in md
+    assert "in-sample" in md and "refitted per fold" not in md
+    result["leave_out_refit"] = {"also_trained_on": ["realtalk_dev.json"], "folds": [{}, {}],
+                                 "selected": systems["bm25"], "shipped_in_process": systems["palimpsest"]}
+    md = markdown(result, KEYS)
+    assert "learned rankers refitted per fold (2 folds, also trained on realtalk_dev.json" in md
+    assert "| palimpsest, rankers refitted per fold (leave-out) | 15.0 |" in md

@@ -40,6 +40,8 @@ def retrieval(provenance: dict | None) -> dict:
                   "latency_by_system": {"palimpsest": latency, "palimpsest_prf": latency}},
         "leave_out": {"folds": [{"held_out": ["a"], "chosen": "palimpsest"}] * 2,
                       "selected": {"recall@10": 0.79, "budget_recall@1000": 0.84}},
+        "leave_out_refit": {"folds": [{"held_out": ["a"]}] * 2, "also_trained_on": [],
+                            "selected": {"recall@10": 0.77, "budget_recall@1000": 0.83}},
         "config": {"data": "../shared/data/locomo/locomo10_dev.json", "limit_samples": None, "embedder": "minilm",
                    "model_id": "sentence-transformers/all-MiniLM-L6-v2", "store": "temporary"},
         "host": {"cpu_count": 2, "loadavg_1m_start": 0.4, "loadavg_1m_end": 1.1},
@@ -113,6 +115,7 @@ def test_the_report_writes_one_page_whose_every_chart_exists_and_is_a_png(writte
     assert "| palimpsest | 70.0 | 80.0 | 80.0 | 85.0 | 88.0 | 1990 |" in page
     assert "| palimpsest_no_episodes | 78.0 | -2.0 | 83.0 | -2.0 |" in page  # variants in points vs the default
     assert "| 64 | 32 | 31.36 | 0 | 90.0 / 270.0 / 540.0 |" in page
+    assert "rankers refitted per fold on the other conversations (2 folds, in process): R@10 77.0" in page
 
 
 def test_every_run_states_its_command_date_and_machine(written):

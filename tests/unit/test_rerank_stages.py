@@ -247,6 +247,19 @@ def test_the_features_added_with_the_keys_read_the_context_rank_the_top_rows_con
     assert x[:, col["conversation_density"]].tolist() == [0.75, 0.25, 0.75, 0.75]
 
 
+def test_the_features_added_for_e5s_trees_read_questions_the_replies_to_them_and_the_names_asked_about(memory):
+    rows = [[0.5, -1, "m1", {}], [0.4, -2, "m2", {}], [0.3, -3, "m3", {}], [0.2, -4, "m4", {}]]
+    x = features(memory, "Did Nate adopt Shelly from a Beach shop?", None, rows, rerank.TABLES.get(memory), 5)
+    col = {name: i for i, name in enumerate(FEATURES)}
+    assert x[:, col["is_question"]].tolist() == [1.0, 0.0, 0.0, 0.0]  # m1 asks
+    assert x[:, col["after_question"]].tolist() == [0.0, 1.0, 0.0, 0.0]  # m2 answers it (m4: another conversation)
+    # the names asked about: Shelly and Beach (Nate speaks, "Did" opens the question); m2 and m3 each say one
+    assert x[:, col["name_coverage"]].tolist() == [0.0, 0.5, 1.0, 0.0]
+    assert x[:, col["query_log_words"]].tolist() == [pytest.approx(np.log1p(8))] * 4
+    lower = features(memory, "adopt pet", None, rows, rerank.TABLES.get(memory), 5)
+    assert not lower[:, col["name_coverage"]].any()  # no name asked about
+
+
 def test_a_model_reads_its_own_subset_of_the_features_by_name(memory):
     rows = [[0.5, -1, "m1", {}], [0.4, -4, "m4", {}], [0.3, -2, "m2", {}]]
     x = features(memory, "adopt pet", None, rows, rerank.TABLES.get(memory), 5)

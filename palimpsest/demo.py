@@ -111,8 +111,9 @@ def run_demo(store: Path) -> int:
         if found:
             print(f"  archive search top hit: {found[0].text[:60]}  ({found[0].breakdown.get('archived')})")
             mem.restore("demo", "maya", [found[0].memory_id], reason="the demo asked for it")
-            back = mem.search("demo", "maya", query, k=1, now=june)[0]
-            print(f"  restored; default search top hit now: {back.text[:60]}")
+            back = [h.memory_id for h in mem.search("demo", "maya", query, k=3, now=june)]
+            rank = f"at rank {back.index(found[0].memory_id) + 1}" if found[0].memory_id in back else "not in the top 3"
+            print(f"  restored; default search finds it again ({rank}): {found[0].text[:60]}")
 
         _rule("9. tiers: short-term pages, mid-term sessions with heat, working memory, profile")
         tiers = mem.tiers("demo", "maya", now=june)

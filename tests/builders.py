@@ -98,3 +98,12 @@ def command(text: str, i: int = 0, **fields) -> dict:
 STAGES_OFF = dict(neighbour_weight=0.0, speaker_weight=0.0, time_weight=0.0, clause_weight=0.0,
                   cjk_dense_weight=None, ranker=None, conversation_weight=0.0, fact_key=False, cjk_subwords=False,
                   context_weight=0.0, list_expansion=ListExpandConfig(weight=0.0))
+
+
+def pet_turns() -> tuple[tuple[str, Event], ...]:
+    """Three turns of one dialogue (ids m1-m3, a minute apart): a question, its answer, a reply to the answer."""
+    return (("m1", message("Did you ever adopt a pet?", "c1", speaker="Nate", turn_id="D1:1")),
+            ("m2", message("Yes, a turtle named Shelly", "c2", speaker="Joanna", turn_id="D1:2",
+                           occurred_at=T0 + timedelta(minutes=1))),
+            ("m3", message("Shelly loves the beach", "c3", speaker="Nate", turn_id="D1:3",
+                           occurred_at=T0 + timedelta(minutes=2))))

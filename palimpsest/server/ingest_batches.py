@@ -60,23 +60,21 @@ class IngestBatches:
         self.max_messages = max_messages
         self.merge = merge  # False: each request sent alone (``ServeSettings.merge_writes``)
         self._lock = threading.Lock()
-        self._waiting: dict[tuple[int, bool], list[_Request]] = {}  # per (shard, extract_graph): in arrival order
-        self._busy: set[tuple[int, bool]] = set()  # those with a batch being sent
+        # per (shard, extract_graph) with a batch being sent: the requests waiting for it, in arrival order
+        self._waiting: dict[tuple[int, bool], list[_Request]] = {}
         self.batches = self.merged = 0  # batches sent, and requests sent in a batch with others
 
     def add(self, messages: list[Mapping[str, Any]], *, extract_graph: bool = True) -> IngestReport:
         commands = validate_messages(list(messages))  # this request's problems are its own: nothing is queued
-        if not self.merge:
-            return self.memory.add_batches([commands], extract_graph=extract_graph)[0]
-        shards = set(self.memory.shards.route([(m.tenant, m.user_id) for m in commands])) if commands else set()
+        shards = set(self.memory.shards.route([(m.tenant, m.user_id) for m in commands])) \
+            if self.merge and commands else set()
         if len(shards) != 1 or len(commands) > self.max_messages:
             return self.memory.add_batches([commands], extract_graph=extract_graph)[0]
         key = (shards.pop(), extract_graph)
         request = _Request(commands)
         with self._lock:
+            request.lead = key not in self._waiting  # no batch being sent: this request sends one
             self._waiting.setdefault(key, []).append(request)
-            request.lead = key not in self._busy
-            self._busy.add(key)
         while True:
             if request.lead:
                 request.lead = False
@@ -112,7 +110,6 @@ class IngestBatches:
                     waiting[0].woken.set()
                 else:
                     self._waiting.pop(key, None)
-                    self._busy.discard(key)
 
     def _write(self, batch: list[_Request], *, extract_graph: bool) -> None:
         try:

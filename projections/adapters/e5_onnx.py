@@ -108,11 +108,16 @@ class OnnxE5:
         texts = list(texts)
         if self.query_session is None or not texts:
             return self._encode(texts, is_query=True)
-        return np.concatenate([self._encode([text], True, [self._query_session_for(text)], 1) for text in texts])
+        out = []
+        for text in texts:  # tokenized once: its length chooses the session
+            contents = self.tokenizer.content_ids([text], True)
+            out.append(self._encode([text], True, [self._query_session_for(contents[0])], 1, contents))
+        return np.concatenate(out)
 
-    def _query_session_for(self, text: str):
-        """One thread for a query of up to :data:`LONG_QUERY_TOKENS` tokens, two for a longer one."""
-        long = self.long_query_session is not None and self.token_count(text, True) > LONG_QUERY_TOKENS
+    def _query_session_for(self, contents: np.ndarray):
+        """One thread for a query of up to :data:`LONG_QUERY_TOKENS` tokens (its content ``ids`` and the two
+        specials), two for a longer one."""
+        long = self.long_query_session is not None and len(contents) + 2 > LONG_QUERY_TOKENS
         return self.long_query_session if long else self.query_session
 
     def token_count(self, text: str, is_query: bool = False) -> int:
@@ -124,11 +129,12 @@ class OnnxE5:
         included), at a token's end; whole when it fits."""
         return self.tokenizer.prefix(text, True, max_tokens)
 
-    def _encode(self, texts: list[str], is_query: bool, sessions: list | None = None, size: int | None = None
-                ) -> np.ndarray:
+    def _encode(self, texts: list[str], is_query: bool, sessions: list | None = None, size: int | None = None,
+                contents: list[np.ndarray] | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
-        contents = self.tokenizer.content_ids(texts, is_query)
+        if contents is None:  # else the texts' content ids, given
+            contents = self.tokenizer.content_ids(texts, is_query)
         per_text = [windows(ids, self.tokenizer.bos, self.tokenizer.eos, self.max_positions) for ids in contents]
         inputs = [_Window(ids) for parts in per_text for ids in parts]
         means = onnx_batches.encode(sessions or self.workers, inputs, size or self.batch_size, DIM)

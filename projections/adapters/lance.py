@@ -44,6 +44,16 @@ def _one_write(method):
     return guarded
 
 
+def _held_written(method):
+    """``method`` (it reads the table) run once the rows held are written."""
+    @functools.wraps(method)
+    def reading(self, *args, **kwargs):
+        if self._held:
+            self.flush()
+        return method(self, *args, **kwargs)
+    return reading
+
+
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -127,10 +137,9 @@ class LanceVectorTable:
         self._table.optimize()
         self._adds_since_optimize = 0
 
+    @_held_written
     def search(self, tenant: str, user_id: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Nearest memories of one user by cosine similarity, best first."""
-        if self._held:
-            self.flush()
         result = (
             self._table.search(np.asarray(vector, dtype=np.float32))
             .distance_type("cosine")
@@ -143,9 +152,8 @@ class LanceVectorTable:
         dist = result.column("_distance").to_pylist()
         return [(m, 1.0 - d) for m, d in zip(ids, dist)]
 
+    @_held_written
     def keys(self) -> set[tuple[str, str, str]]:
-        if self._held:
-            self.flush()
         # a scan of the three key columns only (the whole table would read every vector too)
         t = self._table.search().select(["tenant", "user_id", "memory_id"]).limit(None).to_arrow()
         return set(zip(*(t.column(c).to_pylist() for c in ("tenant", "user_id", "memory_id"))))
@@ -154,7 +162,7 @@ class LanceVectorTable:
     def reconcile(self, expected: Iterable[tuple[str, str, VectorRow]]) -> tuple[int, int]:
         """Make the table hold exactly ``expected``; returns (rows added, rows removed)."""
         want = {(t, u, r.memory_id): (t, u, r) for t, u, r in expected}
-        have = self.keys()  # the rows held written first
+        have = self.keys()  # the rows held are written first
         missing = [want[key] for key in want.keys() - have]
         extra = have - want.keys()
         for tenant, user_id, memory_id in extra:
@@ -227,9 +235,8 @@ class LanceVectorTable:
         self._table = self._db.create_table(self.table_name, data=data, schema=self.schema, mode="overwrite")
         self._adds_since_optimize = 0
 
+    @_held_written
     def digest(self) -> str:
-        if self._held:
-            self.flush()
         t = self._table.to_arrow()
         keys = zip(*(t.column(c).to_pylist() for c in ("tenant", "user_id", "memory_id")))
         vecs = t.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dim) if t.num_rows else []
@@ -239,7 +246,6 @@ class LanceVectorTable:
             h.update(np.asarray(vec, dtype="<f4").tobytes())
         return h.hexdigest()
 
+    @_held_written
     def count(self) -> int:
-        if self._held:
-            self.flush()
         return self._table.count_rows()

@@ -100,8 +100,9 @@ def test_a_long_query_runs_on_two_threads_with_the_one_thread_vector(encoder):
     long = "我们昨天聊了很多：搬家、工作、周末去杭州看朋友，还有她推荐的那家茶馆。" * 4 + " Which editor does Maya use now?"
     short = "Which editor does Maya use now?"
     assert encoder.token_count(long, True) > e5_onnx.LONG_QUERY_TOKENS >= encoder.token_count(short, True)
-    assert encoder._query_session_for(long) is encoder.long_query_session is not None
-    assert encoder._query_session_for(short) is encoder.query_session
+    ids = lambda text: encoder.tokenizer.content_ids([text], True)[0]  # noqa: E731
+    assert encoder._query_session_for(ids(long)) is encoder.long_query_session is not None
+    assert encoder._query_session_for(ids(short)) is encoder.query_session
     two = encoder.encode_queries([long])
     one = encoder._encode([long], True, [encoder.query_session], 1)
     assert np.abs(two - one).max() < 1e-5  # the threads split the work, not the arithmetic's result

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,7 +17,7 @@ from projections.queries.encoder_fusion import fusion_for
 from projections.queries.rank_features import FEATURES
 from projections.queries.ranker import RankerModel
 from projections.queries.retrieval import FusionConfig, fuse
-from tests.builders import STAGES_OFF, T0, embedding, message, stream
+from tests.builders import STAGES_OFF, embedding, pet_turns, stream
 
 KEYS = metric_keys((5, 10), (500, 1000, 2000))
 E5 = fusion_for(E5_ID)
@@ -106,11 +105,7 @@ def test_held_out_questions_are_scored_by_their_folds_refit_and_the_shipped_conf
 
 def test_training_rows_are_what_the_ranking_stage_reads_and_the_recipe_fits_them():
     envs = stream(
-        ("m1", message("Did you ever adopt a pet?", "c1", speaker="Nate", turn_id="D1:1")),
-        ("m2", message("Yes, a turtle named Shelly", "c2", speaker="Joanna", turn_id="D1:2",
-                       occurred_at=T0 + timedelta(minutes=1))),
-        ("m3", message("Shelly loves the beach", "c3", speaker="Nate", turn_id="D1:3",
-                       occurred_at=T0 + timedelta(minutes=2))),
+        *pet_turns(),
         ("v1", embedding("m1", [1.0, 0.0])), ("v2", embedding("m2", [0.0, 1.0])), ("v3", embedding("m3", [0.6, 0.8])),
     )
     memory = fold(ShardState(), envs).user("acme", "alice")

@@ -13,7 +13,7 @@ from projections.queries import rerank
 from projections.queries.rank_features import FEATURES, features
 from projections.queries.ranker import RankerModel
 from projections.queries.retrieval import FusionConfig, fuse
-from tests.builders import STAGES_OFF, T0, embedding, message, stream
+from tests.builders import STAGES_OFF, T0, embedding, message, pet_turns, stream
 
 BASE = FusionConfig(episode_weight=0.0, note_weight=0.0, graph_weight=0.0, retention_weight=0.0, **STAGES_OFF)
 
@@ -21,11 +21,7 @@ BASE = FusionConfig(episode_weight=0.0, note_weight=0.0, graph_weight=0.0, reten
 @pytest.fixture
 def memory():
     envs = stream(
-        ("m1", message("Did you ever adopt a pet?", "c1", speaker="Nate", turn_id="D1:1")),
-        ("m2", message("Yes, a turtle named Shelly", "c2", speaker="Joanna", turn_id="D1:2",
-                       occurred_at=T0 + timedelta(minutes=1))),
-        ("m3", message("Shelly loves the beach", "c3", speaker="Nate", turn_id="D1:3",
-                       occurred_at=T0 + timedelta(minutes=2))),
+        *pet_turns(),
         ("m4", message("I adopt a new habit every year", "c4", speaker="Joanna", turn_id="D2:1",
                        conversation_id="conv-2", occurred_at=T0 + timedelta(days=3))),
         ("v1", embedding("m1", [1.0, 0.0])),

@@ -19,6 +19,8 @@ import httpx
 import pytest
 
 from palimpsest.formats import read_jsonl
+from palimpsest.server.admission import READ, Overloaded
+from palimpsest.server.admission_http import overloaded
 from palimpsest.server.keys import KeyRing
 from palimpsest.server.run import start
 from palimpsest.server.settings import ServeSettings
@@ -115,6 +117,28 @@ def test_search_shows_each_hit_s_score_terms_and_the_assembled_context(world, br
     assert "麻婆豆腐" in phone.inner_text("#results")
     phone.screenshot(path=str(shots / "search-phone.png"), full_page=True)
     assert page.errors == [] and phone.errors == []
+
+
+def test_a_read_refused_at_capacity_is_sent_again_after_its_retry_after(world, browser):
+    # The server's admission refuses a read it has no slot for (503, Retry-After) before doing anything: the page
+    # waits as told and asks again. The first search answers with the refusal the server sends; the next go through.
+    page = sign_in(new_page(browser), world, "demo")
+    refused = []
+
+    def refuse_once(route):
+        if refused:
+            return route.continue_()
+        refused.append(route.request.url)
+        answer = overloaded(Overloaded(READ, "no read slot is free", retry_after_s=1))
+        route.fulfill(status=answer.status_code, headers=dict(answer.headers), body=answer.body)
+
+    page.route("**/v1/users/maya/search", refuse_once)
+    page.fill("#q", "What does Maya drink in the morning?")
+    with page.expect_response(lambda r: r.url.endswith("/search") and r.status == 200):
+        page.press("#q", "Enter")
+    page.wait_for_selector(".hit")
+    assert len(refused) == 1 and "capacity" not in page.inner_text("body")
+    assert page.errors == []
 
 
 def test_a_hit_s_detail_shows_its_source_turn_and_retention_curve(world, browser, shots):

@@ -18,14 +18,25 @@ export class ApiError extends Error {
   }
 }
 
+// A 503 (the server at capacity) or 429 (the key over its rate) did nothing: the request is sent again after the
+// answer's Retry-After (at most MAX_WAIT_S), as the CLI's client and RemoteMemory do; the last refusal is shown.
+const RETRIED = new Set([429, 503]);
+const TRIES = 4;
+const MAX_WAIT_S = 10;
+const pause = seconds => new Promise(resolve => setTimeout(resolve, seconds * 1000));
+
 export async function api(method, path, body, key = session.key) {
   const headers = {Authorization: `Bearer ${key || ""}`};
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body)});
-  let data = null;
-  try { data = await response.json(); } catch (_) { data = null; }
-  if (!response.ok) throw new ApiError(response.status, data);
-  return data;
+  for (let attempt = 1; ; attempt++) {
+    const response = await fetch(path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body)});
+    let data = null;
+    try { data = await response.json(); } catch (_) { data = null; }
+    if (response.ok) return data;
+    if (!RETRIED.has(response.status) || attempt === TRIES) throw new ApiError(response.status, data);
+    const told = parseFloat(response.headers.get("Retry-After"));
+    await pause(Math.min(MAX_WAIT_S, Number.isFinite(told) && told >= 0 ? told : 1));
+  }
 }
 
 // Paths of one user of the key's tenant (the user id is a path segment: encoded).

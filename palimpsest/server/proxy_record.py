@@ -9,7 +9,8 @@ continues the conversation after that reply (resending it, or naming its respons
 finds it there and has the Feedback Judge judge the new user turn
 against it, naming the same memories, as :meth:`palimpsest.Memory.judge_feedback` does.
 
-Recording runs after the answer has gone (the client does not wait for it), in batches: the calls answered while
+Recording runs after the answer has gone (the client does not wait for it; the writing starts once the answer's
+last bytes are sent, so its work does not hold them up), in batches: the calls answered while
 one batch is written go together in the next (their messages and the replies' reports, one command and one
 transaction per shard). The next call of a user to this replica waits until the messages of their calls are written
 before it reads their memory (:meth:`Recorder.settled`), so the memory is read with the user's last turn and reply in
@@ -38,6 +39,7 @@ RESPONSE = "palimpsest_response"  # reply metadata: the upstream's id of the res
 SOURCE = "palimpsest_source"  # metadata of both messages: "proxy"
 LOOK_BACK = 50  # messages of the conversation searched for the reply a feedback turn answers
 MAX_BATCH = 512  # calls recorded together at most
+START_AFTER_S = 0.05  # a call's recording starts when its answer has been sent, or this long after it was queued
 
 
 @dataclass(frozen=True)
@@ -205,14 +207,21 @@ class Recorder:
             await asyncio.wait([done])
 
     def record(self, turn: Turn) -> None:
-        """Queue ``turn``; it is written after everything queued before it, without anyone waiting for it."""
+        """Queue ``turn``; it is written after everything queued before it, without anyone waiting for it. The
+        writing starts once :meth:`start` is called (when the call's answer has been sent: the recording's work
+        does not hold up the answer's last bytes) or :data:`START_AFTER_S` later, whichever comes first (an answer
+        whose client went away is never sent)."""
         loop = asyncio.get_running_loop()
         done = loop.create_future()
         self._queue.append((turn, done))
         self._last[turn.stream] = done
         done.add_done_callback(lambda f: self._last.pop(turn.stream) if self._last.get(turn.stream) is f else None)
-        if self._writer is None or self._writer.done():
-            self._writer = loop.create_task(self._write())
+        loop.call_later(START_AFTER_S, self.start)
+
+    def start(self) -> None:
+        """Write what is queued, unless a batch is being written (the next batch then takes it)."""
+        if self._queue and (self._writer is None or self._writer.done()):
+            self._writer = asyncio.get_running_loop().create_task(self._write())
 
     async def _write(self) -> None:
         loop = asyncio.get_running_loop()

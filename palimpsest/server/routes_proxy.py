@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from events.commands import MAX_ID_CHARS, canonical_id, id_problem
@@ -151,15 +152,20 @@ async def _proxied(request: Request, form: Form) -> Response:
         await answer.aclose()
         return Response(up.error_body(answer.status_code, raw), status_code=answer.status_code,
                         media_type="application/json", headers=_passed(answer, headers))
+    sent = BackgroundTask(_answered, who)  # the recording starts once the answer has gone
     if not stream:
         reply = form.reply(answer.content)
         if reply is not None:
             _record(who, turn, *reply, context)
         return Response(answer.content, status_code=answer.status_code, headers=_passed(answer, headers),
-                        media_type=answer.headers.get("content-type", "application/json"))
+                        media_type=answer.headers.get("content-type", "application/json"), background=sent)
     return StreamingResponse(_relay(who, turn, answer, context, form), status_code=answer.status_code,
                              headers=_passed(answer, headers),
-                             media_type=answer.headers.get("content-type", "text/event-stream"))
+                             media_type=answer.headers.get("content-type", "text/event-stream"), background=sent)
+
+
+async def _answered(who: Caller) -> None:
+    recorder(who.memory).start()
 
 
 async def _relay(who: Caller, turn: Turn, answer, context, form: Form):

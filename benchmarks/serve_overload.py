@@ -92,6 +92,8 @@ async def _drive(url: str, requests: list, rate: float, seconds: float, connecti
                         for k, v in sorted(accepted.items())},
         "other_errors": sum(other.values()), "other_error_kinds": dict(other),
         "refused_by_gate": _refusals_between(gates_before, gates_after),
+        "shared_slots": {k: g["shared"] - gates_before.get(k, {}).get("shared", 0) for k, g in gates_after.items()
+                         if g.get("shared", 0) > gates_before.get(k, {}).get("shared", 0)},
         "load_1m_before": load_before, "load_1m_after": load_1m(),
     }
 

@@ -13,6 +13,15 @@ for the others, so a modest tenant's request beside a flood finds a slot
 free instead of waiting for one. Reads and writes have gates of their own, so a
 flood of ingests never takes a search's slot.
 
+The waiters of one group (a tenant's ingests for one user: the server
+writes concurrent ingests to a shard as one batch,
+:mod:`palimpsest.server.ingest_batches`) go in together on one slot when one
+of them is given a slot, :data:`GROUP_MAX` at most: a write's cost is mostly
+per batch. The slot is given back once every request that shared it has been
+answered. Only waiters share a slot (each was admitted to the queue within
+its budget): a request arriving while its group runs waits, or is refused,
+as any other.
+
 A request is refused (:class:`Overloaded`) before any work is spent on it:
 
 - at once, when the queue (or the tenant's share of it) is full, or when the
@@ -54,6 +63,7 @@ PREDICTED_SHARE = 0.5
 # a tenant that another tenant has sent requests of the class beside within this long holds at most all slots
 # but one: the other's next request finds a slot free instead of waiting behind the first's
 ACTIVE_S = 1.0
+GROUP_MAX = 8  # requests sharing one slot at most (the one given the slot and its group's waiters)
 
 
 @dataclass(frozen=True)
@@ -116,19 +126,21 @@ class Overloaded(Exception):
 
 
 class _Waiter:
-    __slots__ = ("future", "tenant", "places", "since")
+    __slots__ = ("future", "tenant", "places", "since", "group")
 
-    def __init__(self, future: asyncio.Future, tenant: str, places: int, since: float) -> None:
-        self.future, self.tenant, self.places, self.since = future, tenant, places, since
+    def __init__(self, future: asyncio.Future, tenant: str, places: int, since: float, group=None) -> None:
+        self.future, self.tenant, self.places, self.since, self.group = future, tenant, places, since, group
 
 
 class Slot:
-    """A slot taken: when, and by which tenant (what :meth:`Gate.leave` gives back)."""
+    """A slot taken: when, by which tenant, for which group (None: none) and how many requests share it (what
+    :meth:`Gate.leave` gives back, once per request)."""
 
-    __slots__ = ("entered", "tenant")
+    __slots__ = ("entered", "tenant", "group", "members")
 
-    def __init__(self, entered: float, tenant: str) -> None:
-        self.entered, self.tenant = entered, tenant
+    def __init__(self, entered: float, tenant: str, group=None) -> None:
+        self.entered, self.tenant, self.group = entered, tenant, group
+        self.members = 1  # requests holding it now
 
 
 def _weight(since_last_s: float) -> float:
@@ -176,6 +188,7 @@ class Gate:
         # ahead of a waiter, show here when the hold time alone does not foresee them
         self.place_high_s = 0.0
         self.refused = dict.fromkeys(REASONS, 0)
+        self.shared = 0  # requests that went in on a slot with another of their group
         self.last_left = clock()  # when a request last gave its slot back
         self.last_refused = float("-inf")
 
@@ -222,12 +235,13 @@ class Gate:
         turn, slot = divmod(places, slots)
         return max(frees[slot] + turn * hold, (places + 1) * self.place_high_s)
 
-    async def enter(self, tenant: str, budget_s: float) -> Slot:
-        """Wait for a slot (at most ``budget_s``); the slot, to give back. :class:`Overloaded` if refused."""
+    async def enter(self, tenant: str, budget_s: float, group=None) -> Slot:
+        """Wait for a slot (at most ``budget_s``); the slot, to give back. :class:`Overloaded` if refused.
+        ``group`` (hashable; None: none): while waiting, it goes in with another waiter of its group."""
         self._seen(tenant, self.clock())
         self._dispatch()
         if self.running < self.slots and tenant not in self.waiting and self.running_by.get(tenant, 0) < self.cap(tenant):
-            return self._take(tenant)
+            return self._take(tenant, group)
         if self.queued >= self.queue:
             raise self._refuse(QUEUE_FULL, f"{self.queued} requests already wait for a slot")
         mine = self.waiting.get(tenant)
@@ -240,7 +254,7 @@ class Gate:
                                           f"{'its' if share == 1.0 else 'half of its'} {budget_s * 1000:.0f} ms "
                                           "budget")
         loop = asyncio.get_running_loop()
-        waiter = _Waiter(loop.create_future(), tenant, self.places_ahead(tenant), self.clock())
+        waiter = _Waiter(loop.create_future(), tenant, self.places_ahead(tenant), self.clock(), group)
         if mine is None:
             mine = self.waiting[tenant] = deque()
             self.waiting.move_to_end(tenant, last=False)  # nothing waiting: this tenant's turn comes first
@@ -261,15 +275,18 @@ class Gate:
             raise self._refuse(DEADLINE, f"no slot within {budget_s * 1000:.0f} ms")
         return granted
 
-    def _take(self, tenant: str = "") -> Slot:
-        slot = Slot(self.clock(), tenant)
+    def _take(self, tenant: str = "", group=None) -> Slot:
+        slot = Slot(self.clock(), tenant, group)
         self.running += 1
         self.running_by[tenant] = self.running_by.get(tenant, 0) + 1
         self.started.append(slot)
         return slot
 
     def leave(self, slot: Slot) -> None:
-        """Give back a slot; it goes to the next tenant in turn."""
+        """Give back a request's share of a slot; the slot, once no request holds it, to the next tenant in turn."""
+        slot.members -= 1
+        if slot.members:
+            return
         now = self.clock()
         weight, self.last_left = _weight(now - self.last_left), now
         held = now - slot.entered
@@ -295,9 +312,24 @@ class Gate:
             else:
                 del self.waiting[tenant]
             self.queued -= 1
-            slot = self._take(tenant)
+            slot = self._take(tenant, waiter.group)
             self._waited(waiter, slot.entered - waiter.since)
             waiter.future.set_result(slot)
+            if waiter.group is not None:
+                self._company(slot, tenant)
+
+    def _company(self, slot: Slot, tenant: str) -> None:
+        """The waiters of ``slot``'s group (its tenant's) go in with it, up to :data:`GROUP_MAX` in all."""
+        queue = self.waiting.get(tenant)
+        for waiter in [w for w in queue or () if w.group == slot.group][:GROUP_MAX - 1]:
+            queue.remove(waiter)
+            self.queued -= 1
+            self._waited(waiter, self.clock() - waiter.since)
+            slot.members += 1
+            self.shared += 1
+            waiter.future.set_result(slot)
+        if queue is not None and not queue:
+            del self.waiting[tenant]
 
     def _waited(self, waiter: _Waiter, waited: float) -> None:
         self.place_high_s = _high(self.place_high_s, waited / (waiter.places + 1))
@@ -319,7 +351,7 @@ class Gate:
 
     def state(self) -> dict:
         return {"slots": self.slots, "running": self.running, "queued": self.queued,
-                "hold_ms": round(self.hold_s * 1000, 2), "refused": sum(self.refused.values()),
+                "hold_ms": round(self.hold_s * 1000, 2), "shared": self.shared, "refused": sum(self.refused.values()),
                 "refused_by": dict(self.refused)}
 
 
@@ -338,8 +370,8 @@ class Admission:
             budget = asked_ms
         return budget / 1000
 
-    async def enter(self, klass: str, tenant: str, asked_ms: float | None = None) -> Slot:
-        return await self.gates[klass].enter(tenant, self.budget_s(asked_ms))
+    async def enter(self, klass: str, tenant: str, asked_ms: float | None = None, group=None) -> Slot:
+        return await self.gates[klass].enter(tenant, self.budget_s(asked_ms), group)
 
     def leave(self, klass: str, slot: Slot) -> None:
         self.gates[klass].leave(slot)

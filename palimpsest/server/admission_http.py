@@ -53,6 +53,7 @@ _READ_POSTS = ["/v1/users/{user_id}/search", "/v1/users/{user_id}/context", "/v1
                "/v1/audit/sql", "/v1/counterfactual"]
 _READ_POSTS += [path for op in OPERATIONS.values() if op.kind == READ_OP and op.http.method == "POST"
                 for path, _, _ in op.routes()]
+_INGEST = re.compile("^/v1/users/([^/]+)/messages$")  # a user's ingest: written with its user's other ingests
 _READ_POST = re.compile("|".join("^" + re.sub(r"\\\{[a-z_]+\\\}", "[^/]+", re.escape(p)) + "$" for p in _READ_POSTS))
 
 
@@ -65,6 +66,13 @@ def request_class(method: str, path: str) -> str | None:
     if method in ("GET", "HEAD", "OPTIONS") or _READ_POST.match(path):
         return READ
     return WRITE
+
+
+def write_group(method: str, path: str, tenant: str):
+    """The slot group of a request (:class:`palimpsest.server.admission.Gate`): a tenant's ingests for one user
+    share a write slot (the server writes them to the user's shard as one batch); None for any other request."""
+    found = _INGEST.match(path) if method == "POST" else None
+    return ("ingest", tenant, found.group(1)) if found else None
 
 
 def mcp_class(body: bytes) -> str:
@@ -139,7 +147,7 @@ async def admit(admission: Admission, app, scope, receive, send) -> None:
     if tenant is None:  # answered 401 by the route, no work
         return await app(scope, receive, send)
     try:
-        slot = await admission.enter(klass, tenant, _asked_ms(scope))
+        slot = await admission.enter(klass, tenant, _asked_ms(scope), write_group(scope["method"], scope["path"], tenant))
     except Overloaded as exc:
         return await overloaded(exc)(scope, receive, send)
     held = [slot]

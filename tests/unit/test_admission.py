@@ -14,8 +14,8 @@ from collections import deque
 import pytest
 
 from events.errors import InvalidInputError
-from palimpsest.server.admission import READ, WRITE, Admission, AdmissionSettings, Gate, Overloaded
-from palimpsest.server.admission_http import mcp_class, request_class
+from palimpsest.server.admission import GROUP_MAX, READ, WRITE, Admission, AdmissionSettings, Gate, Overloaded
+from palimpsest.server.admission_http import mcp_class, request_class, write_group
 
 
 def run(coro):
@@ -35,8 +35,69 @@ def test_past_the_slots_and_the_queue_a_request_is_refused_at_once():
     exc, seconds, state = run(scenario())
     assert exc.klass == READ and exc.retry_after_s == 1 and "wait for a slot" in exc.reason
     assert seconds < 0.01  # not after the budget: at once
-    assert state == {"slots": 2, "running": 2, "queued": 0, "hold_ms": 0.0, "refused": 1,
+    assert state == {"slots": 2, "running": 2, "queued": 0, "hold_ms": 0.0, "shared": 0, "refused": 1,
                      "refused_by": {"queue_full": 1, "tenant_share": 0, "predicted_wait": 0, "deadline": 0}}
+
+
+def test_a_group_s_request_arriving_while_it_runs_waits_and_the_slot_is_free_once_all_sharing_it_are_answered():
+    async def scenario():
+        gate = Gate(WRITE, slots=1, queue=8, tenant_share=1.0, retry_after_s=1)
+        ingest = ("ingest", "acme", "maya")
+        first = await gate.enter("acme", 1.0, ingest)
+        second = asyncio.ensure_future(gate.enter("acme", 1.0, ingest))  # its group runs: it waits, as any other
+        third = asyncio.ensure_future(gate.enter("acme", 1.0, ingest))
+        other = asyncio.ensure_future(gate.enter("acme", 1.0, ("ingest", "acme", "li")))  # another user
+        await asyncio.sleep(0)
+        assert gate.running == 1 and gate.queued == 3 and not second.done()
+        gate.leave(first)
+        await asyncio.sleep(0)
+        assert second.done() and third.done() and second.result() is third.result()  # in together, one slot
+        assert not other.done() and gate.running == 1 and gate.queued == 1
+        gate.leave(second.result())
+        await asyncio.sleep(0)
+        assert not other.done()  # the slot is held while one request sharing it runs
+        gate.leave(third.result())
+        gate.leave(await asyncio.wait_for(other, 1))
+        return gate.state()
+
+    state = run(scenario())
+    assert state["running"] == 0 and state["queued"] == 0 and state["shared"] == 1 and state["refused"] == 0
+
+
+def test_the_waiters_of_a_group_go_in_together_when_one_is_given_a_slot_and_a_group_has_a_bound():
+    async def scenario():
+        gate = Gate(WRITE, slots=1, queue=64, tenant_share=1.0, retry_after_s=1)
+        search = await gate.enter("acme", 1.0)  # a write with no group holds the one slot
+        ingest = ("ingest", "beta", "maya")
+        waiting = [asyncio.ensure_future(gate.enter("beta", 1.0, ingest)) for _ in range(GROUP_MAX + 2)]
+        alone = asyncio.ensure_future(gate.enter("beta", 1.0))
+        await asyncio.sleep(0)
+        assert gate.queued == GROUP_MAX + 3
+        gate.leave(search)
+        await asyncio.sleep(0)
+        went = [w for w in waiting if w.done()]
+        assert len(went) == GROUP_MAX and len({id(w.result()) for w in went}) == 1  # one slot, GROUP_MAX requests
+        assert not alone.done() and gate.running == 1 and gate.queued == 3
+        for w in went:
+            gate.leave(w.result())
+        rest = await asyncio.wait_for(asyncio.gather(*[w for w in waiting if w not in went]), 1)
+        assert len({id(s) for s in rest}) == 1 and not alone.done()
+        for s in rest:
+            gate.leave(s)
+        gate.leave(await asyncio.wait_for(alone, 1))
+        return gate.state()
+
+    state = run(scenario())
+    assert state["running"] == 0 and state["queued"] == 0 and state["shared"] == GROUP_MAX - 1 + 1
+
+
+def test_a_request_s_write_group_is_its_tenant_s_ingest_for_its_user():
+    assert write_group("POST", "/v1/users/maya/messages", "acme") == ("ingest", "acme", "maya")
+    assert write_group("POST", "/v1/users/maya/messages", "beta") != write_group("POST", "/v1/users/maya/messages",
+                                                                                 "acme")
+    assert write_group("GET", "/v1/users/maya/messages", "acme") is None
+    assert write_group("POST", "/v1/users/maya/replies", "acme") is None
+    assert write_group("POST", "/v1/users/maya/messages/x", "acme") is None
 
 
 def test_reads_are_admitted_while_writes_are_saturated():

@@ -47,13 +47,18 @@ SLOTS = ("ranker", "cjk_ranker")
 class Recipe:
     """``benchmarks.train_ranker``'s options a shipped ranker was fitted with."""
 
-    depth: int = 25
+    depth: int = 25  # the training rows: each question's best ``depth`` before the ranking stage
+    cjk_depth: int | None = None  # a Chinese question's (None: ``depth``)
     l2: float = 1.0
     weighted: bool = False  # each evidence turn weighed 1/|evidence|
     trees: int = 0  # boosted trees (0: logistic)
     leaves: int = 15
     rate: float = 0.1
     names: tuple[str, ...] | None = None  # the features it reads (None: the shipped model's own)
+
+    def depth_of(self, slot: str) -> int:
+        """How many rows of each question ``slot``'s ranker is fitted on."""
+        return self.cjk_depth if slot == "cjk_ranker" and self.cjk_depth is not None else self.depth
 
     def fit(self, x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...] = FEATURES) -> RankerModel:
         """A model on ``x`` (every column of FEATURES) reading ``self.names``, else ``names``."""
@@ -67,7 +72,7 @@ class Recipe:
 RECIPES = {
     MINILM_ID: Recipe(),
     HASH_ID: Recipe(),  # the test encoder runs MiniLM's default
-    E5_ID: Recipe(weighted=True, trees=100, leaves=15, rate=0.1),
+    E5_ID: Recipe(depth=40, cjk_depth=25, weighted=True, trees=100, leaves=15, rate=0.1),
 }
 
 
@@ -164,13 +169,14 @@ def leave_out_refit(evaluated: TrainingSet, others: Sequence[TrainingSet], confi
     }
 
 
-def lab_rows(lab, vectors: dict[str, np.ndarray], config: FusionConfig, depth: int):
-    """``rows_of`` for a :class:`TrainingSet` over a :class:`benchmarks.lab.Lab`'s folded store."""
+def lab_rows(lab, vectors: dict[str, np.ndarray], config: FusionConfig, recipe: Recipe):
+    """``rows_of`` for a :class:`TrainingSet` over a :class:`benchmarks.lab.Lab`'s folded store: each question's
+    rows as deep as ``recipe`` fits its language's ranker."""
     def rows_of(q):
         memory = lab.state.user(TENANT, q.user_id)
         vec = vectors[q.question]
-        return question_rows(memory, q.question, vec, lab.dense(q.user_id, vec, config.candidates), config, depth,
-                             q.evidence, q.asked_at)
+        return question_rows(memory, q.question, vec, lab.dense(q.user_id, vec, config.candidates), config,
+                             recipe.depth_of(slot_of(config, q.question)), q.evidence, q.asked_at)
     return rows_of
 
 
@@ -188,7 +194,7 @@ def run(store, name: str, questions: Sequence, vectors: dict[str, np.ndarray], c
     if recipe is None or not any(slot_of(config, q.question) for q in questions):
         return None
     lab = Lab(load_state(store))
-    evaluated = TrainingSet(name, questions, config, lab_rows(lab, vectors, config, recipe.depth))
+    evaluated = TrainingSet(name, questions, config, lab_rows(lab, vectors, config, recipe))
     others = []
     for data_path, other_store in extras:
         if store_encoder(other_store)[1] != model_id:
@@ -197,7 +203,7 @@ def run(store, name: str, questions: Sequence, vectors: dict[str, np.ndarray], c
         texts = sorted({q.question for q in data.questions})
         other = Lab(load_state(other_store))
         others.append(TrainingSet(data.name, data.questions, config,
-                                  lab_rows(other, dict(zip(texts, encode(texts))), config, recipe.depth)))
+                                  lab_rows(other, dict(zip(texts, encode(texts))), config, recipe)))
     return leave_out_refit(evaluated, others, config, recipe, lambda q, fusion: lab.retrieve(q, vectors[q.question],
                                                                                              fusion),
                            k_values, budgets, metric_keys)

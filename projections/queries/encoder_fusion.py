@@ -12,7 +12,8 @@ files (``benchmarks.lab``, ``benchmarks.train_ranker``):
 
 - MiniLM (and the hash test encoder): none, so its default is ``DEFAULT_FUSION`` itself;
 - multilingual-e5-small: rankers fitted on its own features, boosted trees
-  (:mod:`~projections.queries.ranker_model_e5`, :mod:`~projections.queries.ranker_model_e5_cjk`), the graph
+  (:mod:`~projections.queries.ranker_model_e5`, :mod:`~projections.queries.ranker_model_e5_cjk`), the
+  English one re-ordering the best 30 rows (fitted on the best 40), the Chinese one the best 25, the graph
   threshold at the same quantile of the best query–turn cosine as MiniLM's 0.7, one dense weight for every
   language, and turns in another language than the question's judged by what can read them
   (:mod:`~projections.queries.stages.cross_lingual`);
@@ -44,6 +45,9 @@ OVERRIDES = MappingProxyType({
         "cjk_dense_weight": None,  # e5 reads Chinese: the dense list weighs as much for every language
         "cross_lingual": True,  # and matches an English question to a Chinese turn (stages.cross_lingual)
         "graph_config": replace(DEFAULT_GRAPH_SEARCH, low_similarity=E5_LOW_SIMILARITY),
+        # its English trees, fitted on the best 40 rows, re-order the best 30; the Chinese ones the best 25, as fitted
+        "ranker_depth": 30,
+        "cjk_ranker_depth": 25,
     }),
 })
 # an encoder not measured: the rankers' cosine features would be on a foreign scale

@@ -120,6 +120,7 @@ class FusionConfig:
     # Chinese ones (a Chinese query uses it, or ``ranker`` with ranker_cjk, or none). None turns either off.
     ranker: RankerModel | None = ENGLISH_RANKER
     ranker_depth: int = 25  # how many of the best rows it re-orders
+    cjk_ranker_depth: int | None = None  # a Chinese query's ranker re-orders at most this many (None: ranker_depth)
     ranker_cjk: bool = False
     cjk_ranker: RankerModel | None = CHINESE_RANKER
     candidates: int = 100

@@ -30,10 +30,10 @@ def test_minilm_and_the_hash_encoder_keep_exactly_todays_default():
     assert for_encoder(MINILM) == VARIANTS
 
 
-def test_e5_changes_only_what_reads_a_cosine_or_a_language():
+def test_e5_changes_only_what_reads_a_cosine_or_a_language_and_how_deep_its_rankers_reorder():
     e5 = fusion_for(E5)
     assert changed(e5) == set(OVERRIDES[E5]) == {"ranker", "cjk_ranker", "cjk_dense_weight", "graph_config",
-                                                  "cross_lingual"}
+                                                  "cross_lingual", "ranker_depth", "cjk_ranker_depth"}
     assert (e5.ranker, e5.cjk_ranker) == (E5_RANKER, E5_CJK_RANKER)
     assert e5.graph_config.low_similarity == E5_LOW_SIMILARITY
     assert list_weights(e5, "王芳用什么编辑器？")["dense"] == list_weights(e5, "Which editor?")["dense"] == 1.0

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks.metrics import metric_keys
-from benchmarks.ranker_refit import Recipe, TrainingSet, fold_configs, leave_out_refit, question_rows, slot_of
+from benchmarks.ranker_refit import RECIPES, Recipe, TrainingSet, fold_configs, leave_out_refit, question_rows, slot_of
 from benchmarks.systems import BudgetContext, Retrieval
 from projections.adapters.embedding import E5_ID
 from projections.folds.state import ShardState, fold
@@ -119,3 +119,12 @@ def test_training_rows_are_what_the_ranking_stage_reads_and_the_recipe_fits_them
     assert model.trees is None and model.logits(x).shape == (2,)
     with pytest.raises(ValueError):
         Recipe(names=("no such feature",)).fit(x, y, w)
+
+
+def test_each_languages_ranker_is_refitted_on_rows_as_deep_as_its_recipe_says():
+    recipe = Recipe(depth=40, cjk_depth=25)
+    assert (recipe.depth_of("ranker"), recipe.depth_of("cjk_ranker")) == (40, 25)
+    assert Recipe(depth=40).depth_of("cjk_ranker") == 40
+    shipped = RECIPES[E5_ID]  # e5's Chinese ranker re-orders as deep as it was fitted; the English one less deep
+    assert shipped.depth_of("cjk_ranker") == E5.cjk_ranker_depth
+    assert E5.ranker_depth <= shipped.depth_of("ranker")

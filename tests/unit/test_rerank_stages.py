@@ -271,3 +271,20 @@ def test_context_candidates_bounds_the_context_list(memory):
     assert len([h for h in fuse(memory, "adopt", [], k=10, config=cfg) if "context_rank" in h.breakdown]) == 3  # m1, m2 (next to m1), m4
     few = fuse(memory, "adopt", [], k=10, config=dataclasses.replace(cfg, context_candidates=1))
     assert [h.breakdown["context_rank"] for h in few if "context_rank" in h.breakdown] == [1]
+
+
+def test_a_chinese_query_is_reordered_at_most_as_deep_as_its_rankers_depth():
+    from projections.queries.stages.ranker import depth_for
+
+    deep = dataclasses.replace(BASE, ranker_depth=30, cjk_ranker_depth=25)
+    assert depth_for(deep, "What did Nate adopt?") == 30
+    assert depth_for(deep, "王芳用什么编辑器？") == 25
+    assert depth_for(dataclasses.replace(deep, cjk_ranker_depth=None), "王芳用什么编辑器？") == 30
+    assert depth_for(dataclasses.replace(deep, ranker_depth=10), "王芳用什么编辑器？") == 10  # a smaller depth bounds both
+    envs = stream(*[(f"z{i}", message(f"周末爬山{i}", f"c{i}", speaker="小红", turn_id=f"D1:{i}")) for i in range(1, 4)])
+    user = fold(ShardState(), envs).user("acme", "alice")
+    dense = [("z1", 0.9), ("z2", 0.5), ("z3", 0.1)]
+    reverse = dataclasses.replace(BASE, cjk_ranker=_model({"fused_rank_inv": -5.0}), ranker_depth=3)
+    reversed_ = [h.memory_id for h in fuse(user, "周末爬山", dense, 3, reverse)]
+    two = [h.memory_id for h in fuse(user, "周末爬山", dense, 3, dataclasses.replace(reverse, cjk_ranker_depth=2))]
+    assert reversed_ == ["z3", "z2", "z1"] and two == ["z2", "z1", "z3"]  # only the best two re-ordered

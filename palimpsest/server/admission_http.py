@@ -147,7 +147,8 @@ async def admit(admission: Admission, app, scope, receive, send) -> None:
     if tenant is None:  # answered 401 by the route, no work
         return await app(scope, receive, send)
     try:
-        slot = await admission.enter(klass, tenant, _asked_ms(scope), write_group(scope["method"], scope["path"], tenant))
+        group = write_group(scope["method"], scope["path"], tenant)
+        slot = await admission.enter(klass, tenant, _asked_ms(scope), group)
     except Overloaded as exc:
         return await overloaded(exc)(scope, receive, send)
     held = [slot]

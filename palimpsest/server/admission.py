@@ -133,13 +133,13 @@ class _Waiter:
 
 
 class Slot:
-    """A slot taken: when, by which tenant, for which group (None: none) and how many requests share it (what
-    :meth:`Gate.leave` gives back, once per request)."""
+    """A slot taken: when, by which tenant, and how many requests share it (what :meth:`Gate.leave` gives back,
+    once per request)."""
 
-    __slots__ = ("entered", "tenant", "group", "members")
+    __slots__ = ("entered", "tenant", "members")
 
-    def __init__(self, entered: float, tenant: str, group=None) -> None:
-        self.entered, self.tenant, self.group = entered, tenant, group
+    def __init__(self, entered: float, tenant: str) -> None:
+        self.entered, self.tenant = entered, tenant
         self.members = 1  # requests holding it now
 
 
@@ -241,7 +241,7 @@ class Gate:
         self._seen(tenant, self.clock())
         self._dispatch()
         if self.running < self.slots and tenant not in self.waiting and self.running_by.get(tenant, 0) < self.cap(tenant):
-            return self._take(tenant, group)
+            return self._take(tenant)
         if self.queued >= self.queue:
             raise self._refuse(QUEUE_FULL, f"{self.queued} requests already wait for a slot")
         mine = self.waiting.get(tenant)
@@ -275,8 +275,8 @@ class Gate:
             raise self._refuse(DEADLINE, f"no slot within {budget_s * 1000:.0f} ms")
         return granted
 
-    def _take(self, tenant: str = "", group=None) -> Slot:
-        slot = Slot(self.clock(), tenant, group)
+    def _take(self, tenant: str = "") -> Slot:
+        slot = Slot(self.clock(), tenant)
         self.running += 1
         self.running_by[tenant] = self.running_by.get(tenant, 0) + 1
         self.started.append(slot)
@@ -312,16 +312,16 @@ class Gate:
             else:
                 del self.waiting[tenant]
             self.queued -= 1
-            slot = self._take(tenant, waiter.group)
+            slot = self._take(tenant)
             self._waited(waiter, slot.entered - waiter.since)
             waiter.future.set_result(slot)
             if waiter.group is not None:
-                self._company(slot, tenant)
+                self._company(slot, tenant, waiter.group)
 
-    def _company(self, slot: Slot, tenant: str) -> None:
-        """The waiters of ``slot``'s group (its tenant's) go in with it, up to :data:`GROUP_MAX` in all."""
+    def _company(self, slot: Slot, tenant: str, group) -> None:
+        """The waiters of ``group`` (``tenant``'s) go in on ``slot`` too, up to :data:`GROUP_MAX` in all."""
         queue = self.waiting.get(tenant)
-        for waiter in [w for w in queue or () if w.group == slot.group][:GROUP_MAX - 1]:
+        for waiter in [w for w in queue or () if w.group == group][:GROUP_MAX - 1]:
             queue.remove(waiter)
             self.queued -= 1
             self._waited(waiter, self.clock() - waiter.since)

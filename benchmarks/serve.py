@@ -68,6 +68,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     o.add_argument("--capacity", type=float, metavar="REQ_S",
                    help="skip both ramps and take this as the mixed-load capacity (a figure an earlier run measured): "
                         "the overload levels and the fairness run alone, for a quicker check; the report says it was given")
+    o.add_argument("--fairness-only", action="store_true",
+                   help="with --capacity: only the fairness run (no 2x and 4x levels), to check a change to it quickly")
     args = p.parse_args(argv)
     quick = args.quick
     args.levels = [tuple(float(x) for x in level.split(":")) for level in
@@ -78,6 +80,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.questions = args.questions or (10 if quick else None)
     if args.capacity is not None and (args.capacity <= 0 or not args.overload):
         p.error("--capacity: give a positive rate in req/s, with --overload")
+    if args.fairness_only and args.capacity is None:
+        p.error("--fairness-only: give the capacity it shares out with --capacity")
     return args
 
 
@@ -142,7 +146,7 @@ def measure_overload(url: str, memory, keys: dict[str, str], data: ds.Dataset, a
     capacity = mixed["capacity_req_s"]
     held = Workload(tenancy, questions, texts, seed=11, prefix="hold")
     overload = {}
-    for times in (2, 4):
+    for times in () if args.fairness_only else (2, 4):
         rate = times * capacity
         log(f"holding {times}x capacity: {rate:.1f} req/s for {args.hold_seconds:g}s")
         level = drive(url, draw(held, int(rate * args.hold_seconds)), rate, args.hold_seconds, args.connections,

@@ -24,7 +24,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from palimpsest.server.admission import AdmissionSettings
 
-    given = {f: getattr(args, f) for f in ("read_slots", "write_slots", "queue", "wait_ms")
+    given = {f: getattr(args, f) for f in ("read_slots", "write_slots", "tenant_slots", "queue", "wait_ms")
              if getattr(args, f) is not None}
     admission = replace(AdmissionSettings.from_env(), **given)  # the options over the environment's defaults
     settings = ServeSettings(store=args.store, host=args.host, port=args.port, replicas=args.replicas,
@@ -108,6 +108,9 @@ def register(sub) -> None:
                          "bounded queue, fair across tenants")
     sp.add_argument("--write-slots", type=int,
                     help="writes each replica runs at once (default 1; PALIMPSEST_WRITE_SLOTS)")
+    sp.add_argument("--tenant-slots", type=int,
+                    help="of the read (and of the write) slots, one tenant holds at most this many while another "
+                         "tenant is active (default 1; 0: all but one; PALIMPSEST_TENANT_SLOTS)")
     sp.add_argument("--queue", type=int,
                     help="requests of a class that may wait for a slot (default 32; PALIMPSEST_ADMISSION_QUEUE); "
                          "past it, 503 with Retry-After at once")

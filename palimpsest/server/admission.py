@@ -8,10 +8,17 @@ tenant that had nothing waiting goes first, as it has used the least), and
 no tenant holds more than its share of the queue, so one tenant's flood
 fills its own part and is refused there while another tenant's request
 still gets the next slot. While more than one tenant sends requests of a
-class (within the last second), none holds every slot of it: one is kept
+class (within the last second), none holds all of its slots: one is kept
 for the others, so a modest tenant's request beside a flood finds a slot
-free instead of waiting for one. Reads and writes have gates of their own, so a
-flood of ingests never takes a search's slot.
+free instead of waiting for one. And a flooding tenant (one refused within
+the last second) beside a modest one (active, none of its requests refused
+lately) holds at most ``tenant_slots`` of the read or write slots (one by
+default), even with slots free (not work-conserving): what slows the modest
+tenant's search is less a wait for a slot than the flood's requests running
+beside it, on the same cores and at the same shards. When every active
+tenant is refused (all send more than their share) or none is, each may
+hold all slots but one. Reads and writes have gates of their own, so a flood of ingests never
+takes a search's slot.
 
 The waiters of one group (a tenant's ingests for one user: the server
 writes concurrent ingests to a shard as one batch,
@@ -61,7 +68,8 @@ _EWMA = 0.1  # weight of one request's slot time in the class's mean
 # busy for a moment) the whole budget.
 PREDICTED_SHARE = 0.5
 # a tenant that another tenant has sent requests of the class beside within this long holds at most all slots
-# but one: the other's next request finds a slot free instead of waiting behind the first's
+# but one: the other's next request finds a slot free instead of waiting behind the first's. A tenant refused within
+# this long is flooding: beside an active tenant that is not, it holds at most ``tenant_slots``.
 ACTIVE_S = 1.0
 GROUP_MAX = 8  # requests sharing one slot at most (the one given the slot and its group's waiters)
 
@@ -73,6 +81,9 @@ class AdmissionSettings:
     read_slots: int = 4  # reads running at once (search, context, notes, ...)
     write_slots: int = 1  # writes running at once (messages, replies, archive, ...)
     proxy_slots: int = 32  # memory-proxy calls at once (each mostly waits on the upstream model)
+    # of the read (and write) slots, a flooding tenant holds at most this many beside a modest one (0: all but one,
+    # as for the memory proxy's, whose calls mostly wait on the upstream)
+    tenant_slots: int = 1
     queue: int = 32  # requests of one class waiting for a slot; past it, refused at once
     tenant_share: float = 0.5  # of a class's queue, at most this share waits for one tenant
     wait_ms: float = 100.0  # longest wait for a slot (the budget); a client may ask for less
@@ -80,13 +91,15 @@ class AdmissionSettings:
     enabled: bool = True
 
     ENV = {"read_slots": "PALIMPSEST_READ_SLOTS", "write_slots": "PALIMPSEST_WRITE_SLOTS",
-           "proxy_slots": "PALIMPSEST_PROXY_SLOTS", "queue": "PALIMPSEST_ADMISSION_QUEUE",
+           "proxy_slots": "PALIMPSEST_PROXY_SLOTS", "tenant_slots": "PALIMPSEST_TENANT_SLOTS",
+           "queue": "PALIMPSEST_ADMISSION_QUEUE",
            "wait_ms": "PALIMPSEST_ADMISSION_WAIT_MS"}
 
     def __post_init__(self) -> None:
         problems = [(f, f"{getattr(self, f)}; give at least 1") for f in
                     ("read_slots", "write_slots", "proxy_slots", "retry_after_s") if getattr(self, f) < 1]
-        problems += [(f, f"{getattr(self, f)}; give 0 or more") for f in ("queue", "wait_ms") if getattr(self, f) < 0]
+        problems += [(f, f"{getattr(self, f)}; give 0 or more") for f in ("queue", "wait_ms", "tenant_slots")
+                     if getattr(self, f) < 0]
         if not 0 < self.tenant_share <= 1:
             problems.append(("tenant_share", f"{self.tenant_share}; give a share in (0, 1]"))
         if problems:
@@ -167,8 +180,10 @@ class Gate:
     """
 
     def __init__(self, klass: str, slots: int, queue: int, tenant_share: float, retry_after_s: int,
-                 clock=time.monotonic) -> None:
+                 clock=time.monotonic, tenant_slots: int = 0) -> None:
         self.klass, self.slots, self.queue = klass, slots, queue
+        # what a flooding tenant holds at most beside a modest one: tenant_slots (0: no such cap), all but one at most
+        self.flood_cap = max(1, min(slots - 1, tenant_slots or slots))
         self.tenant_queue = max(1, int(queue * tenant_share)) if queue else 0
         self.retry_after_s = retry_after_s
         self.clock = clock
@@ -177,6 +192,7 @@ class Gate:
         self.started: list[Slot] = []  # the running requests' slots
         self.running_by: dict[str, int] = {}  # tenant → its running requests
         self.recent: OrderedDict[str, float] = OrderedDict()  # tenant → when it last asked, within ACTIVE_S
+        self.flooding: OrderedDict[str, float] = OrderedDict()  # tenant → when it was last refused, within ACTIVE_S
         # tenant → its waiters, in turn order: a tenant that had none goes first, one that had its turn goes last
         self.waiting: OrderedDict[str, deque[_Waiter]] = OrderedDict()
         self.hold_s = 0.0  # mean time a request held a slot (0 until one has)
@@ -192,21 +208,29 @@ class Gate:
         self.last_left = clock()  # when a request last gave its slot back
         self.last_refused = float("-inf")
 
-    def _refuse(self, reason: str, why: str) -> Overloaded:
+    def _refuse(self, tenant: str, reason: str, why: str) -> Overloaded:
         self.refused[reason] += 1
         self.last_refused = self.clock()
+        self.flooding[tenant] = self.last_refused
+        self.flooding.move_to_end(tenant)
         return Overloaded(self.klass, why, self.retry_after_s)
 
     def cap(self, tenant: str) -> int:
-        """Slots ``tenant`` may hold at once: all, or all but one while another tenant is active too."""
+        """Slots ``tenant`` may hold at once: all while it is the only tenant active; beside others all but one, or
+        ``tenant_slots`` when it is flooding and one of them is not."""
         others = len(self.recent) - (tenant in self.recent)
-        return self.slots - 1 if others and self.slots > 1 else self.slots
+        if not others or self.slots == 1:
+            return self.slots
+        if tenant in self.flooding and any(t not in self.flooding for t in self.recent if t != tenant):
+            return self.flood_cap
+        return self.slots - 1
 
     def _seen(self, tenant: str, now: float) -> None:
         self.recent[tenant] = now
         self.recent.move_to_end(tenant)
-        while self.recent and next(iter(self.recent.values())) < now - ACTIVE_S:
-            self.recent.popitem(last=False)
+        for lately in (self.recent, self.flooding):
+            while lately and next(iter(lately.values())) < now - ACTIVE_S:
+                lately.popitem(last=False)
 
     def places_ahead(self, tenant: str) -> int:
         """Waiters a new request of ``tenant`` would have ahead of it in the turn order: none when its tenant has
@@ -243,16 +267,16 @@ class Gate:
         if self.running < self.slots and tenant not in self.waiting and self.running_by.get(tenant, 0) < self.cap(tenant):
             return self._take(tenant)
         if self.queued >= self.queue:
-            raise self._refuse(QUEUE_FULL, f"{self.queued} requests already wait for a slot")
+            raise self._refuse(tenant, QUEUE_FULL, f"{self.queued} requests already wait for a slot")
         mine = self.waiting.get(tenant)
         if mine is not None and len(mine) >= self.tenant_queue:
-            raise self._refuse(TENANT_FULL, f"your tenant already has {len(mine)} requests waiting")
+            raise self._refuse(tenant, TENANT_FULL, f"your tenant already has {len(mine)} requests waiting")
         predicted = self.predicted_wait_s(tenant)
         share = PREDICTED_SHARE if self.clock() - self.last_refused < ACTIVE_S else 1.0
         if predicted > share * budget_s:
-            raise self._refuse(PREDICTED, f"the wait for a slot is predicted at {predicted * 1000:.0f} ms, more than "
-                                          f"{'its' if share == 1.0 else 'half of its'} {budget_s * 1000:.0f} ms "
-                                          "budget")
+            raise self._refuse(tenant, PREDICTED,
+                               f"the wait for a slot is predicted at {predicted * 1000:.0f} ms, more than "
+                               f"{'its' if share == 1.0 else 'half of its'} {budget_s * 1000:.0f} ms budget")
         loop = asyncio.get_running_loop()
         waiter = _Waiter(loop.create_future(), tenant, self.places_ahead(tenant), self.clock(), group)
         if mine is None:
@@ -272,7 +296,7 @@ class Gate:
         finally:
             timer.cancel()
         if granted is None:
-            raise self._refuse(DEADLINE, f"no slot within {budget_s * 1000:.0f} ms")
+            raise self._refuse(tenant, DEADLINE, f"no slot within {budget_s * 1000:.0f} ms")
         return granted
 
     def _take(self, tenant: str = "") -> Slot:
@@ -360,8 +384,8 @@ class Admission:
 
     def __init__(self, settings: AdmissionSettings) -> None:
         self.settings = settings
-        self.gates = {c: Gate(c, settings.slots(c), settings.queue, settings.tenant_share, settings.retry_after_s)
-                      for c in CLASSES}
+        self.gates = {c: Gate(c, settings.slots(c), settings.queue, settings.tenant_share, settings.retry_after_s,
+                              tenant_slots=0 if c == PROXY else settings.tenant_slots) for c in CLASSES}
 
     def budget_s(self, asked_ms: float | None) -> float:
         """The wait budget of a request: the server's, or less when the client asks for less."""

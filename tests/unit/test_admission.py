@@ -14,7 +14,7 @@ from collections import deque
 import pytest
 
 from events.errors import InvalidInputError
-from palimpsest.server.admission import GROUP_MAX, READ, WRITE, Admission, AdmissionSettings, Gate, Overloaded
+from palimpsest.server.admission import GROUP_MAX, PROXY, READ, WRITE, Admission, AdmissionSettings, Gate, Overloaded
 from palimpsest.server.admission_http import mcp_class, request_class, write_group
 
 
@@ -433,6 +433,44 @@ def test_beside_another_active_tenant_a_tenant_holds_all_slots_but_one_and_the_o
     free_for_modest, modest_waited, running_by = run(scenario())
     assert free_for_modest and modest_waited == 0.0
     assert running_by == {"flood": 2}
+
+
+def test_a_flooding_tenant_beside_a_modest_one_holds_at_most_tenant_slots_even_with_slots_free():
+    async def scenario():
+        clock = FakeClock()
+        gate = Gate(READ, slots=4, queue=8, tenant_share=1.0, retry_after_s=1, clock=clock, tenant_slots=1)
+        gate.leave(await gate.enter("modest", 1.0))  # modest asks once: it is active for the next second
+        held = [await gate.enter("flood", 1.0) for _ in range(3)]  # not refused yet: all slots but one
+        with pytest.raises(Overloaded):
+            await gate.enter("flood", 0.0)  # refused (no budget to wait): flood is flooding, modest is not
+        caps = {"flood": gate.cap("flood"), "modest": gate.cap("modest")}
+        for entered in held:
+            gate.leave(entered)
+        again = await gate.enter("flood", 1.0)
+        second = asyncio.create_task(gate.enter("flood", 1.0))  # beside modest: it waits with three slots free
+        await asyncio.sleep(0)
+        waiting_with_free_slots = (gate.running, gate.queued)
+        gate._refuse("modest", "deadline", "a modest request refused too")  # now both are flooding
+        both_flooding = gate.cap("flood")  # every active tenant refused lately: all but one again
+        clock.now += 1.5  # both quiet past ACTIVE_S: flood alone, its waiter gets a free slot
+        gate.leave(again)
+        await second
+        return caps, waiting_with_free_slots, both_flooding, dict(gate.running_by)
+
+    caps, waiting_with_free_slots, both_flooding, running_by = run(scenario())
+    assert caps == {"flood": 1, "modest": 3}
+    assert waiting_with_free_slots == (1, 1)
+    assert both_flooding == 3
+    assert running_by == {"flood": 1}
+
+
+def test_tenant_slots_apply_to_reads_and_writes_not_to_the_memory_proxy():
+    admission = Admission(AdmissionSettings(read_slots=4, write_slots=2, proxy_slots=32, tenant_slots=2))
+    assert {c: g.flood_cap for c, g in admission.gates.items()} == {READ: 2, WRITE: 1, PROXY: 31}
+    assert Admission(AdmissionSettings(tenant_slots=0)).gates[READ].flood_cap == 3  # 0: all but one
+    with pytest.raises(InvalidInputError, match="tenant_slots"):
+        AdmissionSettings(tenant_slots=-1)
+    assert AdmissionSettings.from_env({"PALIMPSEST_TENANT_SLOTS": "3"}).tenant_slots == 3
 
 
 def test_after_a_quiet_while_the_hold_time_is_mostly_the_new_one():

@@ -5,8 +5,9 @@
    (it answers at once, the same short reply each time), and a served store (local Ray, Ray Serve, the store's encoder) whose proxy forwards to it.
 2. Gives each simulated client a user of its own holding a short history (English and Chinese turns, so the
    proxy's context holds notes and turns).
-3. At each number of concurrent clients and each think time, every client sends the same chat request alternately
-   to the upstream directly and through the proxy (the official ``openai`` client, one per client and route),
+3. At each number of concurrent clients and each think time, every client sends a chat request alternately
+   to the upstream directly and through the proxy (the official ``openai`` client, one per client and route; each
+   call's question is numbered, a new text, so the proxy encodes every query as it would a new user turn),
    waiting a think time after each answer; the latency of each call is timed in the client. The think times are
    drawn from an exponential distribution with the given mean (``--pacing random``, the default: independent
    users, each pausing as long as it takes to read and type), or are all exactly the given time with the clients
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -49,6 +51,7 @@ HISTORY = [
 ]
 QUESTION = "What should I drink tomorrow morning, and where does my sister live?"
 REPLY = "Green tea, and Lena lives in Oslo."
+SERIAL = itertools.count(1)  # numbers each call's question, over the whole run (no query vector is ever cached)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -97,17 +100,19 @@ def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: s
         routes = {"direct": OpenAI(base_url=direct_url, api_key="upstream-key", max_retries=0),
                   "proxied": OpenAI(base_url=proxy_url, api_key=key, max_retries=0,
                                     default_headers={USER_HEADER: f"user-{n}"})}
-        messages = [{"role": "user", "content": QUESTION}]
         mine: dict[str, list[float]] = {"direct": [], "proxied": []}
         phases: dict[str, list[float]] = {}
         pause = random.Random(n).expovariate if args.pacing == "random" else None
+        # each call a question of its own (both routes the same): the proxy encodes every query, as a new user turn's
+        messages = [[{"role": "user", "content": f"{QUESTION} #{next(SERIAL)}"}]
+                    for _ in range(args.warmup + args.calls)]
         start.wait()
         for i in range(args.warmup + args.calls):
             for route in ("direct", "proxied") if i % 2 == 0 else ("proxied", "direct"):
                 began = time.perf_counter()
                 try:
                     raw = routes[route].chat.completions.with_raw_response.create(model="bench-model",
-                                                                                  messages=messages)
+                                                                                  messages=messages[i])
                     answer = raw.parse()
                     assert answer.choices[0].message.content == REPLY, answer
                 except Exception as exc:  # noqa: BLE001 - counted and reported, the run goes on

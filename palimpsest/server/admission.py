@@ -211,6 +211,7 @@ class Gate:
     def _refuse(self, tenant: str, reason: str, why: str) -> Overloaded:
         self.refused[reason] += 1
         self.last_refused = self.clock()
+        self._seen(tenant, self.last_refused)  # active when refused, so every flooding tenant is an active one
         self.flooding[tenant] = self.last_refused
         self.flooding.move_to_end(tenant)
         return Overloaded(self.klass, why, self.retry_after_s)
@@ -221,7 +222,9 @@ class Gate:
         others = len(self.recent) - (tenant in self.recent)
         if not others or self.slots == 1:
             return self.slots
-        if tenant in self.flooding and any(t not in self.flooding for t in self.recent if t != tenant):
+        # the flooding tenants are among the active ones (refused when it asked), so another active tenant is
+        # not flooding when the active ones outnumber the flooding ones
+        if tenant in self.flooding and len(self.recent) > len(self.flooding):
             return self.flood_cap
         return self.slots - 1
 

@@ -109,8 +109,8 @@ def register(sub) -> None:
     sp.add_argument("--write-slots", type=int,
                     help="writes each replica runs at once (default 1; PALIMPSEST_WRITE_SLOTS)")
     sp.add_argument("--tenant-slots", type=int,
-                    help="of the read (and of the write) slots, one tenant holds at most this many while another "
-                         "tenant is active (default 1; 0: all but one; PALIMPSEST_TENANT_SLOTS)")
+                    help="read (and write) slots a flooding tenant (refused in the last second) holds at most beside "
+                         "a tenant that is not (default 1; 0: all but one; PALIMPSEST_TENANT_SLOTS)")
     sp.add_argument("--queue", type=int,
                     help="requests of a class that may wait for a slot (default 32; PALIMPSEST_ADMISSION_QUEUE); "
                          "past it, 503 with Retry-After at once")

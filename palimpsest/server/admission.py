@@ -17,8 +17,8 @@ default), even with slots free (not work-conserving): what slows the modest
 tenant's search is less a wait for a slot than the flood's requests running
 beside it, on the same cores and at the same shards. When every active
 tenant is refused (all send more than their share) or none is, each may
-hold all slots but one. Reads and writes have gates of their own, so a flood of ingests never
-takes a search's slot.
+hold all slots but one. Reads and writes have gates of their own, so a
+flood of ingests never takes a search's slot.
 
 The waiters of one group (a tenant's ingests for one user: the server
 writes concurrent ingests to a shard as one batch,

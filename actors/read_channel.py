@@ -11,7 +11,8 @@ the query through Ray instead (a query's only effect, its touches, is
 recorded when it is answered: a query that got no answer recorded none).
 
 Wire format: each frame is an 8-byte big-endian length and a pickle. A
-request is a list of queries; a reply is ``("ok", answers)``,
+request is a list of queries; a reply is ``("ok", answers)`` (or
+``("ok", answers, spent)``: where the shard's time went, phase → ms),
 ``("error", PalimpsestError)`` (raised as itself by the client, as
 :func:`palimpsest.remote.get` does for Ray) or ``("failed", text)`` for
 anything else (the client raises :class:`ChannelFailed`; the caller asks
@@ -88,10 +89,13 @@ def _peer_uid(sock: socket.socket) -> int | None:
 
 
 class ChannelServer:
-    """Serves ``handler(queries) -> answers`` on a fresh Unix socket, one thread per connection."""
+    """Serves ``handler(queries) -> answers`` on a fresh Unix socket, one thread per connection; with ``spent``,
+    each answer goes with ``spent()`` called in the handler's thread right after it (where its time went: phase
+    name → ms, e.g. the wait for the shard's lock and the read)."""
 
-    def __init__(self, handler: Callable[[list], list], name: str = "shard") -> None:
-        self.handler = handler
+    def __init__(self, handler: Callable[[list], list], name: str = "shard",
+                 spent: Callable[[], dict[str, float]] | None = None) -> None:
+        self.handler, self.spent = handler, spent
         self.directory = Path(tempfile.mkdtemp(prefix="plm-read-"))  # mode 0700: only this user enters it
         self.path = str(self.directory / name)
         self._closed = threading.Event()
@@ -141,7 +145,8 @@ class ChannelServer:
             try:
                 if not isinstance(queries, list):
                     raise TypeError(f"a request is a list of queries, not {type(queries).__name__}")
-                reply = ("ok", self.handler(queries))
+                answers = self.handler(queries)
+                reply = ("ok", answers, self.spent()) if self.spent is not None else ("ok", answers)
             except PalimpsestError as exc:
                 reply = ("error", exc)
             except Exception as exc:  # noqa: BLE001 - reported to the client, which asks Ray instead
@@ -196,14 +201,15 @@ class ChannelClient:
         sock.settimeout(None)  # a long query (a counterfactual re-fold) may take its time
         return sock
 
-    def call(self, queries: list) -> list:
-        """The shard's answers to ``queries``; raises a Palimpsest error as itself, else Channel{Broken,Failed}."""
+    def call(self, queries: list, spent: dict[str, float] | None = None) -> list:
+        """The shard's answers to ``queries``; raises a Palimpsest error as itself, else Channel{Broken,Failed}.
+        ``spent``, when given, is filled with where the shard says its time went (nothing if it does not say)."""
         if self.closed:
             raise ChannelBroken("the channel was closed")
         sock = self._connection()
         try:
             _send(sock, queries)
-            status, value = _receive(sock)
+            status, value, *said = _receive(sock)
         except (OSError, EOFError, ValueError, pickle.UnpicklingError) as exc:
             sock.close()
             raise ChannelBroken(f"read channel {self.path}: {exc}") from None
@@ -213,6 +219,8 @@ class ChannelClient:
             else:
                 self._idle.append(sock)
         if status == "ok":
+            if spent is not None and said and isinstance(said[0], dict):
+                spent.update(said[0])
             return value
         if status == "error":
             raise value

@@ -58,6 +58,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from contextlib import contextmanager, nullcontext
 
 import ray
@@ -115,7 +116,8 @@ class ShardActor:
         self._reactor = Reactor(self._core, writing=self._writing, projections=self._writer_turn, stop=self._closed)
         if self._core.llm is not None:  # without a model no follow-up waits for one
             threading.Thread(target=self._react, name="model-followups", daemon=True).start()
-        self._channel = ChannelServer(self.query, f"shard-{spec.index}")
+        self._spent = threading.local()  # per thread: where its last query's time went (ShardActor.spent)
+        self._channel = ChannelServer(self.query, f"shard-{spec.index}", spent=self.spent)
 
     def pid(self) -> int:
         return os.getpid()
@@ -172,14 +174,29 @@ class ShardActor:
             os._exit(1)  # the injected crash: committed, never acknowledged
 
     def query(self, queries: list[Query]) -> list:
+        """Answers to ``queries``; where their time went (:meth:`spent`) kept for this thread."""
         self._warmer.saw(queries)
+        asked = time.perf_counter()
         if any(q.flushes_first for q in queries):  # these write pending touches, then read the log
             with self._writing, self._writer_turn:
-                return [self._core.query(q) for q in queries]
+                return self._answered(queries, asked)
         with self._turnstile:  # behind a writer waiting for the projections
             pass
         with self._lock:
+            return self._answered(queries, asked)
+
+    def _answered(self, queries: list[Query], asked: float) -> list:
+        began = time.perf_counter()
+        try:
             return [self._core.query(q) for q in queries]
+        finally:
+            done = time.perf_counter()
+            self._spent.last = {"shard_lock": (began - asked) * 1000, "shard_read": (done - began) * 1000}
+
+    def spent(self) -> dict[str, float]:
+        """Where this thread's last :meth:`query` spent its time: the wait for the projections' lock (behind the
+        writes and the other reads) and the read itself, in ms (the read channel sends it with the answers)."""
+        return getattr(self._spent, "last", {})
 
     def admin(self, commands: list[AdminCommand]) -> list:
         """Admin commands (a replay, a backup), each run alone: no command, query, flush or recorded model answer

@@ -247,6 +247,10 @@ def print_overload(r: dict) -> None:
           f"at {f['flood_rate_req_s']:.1f} "
           f"req/s (x{f['modest_p95_ratio']}; modest refused {f['modest_beside_flood']['refused_total_req_s']}/s, "
           f"flood goodput {f['flood']['goodput_req_s']}/s, refused {f['flood']['refused_total_req_s']}/s)")
+    for name in ("modest_unloaded", "modest_beside_flood"):
+        spent = f[name].get("server_phases", {})
+        print(f"  {name.replace('_', ' ')}, in the server p50 / p95 ms: "
+              + ", ".join(f"{k} {v['p50_ms']} / {v['p95_ms']}" for k, v in spent.items()))
     once = r["exactly_once"]
     print(f"writes: acknowledged {once['acknowledged']}, lost {once['lost']}, duplicated {once['duplicated']}")
 

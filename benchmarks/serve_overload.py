@@ -3,7 +3,9 @@
 - :func:`ramp`: open-loop load raised step by step (×``factor``) until goodput (answered 2xx per second) stops
   rising; the capacity is the best goodput seen, and apart the best with search p95 within 100 ms.
 - :func:`drive`: one level: requests sent at a fixed arrival rate, each timed from its *scheduled* start;
-  answers sorted into accepted (2xx), refused (503 and 429, each with its own latency) and other errors.
+  answers sorted into accepted (2xx), refused (503 and 429, each with its own latency) and other errors; the
+  accepted answers' ``Server-Timing`` phases (the wait for a slot, the query's encode, the shard, the total in
+  the server) as p50 / p95 each.
 - :func:`fairness`: a modest tenant's searches alone, then beside a tenant flooding at ``factor`` × its share
   of the capacity; the modest tenant's requests are sent by a process of their own, so the flood's client
   does not delay them.
@@ -38,6 +40,7 @@ def load_1m() -> float:
 async def _drive(url: str, requests: list, rate: float, seconds: float, connections: int, on_ack=None) -> dict:
     accepted: dict[str, list[float]] = defaultdict(list)
     refused: dict[int, list[float]] = defaultdict(list)
+    phases: dict[str, list[float]] = defaultdict(list)  # the server's Server-Timing of the accepted answers
     other: Counter = Counter()
     timeout = aiohttp.ClientTimeout(total=120)
     connector = aiohttp.TCPConnector(limit=connections, force_close=False)
@@ -48,7 +51,7 @@ async def _drive(url: str, requests: list, rate: float, seconds: float, connecti
             kind, method, path, body, headers, messages = request
             try:
                 async with session.request(method, path, json=body, headers=headers) as r:
-                    status, data = r.status, await r.read()
+                    status, data, timing = r.status, await r.read(), r.headers.get("server-timing", "")
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
                 other[type(exc).__name__] += 1
                 return
@@ -65,6 +68,8 @@ async def _drive(url: str, requests: list, rate: float, seconds: float, connecti
                 if messages and on_ack is not None:
                     on_ack(path.split("/")[3], messages, answer)
                 accepted[kind].append(ms)
+                for name, _, dur in (part.partition(";dur=") for part in timing.split(", ") if timing):
+                    phases[name].append(float(dur))
 
         start, tasks, n = time.perf_counter(), [], int(rate * seconds)
         for i in range(n):
@@ -90,6 +95,8 @@ async def _drive(url: str, requests: list, rate: float, seconds: float, connecti
         "search_p95_ms": pct(accepted.get("search", []), 95),
         "by_endpoint": {k: {"n": len(v), "p50_ms": pct(v, 50), "p95_ms": pct(v, 95)}
                         for k, v in sorted(accepted.items())},
+        # where the accepted requests' time went in the server (its Server-Timing): each phase's p50 / p95
+        "server_phases": {k: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95)} for k, v in phases.items()},
         "other_errors": sum(other.values()), "other_error_kinds": dict(other),
         "refused_by_gate": _refusals_between(gates_before, gates_after),
         "shared_slots": {k: g["shared"] - gates_before.get(k, {}).get("shared", 0) for k, g in gates_after.items()

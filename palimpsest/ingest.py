@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from actors import commands as c
 from events.commands import RecordMessage
+from palimpsest.phases import timed
 from palimpsest.remote import Shards
 from palimpsest.remote import get as _get
 from projections.adapters.embedding import Embedder
@@ -41,17 +42,21 @@ def send_batches(shards: Shards, embedder: Embedder, commands: list[RecordMessag
             if quiet:  # renew the lease (actors.warm): no reply awaited
                 shards.on_live("quiet", QUIET_S)
             reading = rules.submit(graph_of, [commands[i] for i in chunk]) if rules else None
-            vectors = embedder.encode([commands[i].index_text() for i in chunk])
+            with timed("encode"):
+                vectors = embedder.encode([commands[i].index_text() for i in chunk])
             graph, readings = reading.result() if reading else (None, None)
-            _send(shards, embedder, commands, chunk, shard_of, vectors, graph, readings, in_flight, results, staging)
+            with timed("shard"):
+                _send(shards, embedder, commands, chunk, shard_of, vectors, graph, readings, in_flight, results,
+                      staging)
             bar.update(len(chunk))
     finally:
         if rules:
             rules.shutdown(cancel_futures=True)
         if quiet:
             shards.on_live("quiet", 0.0)
-    for ref, idx in in_flight:
-        results.update(zip(idx, _get(ref)[0]))
+    with timed("shard"):
+        for ref, idx in in_flight:
+            results.update(zip(idx, _get(ref)[0]))
     bar.close()
     return results, staging
 

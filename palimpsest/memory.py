@@ -36,6 +36,7 @@ from palimpsest.memory_items import ItemsApiMixin
 from palimpsest.memory_learning import LearningApiMixin
 from palimpsest.memory_operations import DeclaredReadsMixin
 from palimpsest.memory_signals import SignalsApiMixin
+from palimpsest.phases import timed
 from palimpsest.remote import aware as _aware
 from palimpsest.ingest import send_batches
 from palimpsest.label_reactor import LabelReactor, idle_s_from_env
@@ -310,7 +311,8 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
     def _query_vector(self, query: str) -> np.ndarray:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError([("query", "empty; give the text to search for")], what="query")
-        return self._query_vectors.get(query, lambda texts: encode_queries(self.embedder, texts))
+        with timed("encode"):
+            return self._query_vectors.get(query, lambda texts: encode_queries(self.embedder, texts))
 
     def search(
         self,

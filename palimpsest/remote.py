@@ -16,6 +16,7 @@ from actors.runtime import ShardCluster
 from events.commands import canonical_id, check_stream
 from events.errors import InvalidInputError, PalimpsestError, ShardUnavailableError
 from events.log import ScanFilter
+from palimpsest.phases import add, timed
 
 
 def get(refs):
@@ -143,16 +144,26 @@ class Shards:
 
     def send(self, tenant: str, user_id: str, command: Command):
         """One command to the user's shard; its outcome (a retry of the same command returns the same)."""
-        return get(self.of(tenant, user_id, assign=True).handle.remote([command]))[0]
+        with timed("shard"):
+            return get(self.of(tenant, user_id, assign=True).handle.remote([command]))[0]
 
     def ask(self, tenant: str, user_id: str, query: Query):
         """One query to the user's shard: over its read channel when it has one here, else (or if that fails) Ray."""
+        spent: dict[str, float] = {}
+        try:
+            with timed("shard"):
+                return self._ask(tenant, user_id, query, spent)
+        finally:
+            for phase, ms in spent.items():
+                add(phase, ms)
+
+    def _ask(self, tenant: str, user_id: str, query: Query, spent: dict[str, float]):
         index = self.index_of(tenant, user_id)
         actor = self.actor(index)
         client = self.channels.client(index, actor)
         if client is not None:
             try:
-                return client.call([query])[0]
+                return client.call([query], spent)[0]
             except ChannelBroken:
                 self.channels.drop(index)
             except ChannelFailed:

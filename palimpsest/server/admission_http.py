@@ -34,17 +34,20 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import time
 
 from starlette.responses import JSONResponse
 
 from events.errors import InvalidInputError
 from palimpsest.operation import READ as READ_OP
+from palimpsest import phases
 from palimpsest.operations import OPERATIONS
 from palimpsest.server import access, errors
 from palimpsest.server.admission import PROXY, READ, WRITE, Admission, Overloaded
 
 ADMITTED = "palimpsest.admitted"  # scope key of a request already admitted (an MCP tool's in-process call)
 KEY = "palimpsest.key"  # scope key of the (Authorization header, verified key) the entry checked
+PHASES = "palimpsest.phases"  # scope key of the request's phases (palimpsest.phases.Phases), timed as it runs
 WAIT_HEADER = b"x-palimpsest-wait-ms"  # a client's own, shorter, budget for the wait for a slot
 _entry: Admission | None = None  # this process's replica gates, at its HTTP server's entry (direct ingress)
 _EXEMPT = ("/health", "/docs", "/redoc", "/openapi.json", "/ui")
@@ -132,12 +135,32 @@ def _asked_ms(scope) -> float | None:
 
 
 async def admit(admission: Admission, app, scope, receive, send) -> None:
-    """Classify, admit (or refuse 503), run the request, give its slot back when it is answered."""
-    if scope["type"] != "http" or scope.get(ADMITTED) or not admission.settings.enabled:
+    """Classify, admit (or refuse 503), run the request, give its slot back when it is answered. The answer says
+    where the request's time went: ``Server-Timing`` (:mod:`palimpsest.phases`)."""
+    if scope["type"] != "http":
         return await app(scope, receive, send)
+    if scope.get(ADMITTED):  # admitted further out (the replica's entry, an MCP tool's call): timed into its record
+        token = phases.use(scope.get(PHASES))
+        try:
+            return await app(scope, receive, send)
+        finally:
+            phases.reset(token)
     scope[ADMITTED] = True  # decided here: a layer further in lets it through
     klass = request_class(scope["method"], scope["path"])
     if klass is None:
+        return await app(scope, receive, send)
+    arrived = time.perf_counter()
+    timing = scope[PHASES] = phases.Phases()
+    token = phases.use(timing)
+    try:
+        await _admitted(admission, klass, app, scope, receive, _timing_sent(send, timing, arrived), timing, arrived)
+    finally:
+        phases.reset(token)
+
+
+async def _admitted(admission: Admission, klass: str, app, scope, receive, send, timing: phases.Phases,
+                    arrived: float) -> None:
+    if not admission.settings.enabled:
         return await app(scope, receive, send)
     if scope["path"] == "/mcp" and scope["method"] == "POST":
         messages = await _read_body(receive)
@@ -151,6 +174,7 @@ async def admit(admission: Admission, app, scope, receive, send) -> None:
         slot = await admission.enter(klass, tenant, _asked_ms(scope), group)
     except Overloaded as exc:
         return await overloaded(exc)(scope, receive, send)
+    timing.add("admit", (time.perf_counter() - arrived) * 1000)
     held = [slot]
 
     def give_back() -> None:
@@ -168,6 +192,17 @@ async def admit(admission: Admission, app, scope, receive, send) -> None:
         await app(scope, receive, answered)
     finally:
         give_back()
+
+
+def _timing_sent(send, timing: phases.Phases, arrived: float):
+    """``send`` with the request's phases, and its total so far, as a ``Server-Timing`` header on the answer."""
+    async def timed_send(message) -> None:
+        if message["type"] == "http.response.start":
+            value = timing.header(total=(time.perf_counter() - arrived) * 1000).encode("latin-1")
+            message = {**message, "headers": [*message.get("headers", ()), (b"server-timing", value)]}
+        await send(message)
+
+    return timed_send
 
 
 class AdmissionMiddleware:

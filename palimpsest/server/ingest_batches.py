@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from events.commands import RecordMessage, validate_messages
+from palimpsest.phases import timed
 from palimpsest.reports import IngestReport
 
 MAX_MESSAGES = 256  # messages of one merged batch at most: the ingest's chunk, so each request is one command
@@ -85,7 +86,8 @@ class IngestBatches:
                 if not request.lead:
                     request.woken.clear()
             if not request.lead:
-                request.woken.wait()
+                with timed("batch_wait"):  # for the shard's batch before, or the one this request went in
+                    request.woken.wait()
 
     def _send(self, key: tuple[int, bool]) -> None:
         """Send the requests waiting for ``key``'s shard (as many as fit one batch), then pass the lead on."""

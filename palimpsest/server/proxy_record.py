@@ -30,6 +30,7 @@ import structlog
 from starlette.concurrency import run_in_threadpool
 
 from events.errors import InvalidInputError
+from palimpsest import phases
 
 log = structlog.get_logger("palimpsest.server.proxy")
 
@@ -224,6 +225,7 @@ class Recorder:
             self._writer = asyncio.get_running_loop().create_task(self._write())
 
     async def _write(self) -> None:
+        phases.use(None)  # the task began in a call's context: its recording is not that call's time
         loop = asyncio.get_running_loop()
         while self._queue:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]

@@ -95,3 +95,30 @@ def test_health_reports_the_gates_and_is_never_held_back(served):
     gates = httpx.get(running.url + "/health", timeout=10).json()["admission"]
     assert gates["write"]["slots"] == 1 and gates["write"]["refused"] >= 1 and gates["read"]["slots"] == 4
     assert gates["write"]["refused_by"]["queue_full"] == gates["write"]["refused"]  # no queue: refused at once
+
+
+def _timing(response: httpx.Response) -> dict[str, float]:
+    return {name: float(ms) for name, _, ms in (p.partition(";dur=") for p in
+                                                response.headers["server-timing"].split(", "))}
+
+
+def test_each_answer_says_where_its_time_went(served):
+    running, auth = served
+    with httpx.Client(base_url=running.url, timeout=60) as client:
+        wrote = client.post("/v1/users/bob/messages", headers=auth, json={"messages": [
+            {"text": "bob plays chess on sundays", "occurred_at": WHEN, "client_message_id": "timing-1"}]})
+        found = client.post("/v1/users/bob/search", headers=auth, json={"query": "chess", "k": 3})
+        context = client.post("/v1/users/bob/context", headers=auth, json={"query": "what does bob play?"})
+        unknown = client.post("/v1/users/nobody/search", headers=auth, json={"query": "chess"})
+        health = client.get("/health")
+    for answer in (wrote, found, context):
+        assert answer.status_code == 200, answer.text
+        timing = _timing(answer)
+        assert list(timing)[0] == "admit" and {"encode", "shard", "total"} <= set(timing), timing
+        assert all(ms >= 0 for ms in timing.values())
+        assert timing["total"] >= timing["admit"] + timing["encode"] + timing["shard"]  # one after the other
+    for read in (found, context):  # over the shard's read channel: the shard's own wait and read, within its call
+        timing = _timing(read)
+        assert timing["shard"] >= timing["shard_lock"] + timing["shard_read"] > 0, timing
+    assert unknown.status_code == 404 and set(_timing(unknown)) == {"admit", "total"}  # refused before any shard
+    assert "server-timing" not in health.headers  # never admitted, never timed

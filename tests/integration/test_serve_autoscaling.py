@@ -43,6 +43,8 @@ def test_two_to_three_replicas_behind_one_url_with_the_rate_limit_per_key_across
         added = client.post("/v1/users/alice/messages", headers=auth, json={"messages": [
             {"text": "alice drinks green tea", "occurred_at": WHEN}]})
         assert added.status_code == 200, added.text
+    timed = {part.partition(";dur=")[0] for part in added.headers["server-timing"].split(", ")}
+    assert {"admit", "encode", "shard", "total"} <= timed  # timed in the replica, through Serve's proxy
 
     def search(_: int) -> int:
         with httpx.Client(base_url=running.url, timeout=60) as c:

@@ -123,3 +123,29 @@ def test_a_closed_shard_breaks_the_channel_and_removes_its_socket():
     client.close()
     with pytest.raises(ChannelBroken, match="closed"):
         client.call([1])
+
+
+def test_a_server_that_says_where_its_time_went_sends_it_with_each_answer_from_the_handlers_thread():
+    spent = threading.local()
+
+    def timed_handler(queries: list) -> list:
+        spent.last = {"shard_read": float(len(queries)), "thread": float(threading.get_ident())}
+        return handler(queries)
+
+    srv = ChannelServer(timed_handler, "shard-1", spent=lambda: dict(spent.last))
+    try:
+        client = ChannelClient(srv.path)
+        said: dict = {}
+        assert client.call([1, 2], said) == [2, 4]
+        assert said["shard_read"] == 2.0 and said["thread"] != float(threading.get_ident())  # the server's thread
+        assert client.call([5]) == [10]  # a caller that does not ask is answered all the same
+        client.close()
+    finally:
+        srv.close()
+
+
+def test_a_server_that_does_not_say_leaves_the_callers_record_empty(server):
+    client = ChannelClient(server.path)
+    said: dict = {}
+    assert client.call([3], said) == [6] and said == {}
+    client.close()

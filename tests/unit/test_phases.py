@@ -1,0 +1,54 @@
+"""A request's phases (palimpsest.phases): timed into the record of the context, added up, none without one."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+
+from palimpsest import phases
+
+
+def test_a_phase_outside_any_record_times_nothing_and_a_record_adds_repeats_up():
+    with phases.timed("encode"):  # the embedded library: no record open, nothing kept anywhere
+        pass
+    with phases.recording() as record:
+        with phases.timed("encode"):
+            time.sleep(0.002)
+        with phases.timed("shard"):
+            pass
+        with phases.timed("encode"):
+            time.sleep(0.002)
+    assert list(record.ms) == ["encode", "shard"] and record.ms["encode"] >= 4.0
+    kept = dict(record.ms)
+    with phases.timed("encode"):  # closed: the record is no longer the context's
+        time.sleep(0.002)
+    assert record.ms == kept
+
+
+def test_the_record_follows_work_into_a_thread_given_the_context():
+    with phases.recording() as record:
+        context = contextvars.copy_context()  # what the server's thread pool hands each route's thread
+
+        def route() -> None:
+            with phases.timed("shard"):
+                pass
+
+        worker = threading.Thread(target=context.run, args=(route,))
+        worker.start()
+        worker.join()
+    assert "shard" in record.ms
+
+
+def test_the_header_lists_each_phase_then_the_extras():
+    record = phases.Phases()
+    record.add("admit", 0.04)
+    record.add("encode", 2.345)
+    assert record.header(total=9.96) == "admit;dur=0.0, encode;dur=2.3, total;dur=10.0"
+    token = phases.use(record)
+    with phases.timed("shard"):
+        pass
+    phases.reset(token)
+    with phases.timed("late"):
+        pass
+    assert list(record.ms) == ["admit", "encode", "shard"]

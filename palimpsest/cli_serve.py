@@ -26,6 +26,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     given = {f: getattr(args, f) for f in ("read_slots", "write_slots", "tenant_slots", "queue", "wait_ms")
              if getattr(args, f) is not None}
+    if args.no_server_timing:
+        given["timing"] = False
     admission = replace(AdmissionSettings.from_env(), **given)  # the options over the environment's defaults
     settings = ServeSettings(store=args.store, host=args.host, port=args.port, replicas=args.replicas,
                              max_replicas=args.max_replicas,
@@ -117,6 +119,9 @@ def register(sub) -> None:
     sp.add_argument("--wait-ms", type=float,
                     help="longest wait for a slot before a request is refused 503 (default 100; "
                          "PALIMPSEST_ADMISSION_WAIT_MS)")
+    sp.add_argument("--no-server-timing", action="store_true",
+                    help="answer without the Server-Timing header (where each request's time went: it tells a "
+                         "tenant how busy its shard is with other tenants' requests; PALIMPSEST_SERVER_TIMING=off)")
     sp.add_argument("--num-shards", type=int, help="shards of a new store (default: CPU count)")
     sp.add_argument("--embedder", metavar="KIND", default=None, help=EMBEDDER_HELP)
     sp.set_defaults(func=cmd_serve)

@@ -89,6 +89,9 @@ class AdmissionSettings:
     wait_ms: float = 100.0  # longest wait for a slot (the budget); a client may ask for less
     retry_after_s: int = 1  # what a refusal's Retry-After says
     enabled: bool = True
+    # the admitted answers' Server-Timing header (palimpsest.phases); off: none (the phases tell a tenant how busy
+    # its shard is with others' requests)
+    timing: bool = True
 
     ENV = {"read_slots": "PALIMPSEST_READ_SLOTS", "write_slots": "PALIMPSEST_WRITE_SLOTS",
            "proxy_slots": "PALIMPSEST_PROXY_SLOTS", "tenant_slots": "PALIMPSEST_TENANT_SLOTS",
@@ -119,6 +122,8 @@ class AdmissionSettings:
                                             what="admission settings") from None
         if env.get("PALIMPSEST_ADMISSION", "").lower() in ("0", "off", "false"):
             values["enabled"] = False
+        if env.get("PALIMPSEST_SERVER_TIMING", "").lower() in ("0", "off", "false"):
+            values["timing"] = False
         return cls(**values)
 
     def slots(self, klass: str) -> int:

@@ -150,7 +150,10 @@ async def admit(admission: Admission, app, scope, receive, send) -> None:
     if klass is None:
         return await app(scope, receive, send)
     arrived = time.perf_counter()
-    timing = scope[PHASES] = phases.Phases()
+    timing = phases.Phases()
+    if not admission.settings.timing:  # timed all the same (the admission's wait), never told
+        return await _admitted(admission, klass, app, scope, receive, send, timing, arrived)
+    scope[PHASES] = timing
     token = phases.use(timing)
     try:
         await _admitted(admission, klass, app, scope, receive, _timing_sent(send, timing, arrived), timing, arrived)

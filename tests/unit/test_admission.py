@@ -524,3 +524,38 @@ def test_a_slot_is_free_once_the_answer_is_sent_though_the_app_goes_on_after_it(
 
     held, status, running = run(scenario())
     assert held == 0 and status == 200 and running == 0
+
+
+def test_an_admitted_answer_says_where_its_time_went_unless_the_server_is_told_not_to(monkeypatch):
+    from palimpsest import phases
+    from palimpsest.server import admission_http
+
+    monkeypatch.setattr(admission_http, "_tenant", lambda scope: "acme")
+    scope = {"type": "http", "method": "POST", "path": "/v1/users/alice/search", "headers": []}
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    async def app(scope, receive, send):  # a route timing a phase of its own, in the request's context
+        with phases.timed("shard"):
+            await asyncio.sleep(0.002)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"x")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    def headers(settings: AdmissionSettings) -> dict:
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        run(admission_http.admit(Admission(settings), app, dict(scope), receive, send))
+        return dict(sent[0]["headers"])
+
+    timed = headers(AdmissionSettings())
+    names = [p.split(";dur=")[0] for p in timed[b"server-timing"].decode().split(", ")]
+    assert names == ["admit", "shard", "total"] and timed[b"content-type"] == b"x"
+    assert float(timed[b"server-timing"].decode().split("shard;dur=")[1].split(",")[0]) >= 2.0
+    assert b"server-timing" in headers(AdmissionSettings(enabled=False))  # no admission, still timed
+    assert b"server-timing" not in headers(AdmissionSettings(timing=False))
+    assert AdmissionSettings.from_env({"PALIMPSEST_SERVER_TIMING": "off"}).timing is False
+    assert AdmissionSettings.from_env({}).timing is True

@@ -13,8 +13,10 @@
    users, each pausing as long as it takes to read and type), or are all exactly the given time with the clients
    started together (``--pacing fixed``: every client calls at the same instants, a burst of all of them at once).
 4. Reports per level and route p50/p95/p99, the added latency (proxied minus direct, per percentile) against the
-   target of at most 15 ms added at p95, and the proxy's own phases from its ``Server-Timing`` header: the wait
-   for the user's earlier calls to be recorded (settle), reading the memory (memory), the upstream (upstream).
+   target of at most 15 ms added at p95, and the phases of its ``Server-Timing`` header: the proxy's own (the
+   wait for the user's earlier calls to be recorded, settle; reading the memory, memory; the upstream, upstream)
+   and the server's (within memory the query's encode and the shard's answer, its lock wait and read; admit,
+   total: :mod:`palimpsest.phases`).
 
 The proxy records each call after answering, and a user's next call waits until that call's messages are written:
 with no think time (a client calling back to back, faster than any person or real model), the wait is part of

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from events.commands import MAX_ID_CHARS, canonical_id, id_problem
+from palimpsest.phases import timed
 from palimpsest.server import proxy_responses
 from palimpsest.server import proxy_upstream as up
 from palimpsest.server.access import Caller, caller
@@ -44,8 +44,8 @@ from palimpsest.server.proxy_record import Asked, Turn, recorder
 USER_HEADER = "X-Palimpsest-User"
 CONVERSATION_HEADER = "X-Palimpsest-Conversation"
 MEMORIES_HEADER = "X-Palimpsest-Memories"  # on the answer: how many memories the request was given
-# also on the answer, ``Server-Timing``: the wait for the user's earlier recordings (settle), reading the memory
-# (memory) and the upstream until its answer began (upstream), in ms
+# the answer's ``Server-Timing`` (palimpsest.phases) has the proxy's own phases too: the wait for the user's earlier
+# recordings (settle), reading the memory (memory) and the upstream until its answer began (upstream)
 CONTEXT_HEADER = "What you remember about this user from earlier conversations (use it if it helps):\n"
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
           404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
@@ -132,21 +132,18 @@ async def _proxied(request: Request, form: Form) -> Response:
     stream = bool(body.get("stream"))
     turn = Turn(who.tenant, user_id, conversation_id, asked.user_text, asked.prior_reply, datetime.now(UTC),
                 prior_response_id=asked.prior_response_id)
-    clock = [time.perf_counter()]
-    await recorder(who.memory).settled(turn.stream)  # the user's earlier calls recorded before the read
-    clock.append(time.perf_counter())
+    with timed("settle"):
+        await recorder(who.memory).settled(turn.stream)  # the user's earlier calls recorded before the read
     context = None
-    if asked.query.strip() and who.knows(who.tenant, user_id):
-        context = await run_in_threadpool(who.memory.build_context, who.tenant, user_id, asked.query,
-                                          token_budget=upstream.context_tokens)
-        context = context if context.items else None
-    forwarded = form.with_context(body, CONTEXT_HEADER + context.text if context else None)
-    clock.append(time.perf_counter())
-    answer = await up.send(upstream, forwarded, stream=stream, path=form.path)
-    clock.append(time.perf_counter())
-    headers = {MEMORIES_HEADER: str(len(context.items) if context else 0), CONVERSATION_HEADER: conversation_id,
-               "Server-Timing": ", ".join(f"{name};dur={(b - a) * 1000:.1f}" for name, a, b in
-                                          zip(("settle", "memory", "upstream"), clock, clock[1:]))}
+    with timed("memory"):
+        if asked.query.strip() and who.knows(who.tenant, user_id):
+            context = await run_in_threadpool(who.memory.build_context, who.tenant, user_id, asked.query,
+                                              token_budget=upstream.context_tokens)
+            context = context if context.items else None
+        forwarded = form.with_context(body, CONTEXT_HEADER + context.text if context else None)
+    with timed("upstream"):
+        answer = await up.send(upstream, forwarded, stream=stream, path=form.path)
+    headers = {MEMORIES_HEADER: str(len(context.items) if context else 0), CONVERSATION_HEADER: conversation_id}
     if answer.status_code >= 400:
         raw = await answer.aread() if stream else answer.content
         await answer.aclose()

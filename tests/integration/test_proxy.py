@@ -73,6 +73,11 @@ def test_the_upstream_is_given_the_users_memory_and_its_answer_comes_back_unchan
     body = json.loads(raw.http_response.content)
     assert set(body) == {"id", "object", "created", "model", "choices", "usage"} and body["object"] == "chat.completion"
     assert int(raw.headers[MEMORIES_HEADER]) >= 1 and raw.headers[CONVERSATION_HEADER] == "snacks"
+    phases = (p.partition(";dur=") for p in raw.headers["server-timing"].split(", "))
+    timing = {name: float(ms) for name, _, ms in phases}  # the proxy's phases and the server's, in one header
+    assert {"admit", "settle", "encode", "shard", "memory", "upstream", "total"} <= set(timing), timing
+    assert timing["memory"] >= timing["encode"] + timing["shard"]
+    assert timing["total"] >= timing["memory"] + timing["upstream"]
 
     received = b.upstream.requests[-1]
     assert received.headers["authorization"] == "Bearer upstream-secret"  # the Palimpsest key stays on the server

@@ -19,7 +19,6 @@ is waited for (:func:`palimpsest.server.ingress.plan`).
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -93,11 +92,14 @@ def start(settings: ServeSettings, *, embedder: str | None = None, num_shards: i
 def serve_forever(settings: ServeSettings, *, embedder: str | None = None, num_shards: int | None = None) -> int:
     """``palimpsest serve``: start, print where, wait for Ctrl-C or SIGTERM, drain and close."""
     started = time.perf_counter()
-    stop = threading.Event()
+    # the stop signals received, appended by the handler: it takes no lock (one that set a threading.Event while
+    # this thread waited on it would hang for good when a second signal came during the first one's handler,
+    # e.g. Ctrl-C pressed twice)
+    stopping: list[int] = []
     start_guard()  # before Ray starts: whatever this process starts is ended if it is killed
     running = start(settings, embedder=embedder, num_shards=num_shards)
     for sig in (signal.SIGINT, signal.SIGTERM):  # after start: ray.init installs a SIGTERM handler of its own
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, lambda signum, _frame: stopping.append(signum))
     keys = [k for k in KeyRing(settings.store).listing() if not k["revoked_at"]]
     print(f"palimpsest serving {settings.store} at {running.url}  (API docs: {running.docs_url}, "
           f"OpenAPI: {running.url}/openapi.json) — ready in {time.perf_counter() - started:.1f}s", flush=True)
@@ -110,8 +112,8 @@ def serve_forever(settings: ServeSettings, *, embedder: str | None = None, num_s
         print(f"no API keys yet: create one with `palimpsest --store {settings.store} keys create --tenant T`",
               flush=True)
     print("Ctrl-C or SIGTERM stops it (in-flight requests finish first)", flush=True)
-    while not stop.wait(0.5):
-        pass
+    while not stopping:
+        time.sleep(0.2)
     print("stopping: draining requests and closing the shards", flush=True)
     running.stop()
     print("stopped", flush=True)

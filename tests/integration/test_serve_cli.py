@@ -3,7 +3,7 @@
 The embedded store answers a handful of questions first (at a fixed "now", on the module's shared local Ray),
 then is closed; `palimpsest keys create` prints a key, `palimpsest serve`
 starts in its own process (`python -m palimpsest.cli`, its own local Ray), prints its URL and docs, and
-must answer the same memory ids in the same order; SIGTERM stops it with
+must answer the same memory ids in the same order; SIGINT and SIGTERM back to back stop it with
 exit code 0 after draining. The key and the audit after the stop go through the CLI's main() in this process
 (neither needs Ray); the served process is the end-to-end proof of the entry point.
 """
@@ -80,7 +80,8 @@ def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(ray_cluste
             assert r.status_code == 200, r.text
             assert [h["memory_id"] for h in r.json()["hits"]] == embedded[q], q
         assert client.get("/v1/users/maya/search").status_code == 405
-    finally:
+    finally:  # Ctrl-C then SIGTERM at once, as an impatient user or a supervisor may: one clean stop
+        proc.send_signal(signal.SIGINT)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0

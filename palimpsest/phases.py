@@ -1,7 +1,7 @@
 """Where one request's time went: its phases timed as it runs (the server's ``Server-Timing`` header).
 
 Whoever wants the phases of a piece of work opens a record for it
-(:func:`recording`, or :func:`use` for a record made elsewhere); the code on
+(:func:`use`, undone by :func:`reset`); the code on
 the work's path times its phases into the record of its context
 (:func:`timed`), and does nothing when none is open (the embedded library).
 A record follows the work into the worker threads it runs in (a context
@@ -51,17 +51,6 @@ def use(phases: Phases | None) -> Token:
 def reset(token: Token) -> None:
     """Back to the record (or none) before :func:`use` gave ``token``."""
     _current.reset(token)
-
-
-@contextmanager
-def recording() -> Iterator[Phases]:
-    """A new record for the work inside the block."""
-    phases = Phases()
-    token = use(phases)
-    try:
-        yield phases
-    finally:
-        _current.reset(token)
 
 
 def add(name: str, ms: float) -> None:

@@ -150,19 +150,17 @@ async def admit(admission: Admission, app, scope, receive, send) -> None:
     if klass is None:
         return await app(scope, receive, send)
     arrived = time.perf_counter()
-    timing = phases.Phases()
-    if not admission.settings.timing:  # timed all the same (the admission's wait), never told
-        return await _admitted(admission, klass, app, scope, receive, send, timing, arrived)
-    scope[PHASES] = timing
+    if not admission.settings.timing:  # no record: nothing is timed, nothing told
+        return await _admitted(admission, klass, app, scope, receive, send, arrived)
+    timing = scope[PHASES] = phases.Phases()
     token = phases.use(timing)
     try:
-        await _admitted(admission, klass, app, scope, receive, _timing_sent(send, timing, arrived), timing, arrived)
+        await _admitted(admission, klass, app, scope, receive, _timing_sent(send, timing, arrived), arrived)
     finally:
         phases.reset(token)
 
 
-async def _admitted(admission: Admission, klass: str, app, scope, receive, send, timing: phases.Phases,
-                    arrived: float) -> None:
+async def _admitted(admission: Admission, klass: str, app, scope, receive, send, arrived: float) -> None:
     if not admission.settings.enabled:
         return await app(scope, receive, send)
     if scope["path"] == "/mcp" and scope["method"] == "POST":
@@ -177,7 +175,7 @@ async def _admitted(admission: Admission, klass: str, app, scope, receive, send,
         slot = await admission.enter(klass, tenant, _asked_ms(scope), group)
     except Overloaded as exc:
         return await overloaded(exc)(scope, receive, send)
-    timing.add("admit", (time.perf_counter() - arrived) * 1000)
+    phases.add("admit", (time.perf_counter() - arrived) * 1000)
     held = [slot]
 
     def give_back() -> None:

@@ -12,13 +12,15 @@ from palimpsest import phases
 def test_a_phase_outside_any_record_times_nothing_and_a_record_adds_repeats_up():
     with phases.timed("encode"):  # the embedded library: no record open, nothing kept anywhere
         pass
-    with phases.recording() as record:
-        with phases.timed("encode"):
-            time.sleep(0.002)
-        with phases.timed("shard"):
-            pass
-        with phases.timed("encode"):
-            time.sleep(0.002)
+    record = phases.Phases()
+    token = phases.use(record)
+    with phases.timed("encode"):
+        time.sleep(0.002)
+    with phases.timed("shard"):
+        pass
+    with phases.timed("encode"):
+        time.sleep(0.002)
+    phases.reset(token)
     assert list(record.ms) == ["encode", "shard"] and record.ms["encode"] >= 4.0
     kept = dict(record.ms)
     with phases.timed("encode"):  # closed: the record is no longer the context's
@@ -27,16 +29,18 @@ def test_a_phase_outside_any_record_times_nothing_and_a_record_adds_repeats_up()
 
 
 def test_the_record_follows_work_into_a_thread_given_the_context():
-    with phases.recording() as record:
-        context = contextvars.copy_context()  # what the server's thread pool hands each route's thread
+    record = phases.Phases()
+    token = phases.use(record)
+    context = contextvars.copy_context()  # what the server's thread pool hands each route's thread
+    phases.reset(token)
 
-        def route() -> None:
-            with phases.timed("shard"):
-                pass
+    def route() -> None:
+        with phases.timed("shard"):
+            pass
 
-        worker = threading.Thread(target=context.run, args=(route,))
-        worker.start()
-        worker.join()
+    worker = threading.Thread(target=context.run, args=(route,))
+    worker.start()
+    worker.join()
     assert "shard" in record.ms
 
 

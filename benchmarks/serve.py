@@ -52,6 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--limit-samples", type=int, help="only the first N samples (quick: 1)")
     p.add_argument("--questions", type=int, help="only the first N questions (quick: 10)")
     p.add_argument("--replicas", type=int, default=1)
+    p.add_argument("--shards", type=int, help="shard actors of the benchmark's store (default: one per core)")
     p.add_argument("--ingress", choices=["auto", "direct", "proxy"], default="auto",
                    help="how requests reach the replicas (default auto: direct for one replica)")
     o = p.add_argument_group("--overload")
@@ -201,7 +202,7 @@ def run(args: argparse.Namespace) -> dict:
     admission = AdmissionSettings.from_env()  # PALIMPSEST_READ_SLOTS, ... as for palimpsest serve
     settings = ServeSettings(store=str(store), port=free_port(), replicas=args.replicas, rate_per_s=0,
                              ingress=args.ingress, admission=admission)
-    running = start(settings, embedder=args.embedder)
+    running = start(settings, embedder=args.embedder, num_shards=args.shards)
     try:
         running.memory.consolidate_every = 0  # consolidation rounds would land inside the timed levels
         ring = KeyRing(store)
@@ -213,6 +214,7 @@ def run(args: argparse.Namespace) -> dict:
         shutil.rmtree(store.parent, ignore_errors=True)
     report["config"] = {"data": str(args.data), "samples": len(data.samples), "turns": len(data.messages),
                         "embedder": args.embedder, "tenants": args.tenants, "replicas": args.replicas,
+                        "shards": running.memory.config.num_shards,
                         "ingress": running.ingress, "admission": vars(admission),
                         "seconds_per_level": args.seconds, "quick": args.quick,
                         "cpus": os.cpu_count(), "load_average_before": load_start, "load_average_after": os.getloadavg(),

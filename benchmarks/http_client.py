@@ -114,8 +114,7 @@ class Client:
                     raise
                 # a kept-alive connection the server closed as it went idle: sent once more on a new one (the
                 # benchmark's requests may be sent twice: reads, and ingests by their client message ids)
-                conn = None
-                answer = await self._exchange(conn, raw)
+                answer = await self._exchange(None, raw)
             return answer
 
     async def _exchange(self, conn: _Connection | None, raw: bytes) -> Answer:

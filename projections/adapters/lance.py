@@ -45,10 +45,11 @@ def _one_write(method):
 
 
 def _held_written(method):
-    """``method`` (it reads the table) run once the rows held are written."""
+    """``method`` (it reads the table) run once the rows held are written, and any write of rows taken from them
+    has ended (the shard's flusher may be writing them: a read then waits for it, see :meth:`LanceVectorTable.flush`)."""
     @functools.wraps(method)
     def reading(self, *args, **kwargs):
-        if self._held:
+        if self._held or self._flushing:  # in this order: flush() marks its write before it takes the rows
             self.flush()
         return method(self, *args, **kwargs)
     return reading
@@ -83,6 +84,7 @@ class LanceVectorTable:
         self._adds_since_optimize = 0
         self._held: list[tuple[str, str, VectorRow]] = []  # rows added and not yet written
         self._held_since: float | None = None
+        self._flushing = 0  # writes of rows taken from ``_held`` under way (nested: optimize() flushes too)
         # One write at a time: the shard adds a command's rows without the projections' lock, while a query may
         # reconcile a user it loads (reads need no lock: each reads a committed version of the table).
         self._writes = threading.RLock()
@@ -113,9 +115,14 @@ class LanceVectorTable:
 
     @_one_write
     def flush(self) -> int:
-        """Write the rows held; returns how many."""
+        """Write the rows held; returns how many. A read that finds none held while they are being written waits
+        for the write (it takes this lock), so it never misses them."""
+        self._flushing += 1
         rows, self._held, self._held_since = self._held, [], None
-        self._write_rows(rows)
+        try:
+            self._write_rows(rows)
+        finally:
+            self._flushing -= 1
         return len(rows)
 
     def flush_due(self, now: float | None = None) -> bool:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import lancedb
 import numpy as np
 
@@ -64,3 +67,32 @@ def test_a_user_reconciled_keeps_its_rows_held_once(tmp_path):
     added, removed = table.reconcile_stream("t", "ann", [r for _, _, r in rows], set())
     assert (added, removed) == (1, 0)
     assert table.keys() == {("t", "ann", f"ann-m{i}") for i in range(3)} and table.count() == 3
+
+
+class _SlowAdds:
+    """The table, whose writes of added rows signal their start and take a while (a flusher thread's write)."""
+
+    def __init__(self, table, started: threading.Event) -> None:
+        self._table, self._started = table, started
+
+    def add(self, data):
+        self._started.set()
+        time.sleep(0.3)
+        return self._table.add(data)
+
+    def __getattr__(self, name):
+        return getattr(self._table, name)
+
+
+def test_a_read_while_the_held_rows_are_being_written_waits_for_them(tmp_path):
+    table = LanceVectorTable(tmp_path, "shard_0", DIM)
+    started = threading.Event()
+    table._table = _SlowAdds(table._table, started)
+    table.add([_row("t", "ann", 0), _row("t", "ann", 1)])
+    flusher = threading.Thread(target=table.flush)  # as the shard's flusher does once FLUSH_S has passed
+    flusher.start()
+    assert started.wait(5)  # the rows have left the held list and are not written yet
+    try:
+        assert table.count() == 2 and {k[2] for k in table.keys()} == {"ann-m0", "ann-m1"}
+    finally:
+        flusher.join()

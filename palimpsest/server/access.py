@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastapi import Depends, Request
-from starlette.concurrency import run_in_threadpool
 
 from events.commands import canonical_id
 from palimpsest import config as store_config
@@ -22,6 +21,7 @@ from palimpsest.server.ingest_batches import IngestBatches
 from palimpsest.server.keys import ApiKey, KeyRing
 from palimpsest.server.limits import KnownStreams, RateLimiter
 from palimpsest.server.settings import ServeSettings
+from palimpsest.server.threads import in_thread
 
 
 class Served:
@@ -123,7 +123,7 @@ async def caller(request: Request) -> Caller:
     checked = request.scope.get("palimpsest.key")  # verified at the entry (palimpsest.server.admission_http)
     key = checked[1] if checked is not None and checked[0] == header else verified(header)
     spent = state.limiter.spend(key.key_id)
-    wait = None if spent else await run_in_threadpool(state.limiter.take, key.key_id)
+    wait = None if spent else await in_thread(state.limiter.take, key.key_id)
     if wait is not None:
         raise ApiError(429, "rate_limited", f"more than {state.settings.rate_per_s:g} requests/s for this key",
                        [("authorization", f"retry after {math.ceil(wait)} s, or spread requests over more keys")],

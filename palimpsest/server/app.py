@@ -88,11 +88,13 @@ def build_app(max_body_bytes: int, admission: AdmissionSettings | None = None) -
     async def health() -> dict:
         return {"status": "ok", "ready": access._served is not None, "api": API_VERSION, "admission": gates.state()}
 
+    # the memory proxy's routes first: a request is matched against the routes in order (by the router, and by Ray
+    # Serve for its metrics before that), and a proxied chat call is on a user's path to their model's answer
+    app.include_router(routes_proxy.router)
     app.include_router(users_router)
     app.include_router(routes_generated.router)  # the declared operations' routes (palimpsest.operations)
     app.include_router(store_router)
-    for module in (routes_tenant, routes_audit, routes_keys, routes_inspect, routes_reembed,
-                   routes_proxy, ui):
+    for module in (routes_tenant, routes_audit, routes_keys, routes_inspect, routes_reembed, ui):
         app.include_router(module.router)
     mcp_app.mount(app)
     _consolidate_when_quiet(app, gates)

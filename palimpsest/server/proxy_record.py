@@ -27,10 +27,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import structlog
-from starlette.concurrency import run_in_threadpool
 
 from events.errors import InvalidInputError
 from palimpsest import phases
+from palimpsest.server.threads import in_thread
 
 log = structlog.get_logger("palimpsest.server.proxy")
 
@@ -231,8 +231,8 @@ class Recorder:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
             waiting = [done for _, done in batch]
             try:  # the users' next calls may read once the messages are in (the fallback's replies are reported after)
-                await run_in_threadpool(record, self.memory, [turn for turn, _ in batch],
-                                        lambda: loop.call_soon_threadsafe(_settle, waiting))
+                await in_thread(record, self.memory, [turn for turn, _ in batch],
+                                lambda: loop.call_soon_threadsafe(_settle, waiting))
             except Exception as exc:  # noqa: BLE001 - the answers have gone: the failure is logged with what it lost
                 log.error("proxy_record_failed", turns=len(batch), users=sorted({t.user_id for t, _ in batch})[:20],
                           error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__, exc_info=exc)

@@ -31,7 +31,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from starlette.background import BackgroundTask
-from starlette.concurrency import run_in_threadpool
 
 from events.commands import MAX_ID_CHARS, canonical_id, id_problem
 from palimpsest.phases import timed
@@ -40,6 +39,7 @@ from palimpsest.server import proxy_upstream as up
 from palimpsest.server.access import Caller, caller
 from palimpsest.server.errors import ApiError
 from palimpsest.server.proxy_record import Asked, Turn, recorder
+from palimpsest.server.threads import in_thread
 
 USER_HEADER = "X-Palimpsest-User"
 CONVERSATION_HEADER = "X-Palimpsest-Conversation"
@@ -137,8 +137,8 @@ async def _proxied(request: Request, form: Form) -> Response:
     context = None
     with timed("memory"):
         if asked.query.strip() and who.knows(who.tenant, user_id):
-            context = await run_in_threadpool(who.memory.build_context, who.tenant, user_id, asked.query,
-                                              token_budget=upstream.context_tokens)
+            context = await in_thread(who.memory.build_context, who.tenant, user_id, asked.query,
+                                      token_budget=upstream.context_tokens)
             context = context if context.items else None
         forwarded = form.with_context(body, CONTEXT_HEADER + context.text if context else None)
     with timed("upstream"):

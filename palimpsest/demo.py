@@ -26,6 +26,9 @@ QUERIES = [
     ("Which editor does Maya use now?", "an English question about a Chinese turn"),
     ("What must we never store?", "a constraint"),
 ]
+# The demo asks as of two days after its last conversation: retention (the forgetting curve) is part of a hit's
+# score, so asking at the current time would print other rankings as the sample dialogue ages.
+ASKED = datetime(2024, 5, 8, 9, 0, tzinfo=UTC)
 
 
 def _rule(title: str) -> None:
@@ -53,16 +56,17 @@ def run_demo(store: Path) -> int:
         again = mem.add_messages(messages)
         print(f"ingesting the same file again: {again.created} new, {again.duplicates} recognised by client id")
 
-        _rule("3. hybrid search (dense + BM25, rank fusion) with provenance")
+        _rule(f"3. hybrid search (dense + BM25, rank fusion) with provenance, asked on {ASKED.date()}")
         for query, why in QUERIES:
             print(f"\nQ: {query}   ({why})")
-            for hit in mem.search("demo", "maya", query, k=3):
+            for hit in mem.search("demo", "maya", query, k=3, now=ASKED):
                 parts = " ".join(f"{k}={v}" for k, v in hit.breakdown.items())
                 print(f"  {hit.rank}. [{hit.occurred_at.date()}] {hit.speaker}: {hit.text}")
                 print(f"     turn {hit.turn_id} · message event {hit.memory_id[:12]} · {parts}")
 
         _rule("4. context for an agent's prompt, cut to 120 tokens (notes first)")
-        ctx = mem.build_context("demo", "maya", "Tell me about the Atlas database and deployment", token_budget=120)
+        ctx = mem.build_context("demo", "maya", "Tell me about the Atlas database and deployment", token_budget=120,
+                                now=ASKED)
         print(ctx.text)
         print(f"-- {ctx.tokens}/{ctx.budget} tokens; sources: {', '.join(i.turn_id or '-' for i in ctx.items)}")
 
@@ -71,8 +75,8 @@ def run_demo(store: Path) -> int:
             turns = f"{ep['turn_ids'][0]}..{ep['turn_ids'][-1]}" if ep["turn_ids"] else "-"
             print(f"  {ep['start'][:10]} {turns:<22} {ep['reason']:<20} {ep['title']}")
 
-        _rule("6. forgetting curve: retention now (the context above counted as an access)")
-        rows = sorted(mem.retention("demo", "maya"), key=lambda r: -r["retention"])
+        _rule(f"6. forgetting curve: retention on {ASKED.date()} (the context above counted as an access)")
+        rows = sorted(mem.retention("demo", "maya", now=ASKED), key=lambda r: -r["retention"])
         print(f"{'R':>6} {'S(d)':>6} {'uses':>4}  {'type':<10} text")
         for r in rows[:4] + rows[-3:]:
             print(f"{r['retention']:6.3f} {r['stability']:6.1f} {r['access_count']:4d}  {r['memory_type']:<10} {r['text'][:55]}")

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from ray import serve
 
-from palimpsest.server import access, errors, ingress, mcp_app, ui
+from palimpsest.server import access, errors, ingress, mcp_app, proxy_upstream, ui
 from palimpsest.server import routes_audit, routes_inspect, routes_keys, routes_tenant
 from palimpsest.server import routes_generated, routes_proxy, routes_reembed
 from palimpsest.server.routes_store import router as store_router
@@ -104,7 +104,7 @@ def build_app(max_body_bytes: int, admission: AdmissionSettings | None = None) -
 def _consolidate_when_quiet(app: FastAPI, gates: Admission) -> None:
     """For the app's lifetime, the replica's graph consolidation runs while no request does
     (:mod:`palimpsest.server.quiet`), and the replica's HTTP entry admits with its gates
-    (:func:`palimpsest.server.admission_http.at_entry`)."""
+    (:func:`palimpsest.server.admission_http.at_entry`); at its end, the proxy's upstream connections close."""
     outer = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
@@ -119,6 +119,7 @@ def _consolidate_when_quiet(app: FastAPI, gates: Admission) -> None:
                     yield state
         finally:
             quiet.stop()
+            await proxy_upstream.close_sessions()  # the memory proxy's connections to its upstream
 
     app.router.lifespan_context = lifespan
 

@@ -145,8 +145,8 @@ async def _proxied(request: Request, form: Form) -> Response:
         answer = await up.send(upstream, forwarded, stream=stream, path=form.path)
     headers = {MEMORIES_HEADER: str(len(context.items) if context else 0), CONVERSATION_HEADER: conversation_id}
     if answer.status_code >= 400:
-        raw = await answer.aread() if stream else answer.content
-        await answer.aclose()
+        raw = await answer.read() if stream else answer.content
+        await answer.close()
         return Response(up.error_body(answer.status_code, raw), status_code=answer.status_code,
                         media_type="application/json", headers=_passed(answer, headers))
     sent = BackgroundTask(_answered, who)  # the recording starts once the answer has gone
@@ -165,19 +165,19 @@ async def _answered(who: Caller) -> None:
     recorder(who.memory).start()
 
 
-async def _relay(who: Caller, turn: Turn, answer, context, form: Form):
+async def _relay(who: Caller, turn: Turn, answer: up.Answer, context, form: Form):
     """The upstream's events as they come; recorded once the upstream has answered in full."""
     reply = form.streamed()
     try:
-        async for chunk in answer.aiter_raw():
+        async for chunk in answer.chunks():
             reply.feed(chunk)
             yield chunk
-    except up.httpx.HTTPError as exc:
+    except up.STREAM_ERRORS as exc:
         yield form.stream_error(f"the upstream LLM ended the stream early ({type(exc).__name__}); nothing was "
                                 "recorded, retry the request")
         return
     finally:
-        await answer.aclose()
+        await answer.close()
     if reply.finished:
         _record(who, turn, *reply.reply, context)
 
@@ -187,7 +187,7 @@ def _record(who: Caller, turn: Turn, reply: str, response_id: str, context) -> N
         recorder(who.memory).record(turn.finished(reply, context, response_id))
 
 
-def _passed(answer, ours: dict[str, str]) -> dict[str, str]:
+def _passed(answer: up.Answer, ours: dict[str, str]) -> dict[str, str]:
     """The upstream's own headers worth passing on (request ids, rate limits), then ours."""
     kept = {k: v for k, v in answer.headers.items()
             if k.startswith(("x-request-id", "openai-", "x-ratelimit-")) or k == "retry-after"}

@@ -12,7 +12,7 @@ import pytest
 
 from events.errors import LlmError
 from palimpsest.server.errors import ApiError
-from palimpsest.server.proxy_upstream import StreamedReply, Upstream, error_body, reply_text, send
+from palimpsest.server.proxy_upstream import StreamedReply, Upstream, close_sessions, error_body, reply_text, send
 from palimpsest.server.routes_proxy import CONTEXT_HEADER, _with_context
 
 
@@ -94,12 +94,19 @@ def test_the_memory_goes_after_the_requests_own_system_messages():
     assert _with_context(messages, None) is messages
 
 
+async def _sent(upstream: Upstream):
+    try:
+        return await send(upstream, {"messages": []}, stream=False)
+    finally:
+        await close_sessions()  # the loop ends with the call: its connection pool with it
+
+
 def test_an_upstream_nobody_answers_at_is_a_502_and_a_silent_one_a_504_each_naming_the_setting():
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]  # closed again: nothing listens there
     with pytest.raises(ApiError) as refused:
-        asyncio.run(send(Upstream(f"http://127.0.0.1:{port}/v1"), {"messages": []}, stream=False))
+        asyncio.run(_sent(Upstream(f"http://127.0.0.1:{port}/v1")))
     assert (refused.value.status, refused.value.code) == (502, "upstream_unreachable")
     assert "PALIMPSEST_PROXY_UPSTREAM_URL" in refused.value.problems[0][1]
     with socket.socket() as silent:  # accepts connections (the backlog) and never answers
@@ -107,5 +114,5 @@ def test_an_upstream_nobody_answers_at_is_a_502_and_a_silent_one_a_504_each_nami
         silent.listen(8)
         upstream = Upstream(f"http://127.0.0.1:{silent.getsockname()[1]}/v1", timeout_s=0.3)
         with pytest.raises(ApiError) as waited:
-            asyncio.run(send(upstream, {"messages": []}, stream=False))
+            asyncio.run(_sent(upstream))
     assert waited.value.status == 504 and "PALIMPSEST_PROXY_UPSTREAM_TIMEOUT_S" in waited.value.problems[0][1]

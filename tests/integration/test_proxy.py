@@ -161,6 +161,26 @@ def test_an_upstream_error_passes_through_with_its_status_and_nothing_is_recorde
     assert [r["text"] for r in rows] == ["This call works.", "This one worked."]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_the_upstreams_request_id_rate_limits_and_retry_after_pass_through(b, stream):
+    given = {"X-Request-Id": "req-scripted-1", "X-RateLimit-Remaining-Requests": "41", "OpenAI-Processing-Ms": "12",
+             "X-Upstream-Private": "not passed on"}
+    b.upstream.script(Reply.text("Headers too.", headers=given))
+    raw = client(b, "headers", "c").chat.completions.with_raw_response.create(
+        model="gpt-test", stream=stream, messages=ask("Which headers come back?"))
+    if stream:
+        list(raw.parse())
+    # Ray Serve answers with its own request id too: the upstream's is one of the two
+    assert "req-scripted-1" in raw.headers["x-request-id"].split(", ")
+    assert raw.headers["x-ratelimit-remaining-requests"] == "41"
+    assert raw.headers["openai-processing-ms"] == "12" and "x-upstream-private" not in raw.headers
+    b.upstream.script(Reply.error(429, "slow down, scripted", headers={"Retry-After": "7"}))
+    with pytest.raises(RateLimitError) as raised:
+        list(client(b, "headers", "c").chat.completions.create(model="gpt-test", stream=stream,
+                                                               messages=ask("And now too fast.")))
+    assert raised.value.response.headers["retry-after"] == "7"
+
+
 def test_a_stream_the_upstream_cuts_short_raises_in_the_client_and_records_nothing(b):
     b.upstream.script(Reply.text("This answer never gets to its end, the connection drops.", stream_cut_after=3))
     stream = client(b, "cut", "c").chat.completions.create(model="gpt-test", stream=True,

@@ -20,6 +20,10 @@ from tests.shard_helpers import EMBED, context, record, search
 
 # The user reacts just after the test's contexts were built (their touches carry the wall-clock time).
 T0 = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=5)
+# fresh_user's turns were said this long (about two and a half years) before T0, not on a fixed day: the touches
+# carry the wall-clock time, so T0 follows it, and turns of a fixed day would age with the calendar (the explain
+# test's retention curve rounds to 0 about a year on). Old enough for the unreinforced turn's archival.
+SAID_BEFORE = timedelta(days=944)
 NO_FEEDBACK = replace(DEFAULT_FUSION, feedback=False)
 STALE = "No, I told you I don't eat cilantro any more"
 REPLY = "Since you love cilantro on everything, here is a salsa with lots of cilantro!"
@@ -35,9 +39,10 @@ def core(tmp_path_factory):
 
 
 def fresh_user(core: ShardCore, user_id: str) -> list[str]:
-    outcomes = record(core, [command("I love cilantro on everything", 0, user_id=user_id),
-                             command("My sister works as a nurse in Boston", 1, user_id=user_id),
-                             command("We adopted a cat named Miso", 2, user_id=user_id)])
+    said = [(T0 - SAID_BEFORE + timedelta(minutes=i)).isoformat() for i in range(3)]
+    outcomes = record(core, [command("I love cilantro on everything", 0, user_id=user_id, occurred_at=said[0]),
+                             command("My sister works as a nurse in Boston", 1, user_id=user_id, occurred_at=said[1]),
+                             command("We adopted a cat named Miso", 2, user_id=user_id, occurred_at=said[2])])
     return [o["memory_id"] for o in outcomes]
 
 
@@ -169,7 +174,7 @@ def test_explain_tells_the_chain_of_an_invalidated_note_as_of_a_time(core):
     assert any(t["reason"] == "search_hit" and t["query"] == "cilantro" for t in now["touches"])
     r = now["retention"][cilantro]
     assert r["curve"][0]["retention"] > r["curve"][-1]["retention"]
-    # the 2024 turn has not been reinforced: its retention fell below the floor long before "now"
+    # the turn (said SAID_BEFORE ago) has not been reinforced: its retention fell below the floor long before "now"
     assert r["archive_now"] and r["archival_due"] and r["expected_archival"] < now["at"]
 
     before = core.query(Explain(tenant="acme", user_id="u6", memory_id=note, at=T0 + timedelta(hours=1),

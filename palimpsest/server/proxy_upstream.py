@@ -135,7 +135,8 @@ def session(upstream: Upstream) -> aiohttp.ClientSession:
         timeout = aiohttp.ClientTimeout(total=None, connect=min(upstream.timeout_s, 10.0),
                                         sock_read=upstream.timeout_s)
         connector = aiohttp.TCPConnector(limit=256, limit_per_host=0, keepalive_timeout=30)
-        held = _sessions[key] = (loop, aiohttp.ClientSession(connector=connector, timeout=timeout))
+        # trust_env: the HTTP(S)_PROXY and NO_PROXY variables apply, as they do for the other clients
+        held = _sessions[key] = (loop, aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=True))
     return held[1]
 
 

@@ -97,7 +97,7 @@ def _check_url(value: object, source: str) -> str:
 # request, 400 calls one after another, three rounds), httpx's AsyncClient spent 1.44-1.62 ms of the calling
 # process's CPU per call and aiohttp's ClientSession 0.59-0.61 ms; the proxy pays it on every call, on the cores
 # that also encode and read the memory.
-STREAM_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError)  # an upstream's stream cut short
+STREAM_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError)  # the upstream unreachable, silent, or its stream cut short
 _sessions: dict[tuple, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]] = {}
 
 

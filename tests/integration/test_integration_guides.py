@@ -19,7 +19,7 @@ import pytest
 import ray
 
 from tests.fakes.openai_server import FakeOpenAI, Reply
-from tests.serve_helpers import free_port
+from tests.serve_helpers import free_port, stderr_tail
 from tests.unit.test_docs import DOCS, ROOT, python_blocks
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -85,13 +85,15 @@ def test_the_proxy_guide_runs_against_a_server_started_as_the_page_says(tmp_path
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT),
                "PALIMPSEST_PROXY_UPSTREAM_URL": upstream.base_url, "PALIMPSEST_PROXY_UPSTREAM_API_KEY": "sk-upstream"}
         cli = [sys.executable, "-m", "palimpsest.cli", "--store", str(store)]
-        server = subprocess.Popen([*cli, "serve", "--port", str(port)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path)
+        errors = tmp_path / "serve.stderr"
+        with errors.open("w") as err:
+            server = subprocess.Popen([*cli, "serve", "--port", str(port)], stdout=subprocess.PIPE, stderr=err,
+                                      text=True, env=env, cwd=tmp_path)
         try:
             said = ""
             while "memory proxy" not in said:  # after the URL: where the proxy forwards
                 said = server.stdout.readline()
-                assert said, "palimpsest serve exited before it said where its proxy forwards"
+                assert said, f"palimpsest serve exited before it said where its proxy forwards: {stderr_tail(errors)}"
             assert f"http://127.0.0.1:{port}/v1" in said and upstream.base_url in said, said
             made = subprocess.run([*cli, "keys", "create", "--tenant", "acme"], capture_output=True, text=True,
                                   env=env, cwd=tmp_path, timeout=300)
@@ -100,7 +102,7 @@ def test_the_proxy_guide_runs_against_a_server_started_as_the_page_says(tmp_path
                            PALIMPSEST_API_KEY=made.stdout.splitlines()[-1], CHAT_MODEL="fake-model").splitlines()
         finally:
             server.send_signal(signal.SIGTERM)
-            assert server.wait(timeout=300) == 0
+            assert server.wait(timeout=300) == 0, stderr_tail(errors)
     assert out[:2] == ["monday: Noted.", "friday: Avoid anything with peanuts."]
     assert out[2] in ("streamed: Avoid anything with peanuts.", "streamed: Noted.")
     assert out[3] == "weekend: Avoid anything with peanuts."

@@ -23,7 +23,7 @@ import pytest
 
 from palimpsest import Memory
 from palimpsest.cli import main
-from tests.serve_helpers import free_port
+from tests.serve_helpers import free_port, stderr_tail
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,14 +60,15 @@ def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(ray_cluste
     assert key.startswith("plm_") and " " not in key
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "palimpsest.cli", "--store", str(store), "serve", "--port",
-                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(),
-                            cwd=ROOT)
+    errors = tmp_path / "serve.stderr"
+    with errors.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "palimpsest.cli", "--store", str(store), "serve", "--port",
+                                 str(port)], stdout=subprocess.PIPE, stderr=err, text=True, env=_env(), cwd=ROOT)
     try:
         first = ""
         while "serving" not in first:  # Ray may print a line of its own first
             first = proc.stdout.readline()
-            assert first, "palimpsest serve exited before it printed its URL"
+            assert first, f"palimpsest serve exited before it printed its URL: {stderr_tail(errors)}"
         assert f"http://127.0.0.1:{port}" in first and f"http://127.0.0.1:{port}/docs" in first, first
         client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key}"},
                               timeout=120)
@@ -84,7 +85,7 @@ def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(ray_cluste
         proc.send_signal(signal.SIGINT)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0
+    assert proc.returncode == 0, stderr_tail(errors)
     assert "stopped" in out
     rc, out, _ = _cli(capsys, "--store", str(store), "events", "--tenant", "demo", "--user", "maya", "--kind",
                       "message_recorded", "--json")

@@ -18,19 +18,14 @@ from palimpsest.server import app, errors, ingress
 from palimpsest.server.admission import AdmissionSettings
 from palimpsest.server.app import BodyCap
 from palimpsest.server.limits import RateLimiter
+from palimpsest.server.ports import free_port
 from palimpsest.server.responses import JsonRoute
 from palimpsest.server.settings import ServeSettings
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_auto_is_direct_for_one_local_replica_and_proxy_otherwise(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    port = _free_port()
+    port = free_port()
     one = ingress.plan(ServeSettings(store="s", port=port))
     assert one.mode == "direct" and one.replica_urls == (f"http://127.0.0.1:{port}",)
     assert one.env["RAY_SERVE_ENABLE_DIRECT_INGRESS"] == "1"
@@ -61,7 +56,7 @@ def test_max_replicas_autoscales_between_the_two_through_the_proxy(monkeypatch):
         ingress.mode(replace(scaled, ingress="direct"))
     assert direct.value.problems[0][0] == "ingress" and "proxy" in direct.value.problems[0][1]
     with pytest.raises(InvalidInputError) as fewer:
-        ingress.plan(ServeSettings(store="s", port=_free_port(), replicas=3, max_replicas=2))
+        ingress.plan(ServeSettings(store="s", port=free_port(), replicas=3, max_replicas=2))
     assert fewer.value.problems[0][0] == "max_replicas" and "--replicas" in fewer.value.problems[0][1]
 
 

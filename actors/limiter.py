@@ -22,6 +22,9 @@ import time
 import ray
 
 from actors.ray_init import NAMESPACE
+from events.errors import StoreError
+
+OPEN_WAIT_S = 1800.0  # how long a replica waits for the server process to open the store (a large one replays its logs)
 
 
 class TokenBuckets:
@@ -70,6 +73,29 @@ def start_limiter(store_id: str, rate: float, burst: int):
 def limiter(store_id: str):
     """The running limiter actor of the store (started by the server process)."""
     return ray.get_actor(limiter_name(store_id), namespace=NAMESPACE)
+
+
+def stop_limiter(actor) -> None:
+    """End the store's limiter (the server stopping): a server started again on the store starts its own, and its
+    replicas wait for that one (:func:`wait_for_limiter`), not find this one."""
+    ray.kill(actor, no_restart=True)
+
+
+def wait_for_limiter(store_id: str, timeout: float = OPEN_WAIT_S, poll: float = 0.05) -> None:
+    """Return once the store's limiter runs: the server process starts it once it has opened the store (its shard
+    actors are up), so a replica started beside the open attaches to them, never creates them. A clear error if it
+    never comes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            ray.get_actor(limiter_name(store_id), namespace=NAMESPACE)
+            return
+        except ValueError:
+            if time.monotonic() > deadline:
+                raise StoreError(f"the server did not finish opening the store within {timeout:g}s (its rate "
+                                 "limiter, started once the shards are up, never came); see the server's output "
+                                 "for why") from None
+            time.sleep(poll)
 
 
 def lease(actor, key: str, want: int, timeout: float = 5.0) -> tuple[int, float]:

@@ -126,8 +126,15 @@ def _consolidate_when_quiet(app: FastAPI, gates: Admission) -> None:
 
 def open_served(settings: ServeSettings) -> access.Served:
     """This process's view of the served store: a ``Memory`` attached to the running shard actors."""
+    from pathlib import Path
+
+    from actors.limiter import wait_for_limiter
+    from palimpsest.config import store_id
     from palimpsest.memory import Memory
 
+    # started beside the server process's own open of the store (palimpsest.server.run.start): attach once the
+    # shards are up, never start them here (a shard a replica started would end with the replica)
+    wait_for_limiter(store_id(Path(settings.store)))
     memory = Memory.open(settings.store, create=False)
     memory.embedder  # load the model now, not on the first request
     memory.consolidate_every = 0  # staged memories are consolidated while the replica is quiet, not in a request

@@ -1,7 +1,10 @@
-"""Starting and stopping a served store: the shard actors first, then the Serve application in front of them.
+"""Starting and stopping a served store: the shard actors and the Serve application in front of them.
 
 The process that runs :func:`start` owns the shard actors (it opened the
-store); the replicas attach to them by name. :meth:`Running.stop` drains:
+store); the replicas attach to them by name. Both start at once: a replica's
+process start-up (seconds of imports) runs while the store opens, and its
+``__init__`` waits for the store's rate limiter, which :func:`start` starts
+once the shards are up, so a replica never starts a shard itself. :meth:`Running.stop` drains:
 the Serve application is deleted (replicas finish their in-flight requests,
 up to the deployment's graceful timeout), then the shards flush and close.
 
@@ -19,13 +22,14 @@ is waited for (:func:`palimpsest.server.ingress.plan`).
 from __future__ import annotations
 
 import signal
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import structlog
 from ray import serve
 
-from actors.limiter import start_limiter
+from actors.limiter import start_limiter, stop_limiter
 from actors.ray_init import ensure_ray
 from palimpsest.config import store_id
 from palimpsest.server import ingress
@@ -36,6 +40,7 @@ from palimpsest.server.settings import ServeSettings
 
 log = structlog.get_logger("palimpsest.server")
 APP_NAME = "palimpsest"
+ABANDON_WAIT_S = 30.0  # how long a failed start waits for its deployment thread to end
 
 
 class Running:
@@ -54,7 +59,10 @@ class Running:
             serve.delete(APP_NAME, _blocking=True)
             serve.shutdown()
         finally:
-            self.memory.close()
+            try:
+                self.memory.close()
+            finally:
+                stop_limiter(self.limiter)
 
 
 def start(settings: ServeSettings, *, embedder: str | None = None, num_shards: int | None = None) -> Running:
@@ -65,28 +73,54 @@ def start(settings: ServeSettings, *, embedder: str | None = None, num_shards: i
     # moment ago lets go of it within a second or two), then refused, naming it
     plan = ingress.plan(settings, port_wait_s=ingress.PORT_WAIT_SECONDS)
     ensure_ray()
-    # Serve's controller and proxy start while the shards open: each is seconds of process start-up
-    # (imports), and neither needs the other until the application is deployed.
-    pool = ThreadPoolExecutor(1, thread_name_prefix="serve-start")
+    # Serve's controller, then the application, start while the shards open: each replica is seconds of process
+    # start-up (imports) before its __init__, which waits for the store's limiter, started below once the shards
+    # are up (:func:`palimpsest.server.app.open_served`).
+    abandoned = threading.Event()
+    pool = ThreadPoolExecutor(2, thread_name_prefix="serve-start")
     controller = pool.submit(serve.start, http_options={"host": settings.host, "port": plan.proxy_port},
                              controller_options={"runtime_env": {"env_vars": plan.env}})
-    pool.shutdown(wait=False)  # the submitted start runs on; its result is read below
+    deployed = pool.submit(_deploy, settings, plan, controller, abandoned)
+    pool.shutdown(wait=False)  # the submitted starts run on; their results are read below
     try:
         memory = Memory.open(settings.store, num_shards=num_shards, embedder=embedder)
     except BaseException:
-        wait([controller])
-        serve.shutdown()
+        _abandon(controller, abandoned, deployed)
         raise
+    limiter = None
     try:
-        # before any replica asks for it; the handle is kept: a named actor without one is collected
+        # before any replica can attach; the handle is kept: a named actor without one is collected
         limiter = start_limiter(store_id(memory.path), settings.rate_per_s, settings.burst)
-        controller.result()  # raises what serve.start raised
-        serve.run(deployment(settings, plan.env), name=APP_NAME, route_prefix="/")
+        deployed.result()  # raises what serve.start or serve.run raised
         ingress.wait_until_answering(plan)
     except BaseException:
+        _abandon(controller, abandoned, deployed)
         memory.close()
+        if limiter is not None:
+            stop_limiter(limiter)
         raise
     return Running(settings, memory, limiter, plan)
+
+
+def _deploy(settings: ServeSettings, plan: ingress.Plan, controller: Future, abandoned: threading.Event) -> None:
+    """Deploy the application once Serve's controller runs, unless the start was given up meanwhile; returns once
+    its replicas are ready."""
+    controller.result()
+    if not abandoned.is_set():
+        serve.run(deployment(settings, plan.env), name=APP_NAME, route_prefix="/")
+
+
+def _abandon(controller: Future, abandoned: threading.Event, deployed: Future) -> None:
+    """Stop what the start began: no deployment after this, and Serve shut down once its controller is up (a
+    replica waiting for the store goes with it, and a deployment waiting for that replica fails)."""
+    abandoned.set()
+    wait([controller])
+    try:
+        serve.shutdown()
+    except Exception:  # noqa: BLE001  (the start's own error is the one to report)
+        log.warning("serve_shutdown_failed", exc_info=True)
+    if wait([deployed], timeout=ABANDON_WAIT_S).not_done:
+        log.warning("serve_deploy_still_running", after_s=ABANDON_WAIT_S)
 
 
 def serve_forever(settings: ServeSettings, *, embedder: str | None = None, num_shards: int | None = None) -> int:

@@ -46,7 +46,9 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
         logging_level=logging.WARNING,
         log_to_driver=os.environ.get("PALIMPSEST_RAY_LOGS") == "1",
         namespace=NAMESPACE,
-        runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}},
+        # No job-wide runtime_env: workers made for one cannot be the ones Ray starts ahead at ray.init, so every
+        # actor (each shard, the directory, the limiter) would wait for a process of its own to start. The
+        # encoders set what their libraries read (HF_HUB_OFFLINE, TOKENIZERS_PARALLELISM) in the process itself.
     )
     if address:
         ray.init(address=address, **kwargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,6 +15,7 @@ class TokenCounter:
     """Counts WordPiece tokens (no special tokens, no truncation)."""
 
     def __init__(self, tokenizer_file: str | Path | None = None) -> None:
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warning from a process that later forks
         path = Path(tokenizer_file) if tokenizer_file else Path(packaged_model_path()) / "tokenizer.json"
         self._tok = Tokenizer.from_file(str(path))
         self._tok.no_padding()

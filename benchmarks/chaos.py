@@ -7,8 +7,9 @@
 The harness starts its own Ray cluster (``ray.cluster_utils.Cluster``: a head, and with ``--nodes N``
 N-1 more nodes of one CPU each) and runs the drivers (:mod:`benchmarks.chaos_driver`) as subprocesses
 that join it. Each cycle: a driver opens the store (through the public API), checks it against the
-histories every earlier driver fsynced, and runs its writers; after a random 1-3 s (``warmup``) the fault of the
-cycle hits (round robin over ``--kinds``):
+histories every earlier driver fsynced, and runs its writers; once every writer has had a batch acknowledged
+(a driver just started: its writers' first calls wait for cold shards), after a random 1-3 s (``warmup``) the
+fault of the cycle hits (round robin over ``--kinds``):
 
 - ``shard``: SIGKILL of a shard actor's process (Ray restarts it; the calls in flight are retried),
 - ``directory``: SIGKILL of the directory actor's process,
@@ -146,12 +147,14 @@ class Chaos:
                 out[w] = min(later)
         return out
 
-    def wait_recovered(self, t_fault: float) -> float | None:
+    def wait_acknowledged(self, t: float) -> float | None:
+        """Seconds from ``t`` until every writer had a batch acknowledged after it (``None``: not within
+        ``RECOVERY_TIMEOUT_S``)."""
         deadline = time.monotonic() + RECOVERY_TIMEOUT_S
         while time.monotonic() < deadline:
-            firsts = self.first_acks_after(t_fault)
+            firsts = self.first_acks_after(t)
             if len(firsts) == len(WRITERS):
-                return max(firsts.values()) - t_fault
+                return max(firsts.values()) - t
             time.sleep(0.05)
         return None
 
@@ -208,7 +211,8 @@ class Chaos:
         for n in range(cycles):
             kind = kinds[n % len(kinds)]
             if proc is None:
-                proc, _ = self.start_driver()
+                proc, status = self.start_driver()
+                self.wait_acknowledged(status["verified"])  # the fault hits a store with acknowledged writes
             time.sleep(self.rng.uniform(*self.warmup))
             t_fault = time.time()
             hit, proc, status = self.inject(kind, proc, self.status_of(proc))
@@ -216,7 +220,7 @@ class Chaos:
             if kind == "driver":
                 proc, status = self.start_driver()
                 check_s = status["verified"] - status["opened"]
-            recovery = self.wait_recovered(t_fault)
+            recovery = self.wait_acknowledged(t_fault)
             record = {"cycle": n, "kind": kind, "hit": hit, "check_after_s": round(check_s, 3),
                       "recovery_s": None if recovery is None else round(recovery - check_s, 3)}
             if kind == "driver":

@@ -83,20 +83,16 @@ def direct_env(settings: ServeSettings) -> dict[str, str]:
     }
 
 
-def _free(host: str, port: int) -> bool:
-    return is_free(host, port, reuse=True)
-
-
 def wait_for_ports(host: str, ports, seconds: float) -> list[int]:
     """Those of ``ports`` still taken after waiting up to ``seconds`` for them (said once on stderr)."""
     deadline = time.monotonic() + seconds
-    taken = [p for p in ports if not _free(host, p)]
+    taken = [p for p in ports if not is_free(host, p, reuse=True)]
     if taken and seconds > 0:
         print(f"port {', '.join(map(str, taken))} on {host} is still in use (a server stopped or killed a moment "
               f"ago lets go of it within seconds); waiting up to {seconds:g}s for it", file=sys.stderr, flush=True)
     while taken and time.monotonic() < deadline:
         time.sleep(0.2)
-        taken = [p for p in taken if not _free(host, p)]
+        taken = [p for p in taken if not is_free(host, p, reuse=True)]
     return taken
 
 

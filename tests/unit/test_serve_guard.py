@@ -18,6 +18,7 @@ import pytest
 
 from events.errors import InvalidInputError
 from palimpsest.server import guard, ingress
+from palimpsest.server.ports import is_free
 from palimpsest.server.settings import ServeSettings
 from tests.serve_helpers import free_port
 
@@ -75,7 +76,7 @@ def test_a_killed_servers_processes_are_ended_and_its_port_freed_at_once():
     try:
         [watcher] = guards_of(server.pid)
         watcher = {watcher: guard.process_table()[watcher][1]}
-        assert until(lambda: not ingress._free("127.0.0.1", port), 10) is not None  # the child listens
+        assert until(lambda: not is_free("127.0.0.1", port, reuse=True), 10) is not None  # the child listens
         time.sleep(guard.POLL_S * 3)  # the guard has recorded the children
         procs = {p: t for p, t in guard.descendants(server.pid).items() if p in pids}
         assert len(procs) == 3
@@ -83,7 +84,7 @@ def test_a_killed_servers_processes_are_ended_and_its_port_freed_at_once():
         server.wait()
         took = until(lambda: not guard.running(procs), 10)
         assert took is not None and took < guard.GRACE_S + 2.0, guard.running(procs)
-        assert ingress._free("127.0.0.1", port)
+        assert is_free("127.0.0.1", port, reuse=True)
         assert until(lambda: not guard.running(watcher), 5) is not None  # and then the guard itself ends
         assert bystander.poll() is None  # nothing it did not record is signalled
     finally:

@@ -1,10 +1,10 @@
 """How ``make test`` spreads the suite over its pytest-xdist workers (``-n``).
 
 A test module is one unit of work, as with ``--dist loadfile``: its module fixtures (a served store, a Ray
-cluster of its own) are set up once. Modules that share a session-wide set-up (one ``mkdocs`` build, one
-sample store ingested by the CLI) form one unit, so the set-up runs in one worker instead of in each. Units are
-handed out in the order the suite collects them (``tests/conftest.py`` puts the long integration modules first
-and the many short unit modules last, which fill the workers' ends evenly).
+cluster of its own) are set up once. Modules that share a set-up (one ``mkdocs`` build, one sample store ingested
+by the CLI, one served store: tests/integration/shared_setup.py) form one unit, so the set-up runs in one worker
+instead of in each. Units are handed out in the order the suite collects them (``tests/conftest.py`` puts the long
+integration modules first and the many short unit modules last, which fill the workers' ends evenly).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ SHARED_SETUP = {
     "tests/integration/test_docs_site.py": "docs-site",
     "tests/integration/test_cli.py": "sample-store",  # tests/integration/conftest.py: sample_template
     "tests/integration/test_archive_cli.py": "sample-store",
+    "tests/integration/test_proxy.py": "proxy",  # tests/integration/proxy_server.py: one served store and upstream
+    "tests/integration/test_proxy_sessions.py": "proxy",
 }
 
 

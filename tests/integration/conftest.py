@@ -15,6 +15,7 @@ import ray
 
 from actors.ray_init import NAMESPACE, SYSTEM_CONFIG
 from palimpsest import Memory
+from tests.integration.shared_setup import end_unless_needed_by
 
 
 def start_shared_ray() -> None:
@@ -61,3 +62,11 @@ def memory(ray_cluster, store_path):
     mem = Memory.open(store_path, num_shards=2, embedder="hash")
     yield mem
     mem.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a test's own teardown: a set-up shared by its unit's modules ends once the next test is another unit's
+    (tests/integration/shared_setup.py)."""
+    yield
+    end_unless_needed_by(nextitem)

@@ -1,5 +1,6 @@
 """The memory proxy's test bench: a served store (Ray Serve, the hash encoder) whose upstream is the project's
-scripted OpenAI-compatible server, a key of tenant ``acme``, and a wait for what the proxy records after answering."""
+scripted OpenAI-compatible server, a key of tenant ``acme``, and a wait for what the proxy records after answering.
+The proxy's test modules share one (:func:`shared_bench`); each keeps to users of its own."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from palimpsest.server.proxy_upstream import Upstream
 from palimpsest.server.run import Running, start
 from palimpsest.server.settings import ServeSettings
 from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.integration.shared_setup import shared
 from tests.serve_helpers import free_port
 
 TENANT = "acme"
@@ -68,3 +70,10 @@ def bench(store: Path, *, reply: str = "Noted.") -> Iterator[Bench]:
             yield Bench(running, upstream, KeyRing(store).create(TENANT)[0])
         finally:
             running.stop()
+
+
+def shared_bench(request, tmp_path_factory) -> Bench:
+    """The bench of the proxy's test modules (unit ``proxy`` of tests/xdist_schedule.py): started by the first of
+    them, stopped after the last (tests/integration/shared_setup.py); a store start instead of one per module."""
+    return shared(request, "proxy",
+                  lambda stack: stack.enter_context(bench(tmp_path_factory.mktemp("proxy") / "store")))

@@ -34,22 +34,22 @@ from palimpsest.server.routes_proxy import (  # noqa: E402
     USER_HEADER,
 )
 from tests.fakes.openai_server import Reply  # noqa: E402
-from tests.integration.proxy_server import TENANT, bench  # noqa: E402
+from tests.integration.proxy_server import TENANT, shared_bench  # noqa: E402
 
 pytestmark = pytest.mark.integration
 ALLERGY = "allergic to peanuts"  # what the note drawn from "I am allergic to peanuts." says
 
 
 @pytest.fixture(scope="module")
-def b(ray_cluster, tmp_path_factory):
-    with bench(tmp_path_factory.mktemp("proxy") / "store") as served:
-        yesterday = (datetime.now(UTC) - timedelta(days=1)).isoformat()
-        served.memory.add_messages(
-            [{"text": "I am allergic to peanuts.", "occurred_at": yesterday, "conversation_id": "intake"},
-             {"text": "I live in Lisbon.", "occurred_at": yesterday, "conversation_id": "intake"}],
-            tenant=TENANT, user_id="alice")
-        [served.allergy_id] = [n["note_id"] for n in served.memory.notes(TENANT, "alice") if ALLERGY in n["text"]]
-        yield served
+def b(ray_cluster, tmp_path_factory, request):
+    served = shared_bench(request, tmp_path_factory)  # test_proxy_sessions.py's users are others
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+    served.memory.add_messages(
+        [{"text": "I am allergic to peanuts.", "occurred_at": yesterday, "conversation_id": "intake"},
+         {"text": "I live in Lisbon.", "occurred_at": yesterday, "conversation_id": "intake"}],
+        tenant=TENANT, user_id="alice")
+    [served.allergy_id] = [n["note_id"] for n in served.memory.notes(TENANT, "alice") if ALLERGY in n["text"]]
+    return served
 
 
 def client(b, user: str | None = "alice", conversation: str | None = None, key: str | None = None) -> OpenAI:

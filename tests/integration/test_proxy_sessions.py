@@ -20,7 +20,7 @@ from palimpsest.server.proxy_record import GIVEN  # noqa: E402
 from palimpsest.server.routes_proxy import CONTEXT_HEADER, CONVERSATION_HEADER, USER_HEADER  # noqa: E402
 from projections.queries.context import NOTE_HEADER  # noqa: E402
 from tests.fakes.openai_server import Reply  # noqa: E402
-from tests.integration.proxy_server import TENANT, bench  # noqa: E402
+from tests.integration.proxy_server import TENANT, shared_bench  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -46,9 +46,8 @@ SESSIONS = {
 
 
 @pytest.fixture(scope="module")
-def b(ray_cluster, tmp_path_factory):
-    with bench(tmp_path_factory.mktemp("proxy-sessions") / "store") as served:
-        yield served
+def b(ray_cluster, tmp_path_factory, request):
+    return shared_bench(request, tmp_path_factory)  # test_proxy.py's users are others
 
 
 def session(b, user: str, name: str) -> OpenAI:

@@ -17,8 +17,10 @@ SHARED_SETUP = {
     "tests/integration/test_docs_site.py": "docs-site",
     "tests/integration/test_cli.py": "sample-store",  # tests/integration/conftest.py: sample_template
     "tests/integration/test_archive_cli.py": "sample-store",
-    "tests/integration/test_proxy.py": "proxy",  # tests/integration/proxy_server.py: one served store and upstream
-    "tests/integration/test_proxy_sessions.py": "proxy",
+    "tests/integration/test_proxy.py": "served",  # tests/integration/proxy_server.py: shared_bench
+    "tests/integration/test_proxy_sessions.py": "served",
+    "tests/integration/test_operations_served.py": "served",
+    "tests/integration/test_serve_mcp.py": "served",
 }
 
 

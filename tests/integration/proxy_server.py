@@ -1,6 +1,7 @@
 """The memory proxy's test bench: a served store (Ray Serve, the hash encoder) whose upstream is the project's
 scripted OpenAI-compatible server, a key of tenant ``acme``, and a wait for what the proxy records after answering.
-The proxy's test modules share one (:func:`shared_bench`); each keeps to users of its own."""
+The modules of unit ``served`` (tests/xdist_schedule.py: the proxy's, the MCP and CLI clients', the declared
+operations') share one (:func:`shared_bench`); each keeps to users of its own."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def bench(store: Path, *, reply: str = "Noted.") -> Iterator[Bench]:
 
 
 def shared_bench(request, tmp_path_factory) -> Bench:
-    """The bench of the proxy's test modules (unit ``proxy`` of tests/xdist_schedule.py): started by the first of
-    them, stopped after the last (tests/integration/shared_setup.py); a store start instead of one per module."""
-    return shared(request, "proxy",
+    """The bench of the modules of unit ``served`` (tests/xdist_schedule.py): started by the first of them, stopped
+    after the last (tests/integration/shared_setup.py); one store start instead of one per module."""
+    return shared(request, "served",
                   lambda stack: stack.enter_context(bench(tmp_path_factory.mktemp("proxy") / "store")))

@@ -14,29 +14,25 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from palimpsest.cli import main
-from palimpsest.server.keys import KeyRing
-from palimpsest.server.run import start
-from palimpsest.server.settings import ServeSettings
-from tests.serve_helpers import free_port
+from tests.integration.proxy_server import shared_bench
 
 pytestmark = pytest.mark.integration
 WHEN = "2024-05-0{}T09:00:00+00:00"
+USER = "ops-alice"  # the served store's other modules keep to users of their own (tests/integration/proxy_server.py)
 
 
 @pytest.fixture(scope="module")
-def served(ray_cluster, tmp_path_factory):
-    store = tmp_path_factory.mktemp("ops") / "store"
-    running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=2)
-    key = KeyRing(store).create("acme")[0]
+def served(ray_cluster, tmp_path_factory, request):
+    bench = shared_bench(request, tmp_path_factory)  # the store of unit "served" (tests/xdist_schedule.py)
+    key = bench.key
     texts = [("c1", "I prefer green tea in the morning"), ("c1", "We decided to use PostgreSQL for Atlas"),
              ("c2", "My sister Lena lives in Oslo")]
     messages = [{"text": t, "conversation_id": c, "occurred_at": WHEN.format(i + 1), "client_message_id": f"m{i}"}
                 for i, (c, t) in enumerate(texts)]
-    r = httpx.post(f"{running.url}/v1/users/alice/messages", json={"messages": messages},
+    r = httpx.post(f"{bench.running.url}/v1/users/{USER}/messages", json={"messages": messages},
                    headers={"Authorization": f"Bearer {key}"}, timeout=120)
     assert r.status_code == 200, r.text
-    yield running, key
-    running.stop()
+    return bench.running, key
 
 
 def _mcp(url: str, key: str, arguments: dict, tool: str = "user_stats") -> dict:
@@ -57,12 +53,12 @@ def test_user_stats_answers_alike_in_python_http_mcp_and_the_cli(served, capsys,
     running, key = served
     monkeypatch.setenv("PALIMPSEST_API_KEY", key)
     for conversation in (None, "c1"):
-        python = running.memory.user_stats("acme", "alice", conversation_id=conversation)
+        python = running.memory.user_stats("acme", USER, conversation_id=conversation)
         params = {"conversation_id": conversation} if conversation else {}
-        http = httpx.get(f"{running.url}/v1/users/alice/stats", params=params,
+        http = httpx.get(f"{running.url}/v1/users/{USER}/stats", params=params,
                          headers={"Authorization": f"Bearer {key}"}, timeout=120).json()
-        mcp = _mcp(running.url, key, {"user_id": "alice", **params})
-        rc = main(["--server", running.url, "user-stats", "--tenant", "acme", "--user", "alice", "--json",
+        mcp = _mcp(running.url, key, {"user_id": USER, **params})
+        rc = main(["--server", running.url, "user-stats", "--tenant", "acme", "--user", USER, "--json",
                    *(["--conversation", conversation] if conversation else [])])
         cli = json.loads(capsys.readouterr().out)
         assert rc == 0 and python == http == mcp == cli, (python, http, mcp, cli)
@@ -76,15 +72,15 @@ def test_conversations_answers_alike_in_python_http_mcp_and_the_cli(served, caps
     running, key = served
     monkeypatch.setenv("PALIMPSEST_API_KEY", key)
     for params in ({}, {"limit": 1}):
-        python = running.memory.conversations("acme", "alice", **params)
-        http = httpx.get(f"{running.url}/v1/users/alice/conversations", params=params,
+        python = running.memory.conversations("acme", USER, **params)
+        http = httpx.get(f"{running.url}/v1/users/{USER}/conversations", params=params,
                          headers={"Authorization": f"Bearer {key}"}, timeout=120).json()["conversations"]
-        mcp = _mcp(running.url, key, {"user_id": "alice", **params}, tool="conversations")["conversations"]
-        rc = main(["--server", running.url, "conversations", "--tenant", "acme", "--user", "alice", "--json",
+        mcp = _mcp(running.url, key, {"user_id": USER, **params}, tool="conversations")["conversations"]
+        rc = main(["--server", running.url, "conversations", "--tenant", "acme", "--user", USER, "--json",
                    *(["--limit", "1"] if params else [])])
         cli = json.loads(capsys.readouterr().out)
         assert rc == 0 and python == http == mcp == cli, (python, http, mcp, cli)
     assert [c["conversation_id"] for c in python] == ["c2"]  # the one spoken in last
-    everything = running.memory.conversations("acme", "alice")
+    everything = running.memory.conversations("acme", USER)
     assert [(c["conversation_id"], c["messages"]) for c in everything] == [("c2", 1), ("c1", 2)]
     assert everything[1]["opening"] == "I prefer green tea in the morning"

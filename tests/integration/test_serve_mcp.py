@@ -1,7 +1,8 @@
 """The clients of one served store: the real ``mcp`` client over streamable HTTP (``/mcp``) and stdio
 (``palimpsest mcp``), and the CLI in client mode (``palimpsest --server URL ...``).
 
-One served store (local Ray, Ray Serve, hash embedder) with two tenants:
+One served store (local Ray, Ray Serve, hash embedder; shared with the modules of unit "served" in
+tests/xdist_schedule.py, whose users are others) with two tenants:
 the MCP client lists the tools, calls every one, gets a tool error naming the
 field and its fix, is refused without a key, and tenant B's key reads none
 of tenant A's data through any tool. The CLI prints through the server what
@@ -15,6 +16,7 @@ import json
 import os
 import sys
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import httpx
@@ -25,9 +27,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from palimpsest.server.keys import KeyRing
-from palimpsest.server.run import start
-from palimpsest.server.settings import ServeSettings
-from tests.serve_helpers import free_port
+from tests.integration.proxy_server import shared_bench
 
 pytestmark = pytest.mark.integration
 TOOLS = {"add_memory", "retrieve_memory", "get_user_profile", "create_memory", "link_memories", "search_memories",
@@ -36,13 +36,12 @@ REF = "2024-05-03T20:00:00+00:00"
 
 
 @pytest.fixture(scope="module")
-def served(ray_cluster, tmp_path_factory):
-    store = tmp_path_factory.mktemp("mcp") / "store"
-    running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=2)
-    ring = KeyRing(store)
+def served(ray_cluster, tmp_path_factory, request):
+    # the store of unit "served" (tests/xdist_schedule.py), whose other modules keep to users of their own
+    running = shared_bench(request, tmp_path_factory).running
+    ring = KeyRing(Path(running.settings.store))
     keys = {t: ring.create(t)[0] for t in ("acme", "beta")} | {"admin": ring.create("ops", admin=True)[0]}
-    yield {"url": running.url, "keys": keys, "running": running}
-    running.stop()
+    return {"url": running.url, "keys": keys, "running": running}
 
 
 @asynccontextmanager
@@ -303,7 +302,6 @@ def test_keys_through_the_server_need_an_admin_key(served):
 def test_the_load_benchmark_harness_on_a_small_dialogue(served, tmp_path):
     """``benchmarks.serve`` steps 2–5 against this module's server: two tenants, a 24-turn dialogue each."""
     from argparse import Namespace
-    from pathlib import Path
 
     from benchmarks import dataset as ds
     from benchmarks.serve import measure

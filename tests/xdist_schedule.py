@@ -21,6 +21,7 @@ SHARED_SETUP = {
     "tests/integration/test_proxy_sessions.py": "served",
     "tests/integration/test_operations_served.py": "served",
     "tests/integration/test_serve_mcp.py": "served",
+    "tests/integration/test_agents_session.py": "served",
 }
 
 

@@ -141,26 +141,20 @@ def test_the_recall_tool_answers_the_agent_from_the_users_memory(mem, server):
         "message", "function_call", "function_call_output", "message"]
 
 
-def test_a_session_on_a_served_store_through_its_url_and_key(ray_cluster, tmp_path, server):
-    from palimpsest.server.keys import KeyRing
-    from palimpsest.server.run import start
-    from palimpsest.server.settings import ServeSettings
-    from tests.serve_helpers import free_port
+def test_a_session_on_a_served_store_through_its_url_and_key(ray_cluster, tmp_path_factory, request, server):
+    from tests.integration.proxy_server import shared_bench
 
-    store = tmp_path / "store"
-    running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=1)
-    try:
-        key = KeyRing(store).create("acme")[0]
-        first = PalimpsestSession.connect(running.url, key, "noa", "r1")
-        assert asyncio.run(first.get_items()) == [] and asyncio.run(first.pop_item()) is None  # a user not held yet
-        run(server, first, "I am allergic to peanuts.", "Noted.")
-        second = PalimpsestSession.connect(running.url, key, "noa", "r2")
-        run(server, second, "Which snacks should I avoid? Peanuts?", "Avoid peanuts.")
-        assert "allergic to peanuts" in system_texts(server)[0]
-        assert [i["role"] for i in asyncio.run(second.get_items())] == ["user", "assistant"]
-        asyncio.run(second.clear_session())
-        assert asyncio.run(second.get_items()) == [] and len(running.memory.conversation("acme", "noa", "r2",
-                                                                                         withdrawn=True)) == 2
-        first.close(), second.close()
-    finally:
-        running.stop()
+    # the store of unit "served" (tests/xdist_schedule.py), whose other modules keep to users of their own
+    bench = shared_bench(request, tmp_path_factory)
+    running, key = bench.running, bench.key
+    first = PalimpsestSession.connect(running.url, key, "noa", "r1")
+    assert asyncio.run(first.get_items()) == [] and asyncio.run(first.pop_item()) is None  # a user not held yet
+    run(server, first, "I am allergic to peanuts.", "Noted.")
+    second = PalimpsestSession.connect(running.url, key, "noa", "r2")
+    run(server, second, "Which snacks should I avoid? Peanuts?", "Avoid peanuts.")
+    assert "allergic to peanuts" in system_texts(server)[0]
+    assert [i["role"] for i in asyncio.run(second.get_items())] == ["user", "assistant"]
+    asyncio.run(second.clear_session())
+    assert asyncio.run(second.get_items()) == [] and len(running.memory.conversation("acme", "noa", "r2",
+                                                                                     withdrawn=True)) == 2
+    first.close(), second.close()

@@ -267,24 +267,38 @@ class Gate:
         turn, slot = divmod(places, slots)
         return max(frees[slot] + turn * hold, (places + 1) * self.place_high_s)
 
-    async def enter(self, tenant: str, budget_s: float, group=None) -> Slot:
-        """Wait for a slot (at most ``budget_s``); the slot, to give back. :class:`Overloaded` if refused.
-        ``group`` (hashable; None: none): while waiting, it goes in with another waiter of its group."""
+    def _free_for(self, tenant: str) -> bool:
+        return self.running < self.slots and tenant not in self.waiting and self.running_by.get(tenant, 0) < self.cap(tenant)
+
+    def refusal(self, tenant: str, budget_s: float) -> Overloaded | None:
+        """The refusal a request of ``tenant`` would meet at once (counted as one), or None: a slot is free for it
+        or it may wait for one. Takes nothing: a request not refused then goes through :meth:`enter`."""
         self._seen(tenant, self.clock())
         self._dispatch()
-        if self.running < self.slots and tenant not in self.waiting and self.running_by.get(tenant, 0) < self.cap(tenant):
-            return self._take(tenant)
+        if self._free_for(tenant):
+            return None
         if self.queued >= self.queue:
-            raise self._refuse(tenant, QUEUE_FULL, f"{self.queued} requests already wait for a slot")
+            return self._refuse(tenant, QUEUE_FULL, f"{self.queued} requests already wait for a slot")
         mine = self.waiting.get(tenant)
         if mine is not None and len(mine) >= self.tenant_queue:
-            raise self._refuse(tenant, TENANT_FULL, f"your tenant already has {len(mine)} requests waiting")
+            return self._refuse(tenant, TENANT_FULL, f"your tenant already has {len(mine)} requests waiting")
         predicted = self.predicted_wait_s(tenant)
         share = PREDICTED_SHARE if self.clock() - self.last_refused < ACTIVE_S else 1.0
         if predicted > share * budget_s:
-            raise self._refuse(tenant, PREDICTED,
-                               f"the wait for a slot is predicted at {predicted * 1000:.0f} ms, more than "
-                               f"{'its' if share == 1.0 else 'half of its'} {budget_s * 1000:.0f} ms budget")
+            return self._refuse(tenant, PREDICTED,
+                                f"the wait for a slot is predicted at {predicted * 1000:.0f} ms, more than "
+                                f"{'its' if share == 1.0 else 'half of its'} {budget_s * 1000:.0f} ms budget")
+        return None
+
+    async def enter(self, tenant: str, budget_s: float, group=None) -> Slot:
+        """Wait for a slot (at most ``budget_s``); the slot, to give back. :class:`Overloaded` if refused.
+        ``group`` (hashable; None: none): while waiting, it goes in with another waiter of its group."""
+        refused = self.refusal(tenant, budget_s)
+        if refused is not None:
+            raise refused
+        if self._free_for(tenant):
+            return self._take(tenant)
+        mine = self.waiting.get(tenant)
         loop = asyncio.get_running_loop()
         waiter = _Waiter(loop.create_future(), tenant, self.places_ahead(tenant), self.clock(), group)
         if mine is None:
@@ -404,6 +418,10 @@ class Admission:
 
     async def enter(self, klass: str, tenant: str, asked_ms: float | None = None, group=None) -> Slot:
         return await self.gates[klass].enter(tenant, self.budget_s(asked_ms), group)
+
+    def refusal(self, klass: str, tenant: str, asked_ms: float | None = None) -> Overloaded | None:
+        """The refusal a request would meet at once (:meth:`Gate.refusal`), or None."""
+        return self.gates[klass].refusal(tenant, self.budget_s(asked_ms))
 
     def leave(self, klass: str, slot: Slot) -> None:
         self.gates[klass].leave(slot)

@@ -229,6 +229,28 @@ class EntryAdmission:
         await admit(_entry, self.app, scope, receive, send)
 
 
+def refused_at_entry(scope) -> JSONResponse | None:
+    """The refusal a request meets at this process's HTTP entry from its headers alone, before any task, middleware
+    or body is spent on it (:mod:`palimpsest.server.entry_protocol`); None: it goes on to :func:`admit`, which
+    decides again (a slot may have freed meanwhile). Not for ``/mcp`` (its class is in its body) or ``HEAD``."""
+    admission = _entry
+    if admission is None or not admission.settings.enabled or scope["type"] != "http" or scope["method"] == "HEAD":
+        return None
+    klass = request_class(scope["method"], scope["path"])
+    if klass is None or scope["path"] == "/mcp":
+        return None
+    tenant = _tenant(scope)
+    if tenant is None:  # answered 401 by the route
+        return None
+    refused = admission.refusal(klass, tenant, _asked_ms(scope))
+    if refused is None:
+        return None
+    response = overloaded(refused)
+    if admission.settings.timing:
+        response.headers["server-timing"] = phases.Phases().header(total=0.0)
+    return response
+
+
 def entry_middlewares() -> list:
     """Ray Serve's HTTP callback (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``): the middlewares its HTTP
     servers put outermost."""

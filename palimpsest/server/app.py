@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from ray import serve
 
-from palimpsest.server import access, errors, ingress, mcp_app, proxy_upstream, ui
+from palimpsest.server import access, entry_protocol, errors, ingress, mcp_app, proxy_upstream, ui
 from palimpsest.server import routes_audit, routes_inspect, routes_keys, routes_tenant
 from palimpsest.server import routes_generated, routes_proxy, routes_reembed
 from palimpsest.server.routes_store import router as store_router
@@ -185,6 +185,7 @@ def deployment(settings: ServeSettings, env: dict[str, str] | None = None):
     class Api:
         def __init__(self, settings: ServeSettings) -> None:
             ingress.reuse_address()  # before Serve starts this replica's own HTTP server (direct ingress)
+            entry_protocol.install()  # that server answers a refusal from the request's headers alone
             access.install(open_served(settings))
 
     return Api.bind(settings)

@@ -26,7 +26,10 @@ installed in that server by Serve's HTTP callback hook
 :mod:`palimpsest.server.ingress`), admits with the replica's gates (made
 known for the app's lifetime by :func:`at_entry`) before any of it, and marks
 the request admitted so the app's own layer lets it through; in any other
-process (Serve's proxy) it lets every request through.
+process (Serve's proxy) it lets every request through. Further out still, the
+direct replica's HTTP protocol (:mod:`palimpsest.server.entry_protocol`) asks
+:func:`refused_at_entry` once a request's headers are parsed, and answers a
+request refused there without starting it.
 """
 
 from __future__ import annotations

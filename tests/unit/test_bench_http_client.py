@@ -5,16 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
-import time
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from benchmarks.http_client import Client, encode, parse
+from tests.uvicorn_thread import serving
 
 seen = {"clients": set(), "running": 0, "most": 0}
 
@@ -42,21 +40,9 @@ async def chunks(request):
 
 @pytest.fixture(scope="module")
 def server():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     app = Starlette(routes=[Route("/echo", echo, methods=["GET", "POST"]), Route("/chunks", chunks)])
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", timeout_keep_alive=1)
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield port
-    srv.should_exit = True
-    thread.join(10)
+    with serving(app, timeout_keep_alive=1) as port:
+        yield port
 
 
 def run(coro):

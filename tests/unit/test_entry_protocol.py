@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 
 import pytest
 import uvicorn
@@ -15,6 +13,7 @@ from benchmarks.http_client import parse
 from palimpsest.server import access, admission_http, entry_protocol
 from palimpsest.server.admission import READ, WRITE, Admission, AdmissionSettings
 from palimpsest.server.keys import KeyRing
+from tests.uvicorn_thread import serving
 
 reached: list[tuple[str, str, bytes]] = []  # (method, path, body) of each request that reached the app
 started: list[str] = []  # the path of each request the server started an ASGI task for (refused or not)
@@ -46,21 +45,9 @@ def served(tmp_path_factory):
     modest, _ = ring.create("modest")
     before = access._served
     access.install(type("Served", (), {"keys": ring})())
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(tasked(admission_http.EntryAdmission(app)), host="127.0.0.1", port=port, log_level="error",
-                            http=entry_protocol.EntryProtocol, lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield port, {"flood": flood, "modest": modest}
-    server.should_exit = True
-    thread.join(10)
+    with serving(tasked(admission_http.EntryAdmission(app)), http=entry_protocol.EntryProtocol,
+                 lifespan="off") as port:
+        yield port, {"flood": flood, "modest": modest}
     access._served = before
 
 

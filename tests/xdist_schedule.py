@@ -22,6 +22,7 @@ SHARED_SETUP = {
     "tests/integration/test_operations_served.py": "served",
     "tests/integration/test_serve_mcp.py": "served",
     "tests/integration/test_agents_session.py": "served",
+    "tests/integration/test_langgraph_store.py": "served",
 }
 
 

@@ -19,10 +19,7 @@ from langgraph.runtime import Runtime  # noqa: E402
 from events.errors import InvalidInputError  # noqa: E402
 from palimpsest import Memory  # noqa: E402
 from palimpsest.integrations.langgraph_store import PROVENANCE, PalimpsestStore  # noqa: E402
-from palimpsest.server.keys import KeyRing  # noqa: E402
-from palimpsest.server.run import start  # noqa: E402
-from palimpsest.server.settings import ServeSettings  # noqa: E402
-from tests.serve_helpers import free_port  # noqa: E402
+from tests.integration.proxy_server import shared_bench  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -71,13 +68,12 @@ def local(ray_cluster, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def served(ray_cluster, tmp_path_factory):
-    store = tmp_path_factory.mktemp("lg-served") / "store"
-    running = start(ServeSettings(store=str(store), port=free_port(), rate_per_s=0), embedder="hash", num_shards=2)
-    key = KeyRing(store).create("acme")[0]
-    with PalimpsestStore.connect(running.url, key) as remote:
-        yield remote, running
-    running.stop()
+def served(ray_cluster, tmp_path_factory, request):
+    # the store of unit "served" (tests/xdist_schedule.py), whose other modules keep to users of their own and put
+    # no items
+    bench = shared_bench(request, tmp_path_factory)
+    with PalimpsestStore.connect(bench.running.url, bench.key) as remote:
+        yield remote, bench.running
 
 
 def conversation(graph, user: str) -> None:
@@ -151,11 +147,11 @@ def test_the_async_interface_answers_as_the_sync_one(local):
 def test_a_served_store_through_its_url_and_key_backs_the_same_graph(served):
     remote, running = served
     graph = build(remote)
-    conversation(graph, "erin")
+    conversation(graph, "lg-erin")
     assert remote.get(("acme", "nobody", "memories"), "allergy") is None  # a user the server does not hold
-    assert remote.list_namespaces() == [("acme", "erin", "memories")]
-    remote.delete(("acme", "erin", "memories"), "pet")
-    assert remote.get(("acme", "erin", "memories"), "pet") is None
-    assert running.memory.items("acme", "erin", collection="memories", key="allergy")[0]["version"] == 1
+    assert remote.list_namespaces() == [("acme", "lg-erin", "memories")]
+    remote.delete(("acme", "lg-erin", "memories"), "pet")
+    assert remote.get(("acme", "lg-erin", "memories"), "pet") is None
+    assert running.memory.items("acme", "lg-erin", collection="memories", key="allergy")[0]["version"] == 1
     with pytest.raises(InvalidInputError, match="your key is tenant 'acme'"):
-        remote.put(("globex", "erin"), "k", {"text": "x"})
+        remote.put(("globex", "lg-erin"), "k", {"text": "x"})

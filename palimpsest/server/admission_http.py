@@ -121,6 +121,9 @@ def overloaded(exc: Overloaded) -> JSONResponse:
 def _tenant(scope) -> str | None:
     """The tenant of the request's key, the verified key left in the scope; None without a valid key."""
     header = next((v for k, v in scope["headers"] if k == b"authorization"), b"").decode("latin-1")
+    checked = scope.get(KEY)
+    if checked is not None and checked[0] == header:  # verified by the entry protocol a moment ago
+        return checked[1].tenant
     try:
         key = access.verified(header)
     except errors.ApiError:

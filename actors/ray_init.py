@@ -27,6 +27,7 @@ SYSTEM_CONFIG = {"worker_niceness": 0}
 # A store's user did not start a Ray cluster and has nothing to do about it: the notice is dropped, the setting kept.
 AUTH_DEFAULT_NOTICE = "Token authentication is enabled for this Ray cluster"
 AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+_local_env: dict[str, str] = {}  # what the processes of the local Ray started by ensure_ray inherited from its env
 
 
 class _AuthDefaultNotice(logging.Filter):
@@ -36,8 +37,10 @@ class _AuthDefaultNotice(logging.Filter):
         return not record.getMessage().startswith(AUTH_DEFAULT_NOTICE)
 
 
-def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
-    """Connect to Ray once per process (local by default)."""
+def ensure_ray(address: str | None = None, num_cpus: int | None = None, env: dict[str, str] | None = None) -> None:
+    """Connect to Ray once per process (local by default). ``env``: variables every process of a local Ray started
+    here is to see (its workers inherit them from this process as Ray starts, :func:`local_env`); they are set in
+    this process only while it does. Not when connected before or to a cluster."""
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS")
@@ -52,18 +55,34 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     )
     if address:
         ray.init(address=address, **kwargs)
-    else:
-        # "local": always a Ray of our own, never a cluster some other process started with `ray start`
-        notices, quiet = logging.getLogger(AUTH_LOGGER), _AuthDefaultNotice()
-        notices.addFilter(quiet)
-        try:
-            ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, _system_config=dict(SYSTEM_CONFIG),
-                     **kwargs)
-        finally:
-            notices.removeFilter(quiet)
+        return
+    # "local": always a Ray of our own, never a cluster some other process started with `ray start`
+    notices, quiet = logging.getLogger(AUTH_LOGGER), _AuthDefaultNotice()
+    notices.addFilter(quiet)
+    before = {name: os.environ.get(name) for name in env or {}}
+    os.environ.update(env or {})
+    try:
+        ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, _system_config=dict(SYSTEM_CONFIG),
+                 **kwargs)
+    finally:
+        notices.removeFilter(quiet)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    _local_env.clear()
+    _local_env.update(env or {})
+
+
+def local_env() -> dict[str, str]:
+    """The variables the processes of this process's local Ray have from :func:`ensure_ray` (none: not started by
+    it, or started without)."""
+    return dict(_local_env) if ray.is_initialized() else {}
 
 
 def shutdown_ray() -> None:
     """Disconnect this process from Ray (a local Ray it started stops)."""
     if ray.is_initialized():
         ray.shutdown()
+    _local_env.clear()

@@ -83,6 +83,20 @@ def direct_env(settings: ServeSettings) -> dict[str, str]:
     }
 
 
+# Serve's own defaults of the direct ingress switches that change a replica or proxy beyond the direct ingress
+DIRECT_OFF = {"RAY_SERVE_ENABLE_DIRECT_INGRESS": "0", "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1",
+              "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": ""}
+
+
+def runtime_env(wanted: dict[str, str], inherited: dict[str, str]) -> dict[str, str]:
+    """The variables the controller and replicas must be given (a runtime_env) to see ``wanted`` when every process
+    of the Ray has ``inherited``: none if they are the same, else ``wanted`` and Serve's defaults in place of the
+    inherited switches ``wanted`` leaves out (a store served through the proxy after one served directly)."""
+    if wanted == inherited:
+        return {}
+    return {**{k: DIRECT_OFF[k] for k in inherited if k in DIRECT_OFF and k not in wanted}, **wanted}
+
+
 def wait_for_ports(host: str, ports, seconds: float) -> list[int]:
     """Those of ``ports`` still taken after waiting up to ``seconds`` for them (said once on stderr)."""
     deadline = time.monotonic() + seconds

@@ -1,5 +1,6 @@
 """The local Ray a store starts: its workers (the shard actors) at the driver's priority, not Ray's nice 15; Ray's
-token authentication on as Ray sets it, without Ray's notice that it did so in the store's output."""
+token authentication on as Ray sets it, without Ray's notice that it did so in the store's output; the environment
+``ensure_ray`` is given is in every process of that Ray and no longer in the driver's."""
 
 from __future__ import annotations
 
@@ -17,8 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import os, tempfile
 import ray
+from actors.ray_init import ensure_ray, local_env
 from palimpsest import Memory
 from ray._raylet import AuthenticationMode, get_authentication_mode
+ensure_ray(env={"PALIMPSEST_PROBE_VAR": "inherited"})
+seen = ray.get(ray.remote(lambda: os.environ.get("PALIMPSEST_PROBE_VAR")).remote())
+print("env", seen, os.environ.get("PALIMPSEST_PROBE_VAR"), local_env())
 with Memory.open(tempfile.mkdtemp() + "/store", num_shards=1, embedder="hash") as mem:
     pid = ray.get(mem.shards.cluster.shards[0].pid.remote())
     auth = "token" if get_authentication_mode() == AuthenticationMode.TOKEN else "off"
@@ -45,3 +50,8 @@ def test_a_store_s_own_local_ray_runs_its_shards_at_the_driver_s_niceness(own_ra
 def test_a_store_s_own_local_ray_keeps_token_authentication_and_does_not_announce_it(own_ray):
     assert own_ray.stdout.split()[-1] == "token"
     assert "Token authentication is enabled" not in own_ray.stderr + own_ray.stdout
+
+
+def test_the_environment_a_local_ray_is_started_with_is_in_its_workers_and_not_left_in_the_driver(own_ray):
+    line = next(x for x in own_ray.stdout.splitlines() if x.startswith("env "))
+    assert line == "env inherited None {'PALIMPSEST_PROBE_VAR': 'inherited'}"

@@ -42,6 +42,21 @@ def test_auto_is_direct_for_one_local_replica_and_proxy_otherwise(monkeypatch):
     assert ingress.mode(ServeSettings(store="s")) == "proxy"
 
 
+def test_a_ray_started_with_the_ingress_environment_needs_no_runtime_env_and_another_plan_overrides_it(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    port = free_port()
+    direct = ingress.plan(ServeSettings(store="s", port=port)).env
+    assert ingress.runtime_env(direct, direct) == {}  # the controller and replicas start in Ray's own workers
+    assert ingress.runtime_env(direct, {}) == direct  # a Ray started by someone else: given to them
+    other = ingress.plan(ServeSettings(store="s", port=free_port())).env
+    assert ingress.runtime_env(other, direct) == other  # served again on another port: the new ports win
+    # through the proxy after a direct store on the same Ray: Serve's defaults in place of the inherited switches
+    assert ingress.runtime_env({}, direct) == {"RAY_SERVE_ENABLE_DIRECT_INGRESS": "0",
+                                               "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1",
+                                               "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": ""}
+    assert ingress.runtime_env({}, {}) == {}
+
+
 def test_max_replicas_autoscales_between_the_two_through_the_proxy(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     fixed = ServeSettings(store="s", replicas=2)

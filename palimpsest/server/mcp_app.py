@@ -7,15 +7,21 @@ sees it (401 otherwise); each tool call is then the HTTP request of the same
 operation, sent in-process to this app with that header
 (:mod:`palimpsest.server.mcp_tools`), so it passes the same key, rate and
 tenant checks and the same routes.
+
+The MCP side starts with a replica's first ``/mcp`` request, not with the
+replica: the MCP SDK's imports are about a second of a replica's start-up,
+which a server that is never asked over MCP (and every new replica before
+its first MCP request) does without. That first request waits for it;
+requests arriving meanwhile wait for the same start.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import httpx
 from fastapi import FastAPI
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -23,7 +29,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from palimpsest.server import access, errors
 from palimpsest.server.admission_http import InProcess
-from palimpsest.server.mcp_tools import build_server
 
 PATH = "/mcp"
 
@@ -52,37 +57,80 @@ def _headers_of(ctx) -> dict[str, str]:
 
 
 class _Endpoint:
-    """The MCP ASGI app, built when the app starts in its replica (an HTTP client and the session
-    manager's task group cannot be pickled with the app that Ray Serve ships to the replica)."""
+    """The MCP ASGI app, started by the first ``/mcp`` request while the app runs in its replica (an HTTP client
+    and the session manager's task group cannot be pickled with the app that Ray Serve ships to the replica)."""
 
     def __init__(self, app: FastAPI) -> None:
         self.app = app
         self.handler: ASGIApp | None = None
+        self.open = False  # the app's lifespan has begun and not ended
+        self.started: asyncio.Task | None = None  # the MCP side: starts, then runs until the lifespan ends
+        self.ready: asyncio.Event | None = None
+        self.stop: asyncio.Event | None = None
 
     @contextlib.asynccontextmanager
     async def running(self):
+        self.open = True
+        try:
+            yield
+        finally:
+            self.open = False
+            if self.started is not None:
+                self.stop.set()
+                with contextlib.suppress(Exception):
+                    await self.started
+
+    async def _serve(self) -> None:
+        # the MCP SDK's imports (about a second) in a thread: the replica's loop answers the other requests meanwhile
+        streamable, build_server = await asyncio.to_thread(_mcp_side)
         transport = httpx.ASGITransport(app=InProcess(self.app))  # admitted as the /mcp request it serves
         async with httpx.AsyncClient(transport=transport, base_url="http://palimpsest", timeout=None) as client:
-            manager = StreamableHTTPSessionManager(build_server(client, _headers_of), json_response=True,
-                                                   stateless=True)
+            manager = streamable.StreamableHTTPSessionManager(build_server(client, _headers_of), json_response=True,
+                                                              stateless=True)
             async with manager.run():
-                self.handler = StreamableHTTPASGIApp(manager)
+                self.handler = streamable.StreamableHTTPASGIApp(manager)
+                self.ready.set()
                 try:
-                    yield
+                    await self.stop.wait()
                 finally:
                     self.handler = None
 
+    async def _started(self) -> str | None:
+        """Start the MCP side if no request did yet and wait until it runs; why not, if it could not start."""
+        if self.started is None or (self.started.done() and not self.ready.is_set()):
+            self.ready, self.stop = asyncio.Event(), asyncio.Event()
+            self.started = asyncio.get_running_loop().create_task(self._serve())
+        ready = asyncio.ensure_future(self.ready.wait())
+        try:
+            await asyncio.wait({ready, self.started}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+        if self.handler is not None:
+            return None
+        failed = self.started.exception() if self.started.done() and not self.started.cancelled() else None
+        return f"the MCP endpoint did not start ({type(failed).__name__}: {failed})" if failed else \
+            "the MCP endpoint is not running"
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.handler is None:
-            exc = errors.ApiError(503, "starting", "the MCP endpoint is not running", [("store", "retry shortly")],
-                                  {"Retry-After": "2"})
+        why = await self._started() if self.open else "the MCP endpoint is not running"
+        if why is not None:
+            exc = errors.ApiError(503, "starting", why, [("store", "retry shortly")], {"Retry-After": "2"})
             await JSONResponse(errors.body(exc.code, exc.message, exc.problems), 503, exc.headers)(scope, receive, send)
             return
         await self.handler(scope, receive, send)
 
 
+def _mcp_side():
+    """The MCP SDK's streamable HTTP module and the tools' server builder (imported at the first MCP request)."""
+    from mcp.server import streamable_http_manager
+
+    from palimpsest.server.mcp_tools import build_server
+
+    return streamable_http_manager, build_server
+
+
 def mount(app: FastAPI) -> None:
-    """Add ``/mcp`` to ``app``; the MCP side runs for the app's lifetime (its lifespan)."""
+    """Add ``/mcp`` to ``app``; the MCP side runs from the first MCP request until the app's lifespan ends."""
     endpoint = _Endpoint(app)
     app.router.routes.append(Route(PATH, endpoint=RequireKey(endpoint)))
     outer = app.router.lifespan_context

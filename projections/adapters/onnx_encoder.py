@@ -27,6 +27,7 @@ import numpy as np
 import structlog
 
 from projections.adapters import onnx_batches, onnx_query
+from projections.adapters.cache import cache_dir
 
 log = structlog.get_logger("palimpsest.encoder")
 
@@ -56,13 +57,6 @@ def runtime_ready(event: str, fallback: str) -> bool:
         log.warning(event, reason=f"onnxruntime is not installed; encoding with {fallback}")
         return False
     return True
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get("PALIMPSEST_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "palimpsest"
 
 
 def graph_path(model_dir: str) -> Path:

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import jieba
 
+from projections.adapters import jieba_dict
 from projections.rules.graph_english import Reading
 from projections.rules.graph_rules import (
     KIN_ZH_RX, OPINION_ZH, PREFERENCE_ZH, STATIVE_ZH, VERB_ZH_RX, ZH_ADVERB, ZH_ASPECT, ZH_JUDGEMENT, ZH_LEAD,
@@ -58,6 +59,7 @@ def _first_tag(text: str):
     """
     import jieba.posseg as posseg  # noqa: PLC0415 - about a second to import: only when a Chinese text needs it
 
+    jieba_dict.load()
     return next(posseg.cut(text), None)
 
 

@@ -14,6 +14,8 @@ from functools import lru_cache
 
 import jieba
 
+from projections.adapters import jieba_dict
+
 jieba.setLogLevel(logging.WARNING)
 
 # The offline rules (notes, graph memories, classification) read at most this many characters of a message; the
@@ -65,6 +67,7 @@ RUN_CACHE = 8192
 @lru_cache(maxsize=RUN_CACHE)
 def chinese_words(run: str) -> tuple[str, ...]:
     """The jieba words of a run of Chinese characters, stop words dropped."""
+    jieba_dict.load()  # a no-op once loaded
     return tuple(w for w in jieba.lcut(run) if w.strip() and w not in ZH_STOP)
 
 
@@ -85,6 +88,7 @@ def tokenize(text: str, chinese=chinese_words) -> list[str]:
 def _subwords(run: str) -> tuple[str, ...]:
     """jieba's search-mode words of a Chinese run (words and their dictionary sub-words), stop words dropped, and
     the character bigrams of each word of three or more characters that jieba's dictionary does not hold."""
+    jieba_dict.load()
     tokens = [w for w in jieba.cut_for_search(run) if w.strip() and w not in ZH_STOP]
     freq = jieba.dt.FREQ
     for word in chinese_words(run):  # (no stop word has three characters)

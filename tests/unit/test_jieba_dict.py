@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jieba
 import pytest
+from structlog.testing import capture_logs
 
 from projections.adapters import jieba_dict
 
@@ -53,7 +54,7 @@ def test_a_written_dictionary_reads_back_whole(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "other", "empty"])
-def test_a_damaged_or_foreign_file_reads_as_none_and_is_named_in_the_log(tmp_path, damage, capsys):
+def test_a_damaged_or_foreign_file_reads_as_none_and_is_named_in_the_log(tmp_path, damage):
     where = tmp_path / "jieba.dict"
     jieba_dict.write(where, *SMALL)
     data = bytearray(where.read_bytes())
@@ -66,15 +67,17 @@ def test_a_damaged_or_foreign_file_reads_as_none_and_is_named_in_the_log(tmp_pat
     else:
         data = bytearray()
     where.write_bytes(bytes(data))
-    assert jieba_dict.read(where) is None
-    assert "jieba_dictionary_rebuilt" in capsys.readouterr().out
+    with capture_logs() as logs:
+        assert jieba_dict.read(where) is None
+    assert [(e["event"], e["path"]) for e in logs] == [("jieba_dictionary_rebuilt", str(where))]
 
 
-def test_a_cache_directory_that_cannot_be_written_is_logged_not_raised(tmp_path, capsys):
+def test_a_cache_directory_that_cannot_be_written_is_logged_not_raised(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
-    jieba_dict.write(blocked / "jieba.dict", *SMALL)
-    assert "jieba_dictionary_not_kept" in capsys.readouterr().out
+    with capture_logs() as logs:
+        jieba_dict.write(blocked / "jieba.dict", *SMALL)
+    assert [e["event"] for e in logs] == ["jieba_dictionary_not_kept"]
     assert jieba_dict.read(blocked / "jieba.dict") is None
 
 

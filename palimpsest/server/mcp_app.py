@@ -62,9 +62,9 @@ class _Endpoint:
 
     def __init__(self, app: FastAPI) -> None:
         self.app = app
-        self.handler: ASGIApp | None = None
+        self.handler: ASGIApp | None = None  # set while the MCP side runs
         self.open = False  # the app's lifespan has begun and not ended
-        self.started: asyncio.Task | None = None  # the MCP side: starts, then runs until the lifespan ends
+        self.side: asyncio.Task | None = None  # the MCP side: starts, then runs until the lifespan ends
         self.ready: asyncio.Event | None = None
         self.stop: asyncio.Event | None = None
 
@@ -75,10 +75,10 @@ class _Endpoint:
             yield
         finally:
             self.open = False
-            if self.started is not None:
+            if self.side is not None:
                 self.stop.set()
                 with contextlib.suppress(Exception):
-                    await self.started
+                    await self.side
 
     async def _serve(self) -> None:
         # the MCP SDK's imports (about a second) in a thread: the replica's loop answers the other requests meanwhile
@@ -95,29 +95,36 @@ class _Endpoint:
                 finally:
                     self.handler = None
 
-    async def _started(self) -> str | None:
-        """Start the MCP side if no request did yet and wait until it runs; why not, if it could not start."""
-        if self.started is None or (self.started.done() and not self.ready.is_set()):
+    async def _start(self) -> str | None:
+        """Start the MCP side unless a request did already, and wait until it runs; why not, if it could not."""
+        if not self.open:
+            return "the MCP endpoint is not running"
+        if self.side is None or (self.side.done() and not self.ready.is_set()):  # never started, or failed to
             self.ready, self.stop = asyncio.Event(), asyncio.Event()
-            self.started = asyncio.get_running_loop().create_task(self._serve())
+            self.side = asyncio.get_running_loop().create_task(self._serve())
         ready = asyncio.ensure_future(self.ready.wait())
         try:
-            await asyncio.wait({ready, self.started}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({ready, self.side}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             ready.cancel()
         if self.handler is not None:
             return None
-        failed = self.started.exception() if self.started.done() and not self.started.cancelled() else None
+        failed = self.side.exception() if self.side.done() and not self.side.cancelled() else None
         return f"the MCP endpoint did not start ({type(failed).__name__}: {failed})" if failed else \
             "the MCP endpoint is not running"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        why = await self._started() if self.open else "the MCP endpoint is not running"
-        if why is not None:
-            exc = errors.ApiError(503, "starting", why, [("store", "retry shortly")], {"Retry-After": "2"})
-            await JSONResponse(errors.body(exc.code, exc.message, exc.problems), 503, exc.headers)(scope, receive, send)
-            return
-        await self.handler(scope, receive, send)
+        handler = self.handler
+        if handler is None:  # not started yet (or the app is stopping)
+            why = await self._start()
+            handler = self.handler
+            if why is not None or handler is None:
+                exc = errors.ApiError(503, "starting", why or "the MCP endpoint is not running",
+                                      [("store", "retry shortly")], {"Retry-After": "2"})
+                await JSONResponse(errors.body(exc.code, exc.message, exc.problems), 503,
+                                   exc.headers)(scope, receive, send)
+                return
+        await handler(scope, receive, send)
 
 
 def _mcp_side():

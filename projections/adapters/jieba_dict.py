@@ -70,7 +70,7 @@ def read(where: Path) -> tuple[dict[str, int], int] | None:
     try:
         magic, total, entries, size, digest = HEADER.unpack_from(data)
         words, counts = data[HEADER.size:HEADER.size + size], data[HEADER.size + size:]
-        if magic != MAGIC or len(counts) != 8 * entries or hashlib.sha256(words + counts).digest() != digest:
+        if magic != MAGIC or len(counts) != 8 * entries or _digest(words, counts) != digest:
             raise ValueError("size or checksum")
         keys = words.decode("utf-8").split("\n")
         if len(keys) != entries:
@@ -81,11 +81,17 @@ def read(where: Path) -> tuple[dict[str, int], int] | None:
         return None
 
 
+def _digest(words: bytes, counts: bytes) -> bytes:
+    digest = hashlib.sha256(words)
+    digest.update(counts)
+    return digest.digest()
+
+
 def write(where: Path, freq: dict[str, int], total: int) -> None:
     """Keep the dictionary in ``where`` (written whole or not at all); a failure is logged, not raised."""
     words = "\n".join(freq).encode("utf-8")
     counts = struct.pack(f"<{len(freq)}q", *freq.values())
-    header = HEADER.pack(MAGIC, total, len(freq), len(words), hashlib.sha256(words + counts).digest())
+    header = HEADER.pack(MAGIC, total, len(freq), len(words), _digest(words, counts))
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=where.parent, prefix=where.name, suffix=".tmp")

@@ -1,8 +1,9 @@
 """Load the text rules' dictionaries now instead of on the first text that needs them.
 
 jieba reads its word dictionary (~350k words, ~0.2 s of CPU here from the
-cache of :mod:`projections.adapters.jieba_dict`) the first time a Chinese text is segmented, and its part-of-speech tagger (~0.3 s more)
-the first time a Chinese clause is tagged. Each process pays that once: the
+cache of :mod:`projections.adapters.jieba_dict`) the first time a Chinese text
+is segmented, and its part-of-speech tagger (~0.3 s more) the first time a
+Chinese clause is tagged. Each process pays that once: the
 shards segment (BM25 terms, notes, classification), the driver also tags (the
 graph rules). Lazily, the first Chinese message of a process pays it inside
 an ingest or a search; a server, or a benchmark that times steady-state

@@ -1,7 +1,14 @@
 """The routing table: which shard owns (tenant, user). Plain Python, no Ray.
 
-A new stream goes to the shard with the fewest streams (ties: the lowest
-index), so users spread evenly whatever their ids. Every assignment is
+A new stream goes to a shard with the fewest streams, or at most
+:func:`slack` more: among those, one that already holds users of the same
+tenant, then one holding the fewest other tenants, then the fewest streams
+(ties: the lowest index). With one tenant that is simply the shard with the
+fewest streams, so users spread evenly whatever their ids; with several, a
+tenant's users stay together on as few shards as the balance allows, apart
+from the other tenants' where there are shards enough: one tenant's load
+(a flood of reads and writes) then queues behind the shard's lock only its
+own requests, not another tenant's. Every assignment is
 appended to ``directory.jsonl`` in the store and fsynced before it is
 returned, so a user lands on the same shard after any restart.
 
@@ -20,6 +27,12 @@ from pathlib import Path
 from events.errors import StoreError
 
 Stream = tuple[str, str]
+
+
+def slack(lightest: int) -> int:
+    """How many streams more than the least loaded shard's a shard may hold and still take a new stream:
+    one, or a tenth of the lightest load once that is larger."""
+    return max(1, lightest // 10)
 
 
 class RoutingTable:
@@ -61,19 +74,30 @@ class RoutingTable:
         """Shard of each stream, assigning (durably) the ones seen for the first time."""
         new: dict[Stream, int] = {}
         load = [0] * self.num_shards
-        for shard in self._shard_of.values():
+        tenants: list[set[str]] = [set() for _ in range(self.num_shards)]
+        for (tenant, _), shard in self._shard_of.items():
             load[shard] += 1
+            tenants[shard].add(tenant)
         for stream in streams:
             if stream in self._shard_of or stream in new:
                 continue
-            shard = min(range(self.num_shards), key=lambda i: (load[i], i))
+            shard = self._pick(stream[0], load, tenants)
             load[shard] += 1
+            tenants[shard].add(stream[0])
             new[stream] = shard
         if new:
             # Durable first: an assignment that did not reach the disk is not handed out.
             self._persist([{"tenant": t, "user_id": u, "shard": s} for (t, u), s in new.items()])
             self._shard_of.update(new)
         return [self._shard_of[s] for s in streams]
+
+    def _pick(self, tenant: str, load: list[int], tenants: list[set[str]]) -> int:
+        """The shard of a new stream of ``tenant`` (see the module's docstring)."""
+        if all(held <= {tenant} for held in tenants):  # one tenant: the fewest streams
+            return min(range(self.num_shards), key=lambda i: (load[i], i))
+        room = min(load) + slack(min(load))
+        return min((i for i in range(self.num_shards) if load[i] <= room),
+                   key=lambda i: (tenant not in tenants[i], len(tenants[i] - {tenant}), load[i], i))
 
     def lookup(self, streams: Sequence[Stream]) -> list[int | None]:
         """Shard of each stream already assigned, ``None`` for the others; never writes."""

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from actors.routing import RoutingTable
+from actors.routing import RoutingTable, slack
 
 A, B, C, D = ("acme", "alice"), ("acme", "bob"), ("globex", "alice"), ("initech", "carol")
 
@@ -79,3 +79,36 @@ def test_assignments_made_after_a_torn_line_survive_the_next_reload(path):
 def test_at_least_one_shard(path):
     with pytest.raises(ValueError, match="at least 1"):
         RoutingTable(path, 0)
+
+
+def test_one_tenants_users_spread_over_the_shards_one_by_one(path):
+    table = RoutingTable(path, 3)
+    assert table.route([("acme", f"u{i}") for i in range(7)]) == [0, 1, 2, 0, 1, 2, 0]
+
+
+def test_tenants_keep_to_shards_of_their_own_while_the_balance_allows(path):
+    # three tenants on two shards, their users arriving interleaved (as a benchmark deals its samples)
+    streams = [("t0", "a"), ("t1", "b"), ("t2", "c"), ("t0", "d"), ("t1", "e")]
+    shards = RoutingTable(path, 2).route(streams)
+    by_tenant = {}
+    for (tenant, _), shard in zip(streams, shards):
+        by_tenant.setdefault(tenant, set()).add(shard)
+    assert by_tenant["t0"] == {0} and by_tenant["t1"] == {1}  # the first two tenants never share a shard
+    assert sorted(shards.count(i) for i in range(2)) == [2, 3]  # as even as one by one
+
+
+def test_a_new_tenant_goes_where_the_fewest_other_tenants_are(path):
+    table = RoutingTable(path, 3)
+    table.route([("acme", "a"), ("acme", "b"), ("acme", "c"), ("globex", "g")])  # acme on 0, 1, 2; globex joins 0
+    assert table.route([("initech", "i")]) == [1]  # shards 1 and 2 hold one other tenant, 0 holds two
+
+
+@pytest.mark.parametrize("tenants", [2, 5, 40])
+def test_the_shards_stay_within_the_slack_of_each_other(path, tenants):
+    table = RoutingTable(path, 4)
+    streams = [(f"t{i % tenants}", f"u{i}") for i in range(400)]
+    for start in range(0, len(streams), 7):
+        table.route(streams[start:start + 7])
+    load = [list(table.assignments().values()).count(i) for i in range(4)]
+    assert sum(load) == 400
+    assert max(load) - min(load) <= slack(min(load)) + 1

@@ -72,6 +72,8 @@ class RoutingTable:
 
     def route(self, streams: Sequence[Stream]) -> list[int]:
         """Shard of each stream, assigning (durably) the ones seen for the first time."""
+        if all(stream in self._shard_of for stream in streams):  # the usual call: nothing to assign
+            return [self._shard_of[s] for s in streams]
         new: dict[Stream, int] = {}
         load = [0] * self.num_shards
         tenants: list[set[str]] = [set() for _ in range(self.num_shards)]

@@ -32,6 +32,7 @@ import numpy as np
 import structlog
 
 from projections.adapters import e5_graph, onnx_batches, onnx_encoder, onnx_query
+from projections.adapters.cache import made_once
 from projections.adapters.e5_tokenizer import E5Tokenizer, windows
 from projections.adapters.e5_weights import E5Weights
 
@@ -158,6 +159,11 @@ def load(weights_path: str | Path | None = None) -> OnnxE5 | None:
         return None
     weights = E5Weights(weights_path)
     path = graph_path(weights)
+    with made_once(path):  # another process building it: wait for its file
+        return _built(weights, path)
+
+
+def _built(weights: E5Weights, path: Path) -> OnnxE5 | None:
     tokenizer = E5Tokenizer(weights.vocabulary)
     if path.exists():
         try:

@@ -27,7 +27,7 @@ import numpy as np
 import structlog
 
 from projections.adapters import onnx_batches, onnx_query
-from projections.adapters.cache import cache_dir
+from projections.adapters.cache import cache_dir, made_once
 
 log = structlog.get_logger("palimpsest.encoder")
 
@@ -163,6 +163,11 @@ def load(model_dir: str, reference=None) -> OnnxMiniLM | None:
     if not runtime_ready("onnx_unavailable", "sentence-transformers"):
         return None
     path = graph_path(model_dir)
+    with made_once(path):  # another process exporting it: wait for its file
+        return _exported(model_dir, path, reference)
+
+
+def _exported(model_dir: str, path: Path, reference) -> OnnxMiniLM | None:
     length = max_length(model_dir)
     if path.exists():
         try:

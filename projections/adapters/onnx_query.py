@@ -43,6 +43,8 @@ from pathlib import Path
 import numpy as np
 import structlog
 
+from projections.adapters.cache import made_once
+
 log = structlog.get_logger("palimpsest.encoder")
 
 MIN_COSINE = 0.95  # least accepted cosine between a probe's int8 and float32 vectors
@@ -102,6 +104,11 @@ def query_graph(graph: Path, check, source=None) -> Path:
     if not int8_enabled():
         return graph
     target = int8_path(graph)
+    with made_once(target):  # another process quantizing it: wait for its file
+        return _quantized(graph, target, check, source)
+
+
+def _quantized(graph: Path, target: Path, check, source) -> Path:
     float_source = target.with_name(f"{target.stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.float32.onnx")
     try:
         if target.exists():

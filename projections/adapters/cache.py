@@ -40,11 +40,11 @@ def made_once(path: Path) -> Iterator[None]:
     An exclusive lock on ``<path>.lock`` (left in place, empty: removing it would let a waiting process and a new
     one lock two different files); the system lets it go if the process dies.
     """
-    if fcntl is None or path.exists():
+    lock = None if fcntl is None or path.exists() else _lock_file(path)
+    if lock is None:
         yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "ab") as lock:
+    with lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # being made by another process: say so, as the wait may be long
@@ -56,3 +56,13 @@ def made_once(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _lock_file(path: Path):
+    """The open lock file of ``path``, or None where the cache directory cannot be written (the build then fails
+    there and says so, as without the lock)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path.with_name(path.name + ".lock"), "ab")
+    except OSError:
+        return None

@@ -62,3 +62,12 @@ def test_nothing_is_locked_when_the_file_exists_and_a_failed_build_lets_the_next
     again.start()
     again.join(60)
     assert again.exitcode == 0 and missing.read_text() == "graph"  # the lock went with the failed build
+
+
+def test_a_cache_directory_that_cannot_be_written_takes_no_lock_and_raises_nothing(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")  # the cache directory's place is taken: nothing can be written there
+    ran = []
+    with made_once(blocked / "graph.onnx"):
+        ran.append(True)  # the build runs (and fails there, logging it, as it did without the lock)
+    assert ran == [True]

@@ -13,10 +13,15 @@ is *off*, still shows.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import logging
 import os
+import subprocess
+import sys
 
 import ray
+from ray._private import services
 
 NAMESPACE = "palimpsest"
 # Ray starts its workers at nice 15, below the driver: on a small machine a shard actor then waits behind the
@@ -62,8 +67,9 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None, env: dic
     before = {name: os.environ.get(name) for name in env or {}}
     os.environ.update(env or {})
     try:
-        ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, _system_config=dict(SYSTEM_CONFIG),
-                 **kwargs)
+        with own_process_groups():
+            ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, _system_config=dict(SYSTEM_CONFIG),
+                     **kwargs)
     finally:
         notices.removeFilter(quiet)
         for name, value in before.items():
@@ -73,6 +79,58 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None, env: dic
                 os.environ[name] = value
     _local_env.clear()
     _local_env.update(env or {})
+
+
+@contextlib.contextmanager
+def own_process_groups():
+    """While it lasts, each process Ray starts (GCS, raylet, its monitors; the raylet's agents join the raylet's)
+    starts in a process group of its own instead of this process's.
+
+    A signal sent to the process group of a program that opened a store reaches that program alone: ``timeout``
+    and ``kill -- -PGID`` send SIGTERM to the whole group, as do supervisors stopping a program as a group. Ray's
+    processes block SIGINT (Ctrl-C in a terminal) but not SIGTERM: one that reached them ended the dashboard agent,
+    then the raylet with it, and ``palimpsest serve``, stopping on the same signal, waited for good on a Ray that was
+    gone while its workers outlived it. Now the program stops its Ray itself, and if it dies, Ray's fate-sharing
+    (and ``palimpsest serve``'s guard) ends them. Ray starts its processes through ``services.ConsolePopen``, a
+    private name: :func:`ray_starts_processes_through` checks it is still there (a test fails if Ray changes it).
+    """
+    if sys.platform == "win32" or not ray_starts_processes_through():
+        yield
+        return
+    popen = services.ConsolePopen
+
+    class ApartPopen(popen):
+        def __init__(self, *args, **kwargs):
+            if not kwargs.get("start_new_session"):
+                kwargs.setdefault("process_group", 0)
+            super().__init__(*args, **kwargs)
+
+    services.ConsolePopen = ApartPopen
+    try:
+        yield
+    finally:
+        services.ConsolePopen = popen
+
+
+def ray_starts_processes_through() -> bool:
+    """Whether Ray still starts its processes through ``ray._private.services.ConsolePopen`` (a ``Popen``)."""
+    popen = getattr(services, "ConsolePopen", None)
+    if not (isinstance(popen, type) and issubclass(popen, subprocess.Popen)):
+        return False
+    try:
+        return "ConsolePopen(" in inspect.getsource(services.start_ray_process)
+    except (OSError, TypeError, AttributeError):  # no source shipped: the name alone is checked
+        return True
+
+
+def local_ray_lost() -> list[str]:
+    """The kinds of this process's local Ray's own processes (GCS, raylet, agents, monitors) that have ended, e.g.
+    on a signal sent to every process of a service (``[]``: all running, or no local Ray started here). A Ray that
+    lost one cannot drain a Serve application or close actors: calls wait for good."""
+    node = getattr(ray._private.worker, "_global_node", None)
+    if not ray.is_initialized() or node is None or not hasattr(node, "dead_processes"):
+        return []
+    return sorted({kind for kind, _ in node.dead_processes()})
 
 
 def local_env() -> dict[str, str]:

@@ -15,8 +15,9 @@ decomposed Unicode (NFD) and read in composed form (NFC). Then:
   and a message naming the problem, never a traceback;
 - the server is killed (SIGKILL) and started again at once on the same port: it must come up, answer with
   every acknowledged write, and no process of the killed server may be left once it is up;
-- the restarted server is stopped (SIGTERM, exit code 0), the store copied and every file of the copy
-  searched for the markers: none may hold one (the log and the snapshots are sealed per user).
+- the restarted server is stopped (SIGTERM, exit code 0, nothing of it left a moment later: :data:`LEFT_WAIT_S`),
+  the store copied and every file of the copy searched for the markers: none may hold one (the log and the
+  snapshots are sealed per user).
 
 Only processes this probe started are signalled (the servers it spawned); the killed server's processes
 are its descendants recorded (pid and start time) just before the kill.
@@ -40,12 +41,13 @@ import httpx
 
 from benchmarks.serve_load import post_admitted
 from events.audit_limits import AuditLimits
-from palimpsest.server.guard import descendants, running
+from palimpsest.server.guard import descendants, left_after, running
 from palimpsest.server.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMITS = AuditLimits(timeout_s=2.0, max_rows=10_000, memory_mb=128)
 READY_S = 240.0
+LEFT_WAIT_S = 10.0  # after a stop, how long the server's processes may take to be gone
 MARKERS = {"acme": ("Zanzibarmarker", "玄武湖标记"), "beta": ("Betamarker", "鼓浪屿标记")}
 NFD, NFC = unicodedata.normalize("NFD", "josé"), unicodedata.normalize("NFC", "josé")
 # (name, query, expected status, expected error code, a phrase the answer must hold)
@@ -108,8 +110,14 @@ class Server:
         self.proc.wait()
         return procs
 
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
+    def stop(self, every: bool = False) -> int:
+        """SIGTERM to the server (``every``: to it and to each of its descendants at once, as systemd's default
+        ``KillMode=control-group`` stops a service); its exit code (SIGKILL after 120 s: -9)."""
+        for pid in ([self.proc.pid, *descendants(self.proc.pid)] if every else [self.proc.pid]):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         try:
             return self.proc.wait(120)
         except subprocess.TimeoutExpired:
@@ -253,9 +261,10 @@ def run(work: Path, cli_runner=cli) -> dict:
             report["cli_remote"] = cli_probes(["--server", server.url], keys["acme"], cli_runner)
             report["unicode"] = unicode_probe(client, keys["acme"])
             report["restart"], server = restart_after_kill(server, store, port, client, keys["acme"])
-        before_stop = descendants(server.proc.pid)
+        before_stop, stop_at = descendants(server.proc.pid), time.perf_counter()
         report["stop_rc"] = server.stop()
-        report["left_after_stop"] = sorted(running(before_stop))
+        report["stop_s"] = round(time.perf_counter() - stop_at, 2)
+        report["left_after_stop"] = sorted(left_after(before_stop, LEFT_WAIT_S))
     finally:
         if server.proc.poll() is None:
             server.proc.kill()

@@ -12,8 +12,9 @@ pipe whose other end only the server holds, so it learns of the server's end at 
 :data:`POLL_S` seconds. After the EOF it sends SIGTERM to the recorded processes still running, and SIGKILL
 to those still running :data:`GRACE_S` later; a process counts as recorded only if its pid *and* start time
 match (a recycled pid is never signalled). The pipe stays open until the server's process exits, after Ray's
-own shutdown: after a clean stop there is nothing left to signal. Linux only (``/proc``): elsewhere no guard
-is started.
+own shutdown: after a clean stop there is nothing left to signal. The guard ignores SIGTERM, SIGINT and SIGHUP:
+a stop sent to every process of the server (systemd's default ``KillMode=control-group``) must not end the guard
+before the server it outlives. Linux only (``/proc``): elsewhere no guard is started.
 """
 
 from __future__ import annotations
@@ -73,6 +74,14 @@ def running(procs: Procs) -> Procs:
     return {p: t for p, t in procs.items() if p in table and table[p][1] == t and table[p][2] != "Z"}
 
 
+def left_after(procs: Procs, wait_s: float) -> Procs:
+    """Those of ``procs`` still running after up to ``wait_s`` seconds (a stopped server's, as they exit)."""
+    deadline = time.monotonic() + wait_s
+    while (left := running(procs)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 def end(procs: Procs, grace_s: float = GRACE_S) -> Procs:
     """SIGTERM to each of ``procs`` still running, SIGKILL to those left after ``grace_s``; what was left."""
     left = running(procs)
@@ -122,5 +131,10 @@ def start_guard() -> subprocess.Popen | None:
     return _guard
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 if __name__ == "__main__":
+    for stop in STOP_SIGNALS:  # the server's end (EOF) ends the guard; SIGKILL still does
+        signal.signal(stop, signal.SIG_IGN)
     watch(int(sys.argv[1]))

@@ -22,7 +22,9 @@ is waited for (:func:`palimpsest.server.ingress.plan`).
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -31,7 +33,7 @@ import structlog
 from ray import serve
 
 from actors.limiter import start_limiter, stop_limiter
-from actors.ray_init import ensure_ray, local_env
+from actors.ray_init import ensure_ray, local_env, local_ray_lost
 from palimpsest.config import store_id
 from palimpsest.server import ingress
 from palimpsest.server.app import deployment
@@ -42,6 +44,9 @@ from palimpsest.server.settings import ServeSettings
 log = structlog.get_logger("palimpsest.server")
 APP_NAME = "palimpsest"
 ABANDON_WAIT_S = 30.0  # how long a failed start waits for its deployment thread to end
+# how long ``palimpsest serve`` drains on a stop signal before it stops at once (Serve's replicas finish their
+# requests within their graceful timeout, 20 s by default; systemd sends SIGKILL 90 s after SIGTERM by default)
+STOP_WAIT_S = 60.0
 
 
 class Running:
@@ -128,6 +133,30 @@ def _abandon(controller: Future, abandoned: threading.Event, deployed: Future) -
         log.warning("serve_deploy_still_running", after_s=ABANDON_WAIT_S)
 
 
+def _drained(stopper: threading.Thread) -> tuple[str, int] | None:
+    """Wait for ``stopper`` (the drain); None once it is done, else why it is given up and the exit code: Ray's
+    own processes ended (the stop signal reached every process of the service, as systemd's default
+    ``KillMode=control-group`` sends it: 0, the stop asked for), or :data:`STOP_WAIT_S` passed (1). More stop
+    signals meanwhile change nothing: Ctrl-C then SIGTERM is one clean stop."""
+    deadline = time.monotonic() + STOP_WAIT_S
+    while stopper.is_alive():
+        lost = local_ray_lost()
+        if lost:
+            return f"Ray's own processes ({', '.join(lost)}) have ended, nothing is left to drain through", 0
+        if time.monotonic() > deadline:
+            return f"the drain still running after {STOP_WAIT_S:.0f} s", 1
+        stopper.join(0.2)
+    return None
+
+
+def _exit(code: int) -> None:
+    """End this process now, without the interpreter's exit handlers: Ray's would wait for processes that are gone
+    or still draining. The guard's pipe closes with the process, and it ends what is left."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def serve_forever(settings: ServeSettings, *, embedder: str | None = None, num_shards: int | None = None) -> int:
     """``palimpsest serve``: start, print where, wait for Ctrl-C or SIGTERM, drain and close."""
     started = time.perf_counter()
@@ -154,6 +183,13 @@ def serve_forever(settings: ServeSettings, *, embedder: str | None = None, num_s
     while not stopping:
         time.sleep(0.2)
     print("stopping: draining requests and closing the shards", flush=True)
-    running.stop()
+    stopper = threading.Thread(target=running.stop, name="serve-stop", daemon=True)
+    stopper.start()
+    cut = _drained(stopper)
+    if cut is not None:
+        why, code = cut
+        print(f"stopped at once: {why}; requests still in flight were cut, every acknowledged write is already "
+              "durable (the server's guard ends what is left of Ray)", flush=True)
+        _exit(code)
     print("stopped", flush=True)
     return 0

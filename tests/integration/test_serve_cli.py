@@ -3,8 +3,10 @@
 The embedded store answers a handful of questions first (at a fixed "now", on the module's shared local Ray),
 then is closed; `palimpsest keys create` prints a key, `palimpsest serve`
 starts in its own process (`python -m palimpsest.cli`, its own local Ray), prints its URL and docs, and
-must answer the same memory ids in the same order; SIGINT and SIGTERM back to back stop it with
-exit code 0 after draining. The key and the audit after the stop go through the CLI's main() in this process
+must answer the same memory ids in the same order; SIGINT and SIGTERM back to back, each sent to its whole
+process group as a terminal's Ctrl-C and ``timeout`` send them, stop it with exit code 0 after draining, and
+leave none of its processes behind (Ray's start in groups of their own: the signal reaches the server alone,
+which stops them). The key and the audit after the stop go through the CLI's main() in this process
 (neither needs Ray); the served process is the end-to-end proof of the entry point.
 """
 
@@ -23,6 +25,7 @@ import pytest
 
 from palimpsest import Memory
 from palimpsest.cli import main
+from palimpsest.server.guard import descendants, left_after
 from tests.serve_helpers import free_port, stderr_tail
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -63,7 +66,8 @@ def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(ray_cluste
     errors = tmp_path / "serve.stderr"
     with errors.open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "palimpsest.cli", "--store", str(store), "serve", "--port",
-                                 str(port)], stdout=subprocess.PIPE, stderr=err, text=True, env=_env(), cwd=ROOT)
+                                 str(port)], stdout=subprocess.PIPE, stderr=err, text=True, env=_env(), cwd=ROOT,
+                                start_new_session=True)  # a process group of its own, as a shell's job has
     try:
         first = ""
         while "serving" not in first:  # Ray may print a line of its own first
@@ -81,12 +85,15 @@ def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(ray_cluste
             assert r.status_code == 200, r.text
             assert [h["memory_id"] for h in r.json()["hits"]] == embedded[q], q
         assert client.get("/v1/users/maya/search").status_code == 405
-    finally:  # Ctrl-C then SIGTERM at once, as an impatient user or a supervisor may: one clean stop
-        proc.send_signal(signal.SIGINT)
-        proc.send_signal(signal.SIGTERM)
+        started = descendants(proc.pid)
+        assert len(started) > 5  # its guard and its local Ray
+    finally:  # Ctrl-C then SIGTERM at once to its process group, as an impatient user or `timeout` may: one stop
+        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr_tail(errors)
-    assert "stopped" in out
+    assert out.rstrip().endswith("stopped"), out[-400:]  # drained: not stopped at once
+    assert left_after(started, 10.0) == {}  # its guard, the last, exits as it ends
     rc, out, _ = _cli(capsys, "--store", str(store), "events", "--tenant", "demo", "--user", "maya", "--kind",
                       "message_recorded", "--json")
     assert rc == 0 and len(json.loads(out)) == len(messages)

@@ -14,14 +14,13 @@ is *off*, still shows.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import os
 import subprocess
 import sys
 
 import ray
-from ray._private import services
+from ray._private import ray_constants, services
 
 NAMESPACE = "palimpsest"
 # Ray starts its workers at nice 15, below the driver: on a small machine a shard actor then waits behind the
@@ -92,7 +91,8 @@ def own_process_groups():
     then the raylet with it, and ``palimpsest serve``, stopping on the same signal, waited for good on a Ray that was
     gone while its workers outlived it. Now the program stops its Ray itself, and if it dies, Ray's fate-sharing
     (and ``palimpsest serve``'s guard) ends them. Ray starts its processes through ``services.ConsolePopen``, a
-    private name: :func:`ray_starts_processes_through` checks it is still there (a test fails if Ray changes it).
+    private name: :func:`ray_starts_processes_through` checks it is still there, and a test that none of a local
+    Ray's processes is in the driver's group fails if Ray stops using it.
     """
     if sys.platform == "win32" or not ray_starts_processes_through():
         yield
@@ -115,22 +115,21 @@ def own_process_groups():
 def ray_starts_processes_through() -> bool:
     """Whether Ray still starts its processes through ``ray._private.services.ConsolePopen`` (a ``Popen``)."""
     popen = getattr(services, "ConsolePopen", None)
-    if not (isinstance(popen, type) and issubclass(popen, subprocess.Popen)):
-        return False
-    try:
-        return "ConsolePopen(" in inspect.getsource(services.start_ray_process)
-    except (OSError, TypeError, AttributeError):  # no source shipped: the name alone is checked
-        return True
+    return isinstance(popen, type) and issubclass(popen, subprocess.Popen)
+
+
+# the processes of a local Ray without which no actor call is answered (its monitors and dashboard are not such)
+VITAL = (ray_constants.PROCESS_TYPE_GCS_SERVER, ray_constants.PROCESS_TYPE_RAYLET)
 
 
 def local_ray_lost() -> list[str]:
-    """The kinds of this process's local Ray's own processes (GCS, raylet, agents, monitors) that have ended, e.g.
-    on a signal sent to every process of a service (``[]``: all running, or no local Ray started here). A Ray that
-    lost one cannot drain a Serve application or close actors: calls wait for good."""
+    """Which of this process's local Ray's :data:`VITAL` processes have ended, e.g. on a signal sent to every
+    process of a service (``[]``: all running, or no local Ray started here). A Ray that lost one cannot drain a
+    Serve application or close actors: such calls wait for good."""
     node = getattr(ray._private.worker, "_global_node", None)
     if not ray.is_initialized() or node is None or not hasattr(node, "dead_processes"):
         return []
-    return sorted({kind for kind, _ in node.dead_processes()})
+    return sorted({kind for kind, _ in node.dead_processes() if kind in VITAL})
 
 
 def local_env() -> dict[str, str]:

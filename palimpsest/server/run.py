@@ -44,7 +44,7 @@ from palimpsest.server.settings import ServeSettings
 log = structlog.get_logger("palimpsest.server")
 APP_NAME = "palimpsest"
 ABANDON_WAIT_S = 30.0  # how long a failed start waits for its deployment thread to end
-# how long ``palimpsest serve`` drains on a stop signal before it stops at once (Serve's replicas finish their
+# how long ``palimpsest serve`` drains on a stop signal before it stops without the drain (Serve's replicas finish their
 # requests within their graceful timeout, 20 s by default; systemd sends SIGKILL 90 s after SIGTERM by default)
 STOP_WAIT_S = 60.0
 
@@ -188,8 +188,8 @@ def serve_forever(settings: ServeSettings, *, embedder: str | None = None, num_s
     cut = _drained(stopper)
     if cut is not None:
         why, code = cut
-        print(f"stopped at once: {why}; requests still in flight were cut, every acknowledged write is already "
-              "durable (the server's guard ends what is left of Ray)", flush=True)
+        print(f"stopped without draining: {why}; requests still in flight were cut, every acknowledged write is "
+              "already durable (the server's guard ends what is left of Ray)", flush=True)
         _exit(code)
     print("stopped", flush=True)
     return 0

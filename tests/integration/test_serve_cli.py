@@ -92,7 +92,7 @@ def test_served_store_answers_like_the_embedded_api_and_stops_cleanly(ray_cluste
         os.killpg(proc.pid, signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr_tail(errors)
-    assert out.rstrip().endswith("stopped"), out[-400:]  # drained: not stopped at once
+    assert out.rstrip().endswith("stopped"), out[-400:]  # drained, not stopped without draining
     assert left_after(started, 10.0) == {}  # its guard, the last, exits as it ends
     rc, out, _ = _cli(capsys, "--store", str(store), "events", "--tenant", "demo", "--user", "maya", "--kind",
                       "message_recorded", "--json")

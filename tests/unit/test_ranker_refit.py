@@ -31,7 +31,7 @@ def question(sample: str, i: int, text: str = "What did Nate adopt?") -> SimpleN
 class Spy(Recipe):
     """Records the question numbers (column 0) each fit saw and returns a constant model."""
 
-    def fit(self, x, y, w, names=FEATURES):
+    def fit(self, x, y, w, names=FEATURES, slot="ranker"):
         self.seen.append(sorted({int(v) for v in x[:, 0]}))
         self.names.append(names)
         n = len(FEATURES)
@@ -128,3 +128,16 @@ def test_each_languages_ranker_is_refitted_on_rows_as_deep_as_its_recipe_says():
     shipped = RECIPES[E5_ID]  # e5's Chinese ranker re-orders as deep as it was fitted; the English one less deep
     assert shipped.depth_of("cjk_ranker") == E5.cjk_ranker_depth
     assert E5.ranker_depth <= shipped.depth_of("ranker")
+
+
+def test_each_languages_ranker_weighs_its_evidence_turns_as_its_recipe_says():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(60, len(FEATURES)))
+    y = (x[:, 0] + rng.normal(scale=0.5, size=60) > 0).astype(float)
+    w = np.where(y > 0, rng.choice([1.0, 0.5, 0.25], size=60), 1.0)
+    recipe = Recipe(weighted=False, cjk_weighted=True)
+    assert (recipe.weighted_of("ranker"), recipe.weighted_of("cjk_ranker")) == (False, True)
+    assert Recipe(weighted=True).weighted_of("cjk_ranker")
+    plain, weighed = Recipe().fit(x, y, w), Recipe(weighted=True).fit(x, y, w)
+    assert recipe.fit(x, y, w, slot="ranker").coef == plain.coef  # the weights are left aside
+    assert recipe.fit(x, y, w, slot="cjk_ranker").coef == weighed.coef != plain.coef

@@ -8,10 +8,17 @@ leave-conversations-out cross-validation and stored in
 :mod:`projections.queries.ranker_model`. At query time it is a dot product
 (and a walk down each tree) per candidate: no model file, no randomness,
 the same rows always give the same order.
+
+A shipped model (one of :data:`SHIPPED`'s generated modules) is pickled by
+its module's name: a query carries its fusion, rankers included, to the
+shard, and e5's trees are thousands of numbers (about 400 KB pickled, a
+millisecond each way per query) that every process already holds.
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +59,33 @@ class RankerModel:
         z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
         logit = z @ np.asarray(self.coef) + self.intercept
         return logit if self.trees is None else logit + self.trees.sum(x)
+
+    def __reduce_ex__(self, protocol):
+        name = _shipped_name(self)
+        if name is not None:
+            return shipped, (name,)
+        return object.__reduce_ex__(self, protocol)  # any other model: its numbers
+
+
+# The generated modules of the shipped models (benchmarks.train_ranker --write), each holding one ``MODEL``.
+SHIPPED = ("ranker_model", "ranker_model_cjk", "ranker_model_e5", "ranker_model_e5_cjk")
+
+
+def shipped(name: str) -> RankerModel:
+    """The shipped model of module ``name`` (one of :data:`SHIPPED`)."""
+    if name not in SHIPPED:
+        raise ValueError(f"no shipped ranker model {name!r}; one of {', '.join(SHIPPED)}")
+    return importlib.import_module(f"{__package__}.{name}").MODEL
+
+
+def _shipped_name(model: RankerModel) -> str | None:
+    """The module ``model`` is the shipped model of (that very object), if any: only a module already imported
+    can hold it."""
+    for name in SHIPPED:
+        module = sys.modules.get(f"{__package__}.{name}")
+        if module is not None and getattr(module, "MODEL", None) is model:
+            return name
+    return None
 
 
 def rerank_rows(memory: UserMemory, query: str, query_vector: np.ndarray | None, rows: list[list],

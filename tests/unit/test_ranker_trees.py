@@ -63,3 +63,25 @@ def test_fitted_trees_give_the_booster_its_own_logits_and_learn_an_interaction()
     model = fit_trees(x, y, trees=30, leaves=4, rate=0.3, names=("cosine", "bm25_share"))  # checks its own export
     assert model.coef == (0.0, 0.0) and len(model.trees.roots) == 30
     assert np.mean((model.logits(x) > 0) == (y > 0)) > 0.9
+
+
+def test_a_query_carries_the_shipped_rankers_by_name_and_a_model_of_its_own_by_its_numbers():
+    import pickle
+    from datetime import UTC, datetime
+
+    from actors.commands import Search
+    from projections.queries.ranker import SHIPPED, shipped
+
+    fusion = fusion_for(E5_ID)
+    query = Search(tenant="t", user_id="u", query="q", query_vector=np.zeros(4, dtype=np.float32), k=10,
+                   now=datetime.now(UTC), fusion=fusion)
+    sent = pickle.dumps([query], protocol=pickle.HIGHEST_PROTOCOL)
+    [back] = pickle.loads(sent)
+    assert back.fusion.ranker is fusion.ranker and back.fusion.cjk_ranker is fusion.cjk_ranker
+    assert len(sent) < 10_000  # not e5's trees: about 400 KB pickled by their numbers
+    assert {shipped(name).trained_on for name in SHIPPED} >= {fusion.ranker.trained_on}
+    own = dataclasses.replace(fusion.ranker, intercept=0.5)
+    again = pickle.loads(pickle.dumps(own))
+    assert again == own and again is not own and again.trees.sum(np.zeros((1, len(FEATURES)))).shape == (1,)
+    with pytest.raises(ValueError, match="no shipped ranker model"):
+        shipped("os")

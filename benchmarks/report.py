@@ -310,23 +310,32 @@ def _cluster(result: dict, src: Source, slug: str, out: Path) -> tuple[list[str]
 
 
 def _summary(retrievals: list[dict]) -> list[str]:
-    """One row per retrieval file: Palimpsest, the best baseline, the latency."""
+    """One row per retrieval file: Palimpsest on the whole file and on held-out conversations (the learned rankers
+    refitted per fold when the run did that, else the configuration chosen per fold), the best baseline, the
+    ingest rate and the latency."""
     rows = []
     for result in retrievals:
         systems, speed = result["systems"], result["speed"]
         baselines = {n: r for n, r in systems.items() if not n.startswith("palimpsest")}
         best = max(baselines, key=lambda n: baselines[n]["recall@10"] or 0) if baselines else None
         mid = next((k for k in ("budget_recall@1000",) if k in systems.get("palimpsest", {})), None)
+        held = (result.get("leave_out_refit") or result.get("leave_out") or {}).get("selected")
 
         def pair(r: dict) -> str:
-            return f"{_pct(r['recall@10'])}" + (f" / {_pct(r[mid])}" if mid else "")
+            return f"{_pct(r.get('recall@10'))}" + (f" / {_pct(r.get(mid))}" if mid else "")
 
+        ingest = speed.get("ingest_messages_per_s")
         rows.append([_run_name(result), pair(systems["palimpsest"]) if "palimpsest" in systems else "–",
-                     f"{best} {pair(baselines[best])}" if best else "–",
+                     pair(held) if held else "–", f"{best} {pair(baselines[best])}" if best else "–",
+                     f"{ingest:.1f}" if isinstance(ingest, (int, float)) else "–",
                      f"{_ms(speed.get('search_ms_p50'))} / {_ms(speed.get('search_ms_p95'))} ms",
                      f"{_ms(speed.get('context_ms_p50'))} / {_ms(speed.get('context_ms_p95'))} ms"])
-    return ["## Retrieval at a glance", "", "Recall@10 / budget recall at 1000 tokens, in %.", "",
-            *_table(["data", "Palimpsest", "best baseline", "search p50 / p95", "context p50 / p95"], rows)]
+    return ["## Retrieval at a glance", "",
+            "Recall@10 / budget recall at 1000 tokens, in %: on the whole file, and on conversations held out of "
+            "the choices (leave-conversations-out, the learned rankers refitted without them when the run did "
+            "that). Ingest in messages per second.", "",
+            *_table(["data", "Palimpsest", "held out", "best baseline", "ingest msg/s", "search p50 / p95",
+                     "context p50 / p95"], rows)]
 
 
 def _slugs(paths: list[Path]) -> list[str]:

@@ -116,6 +116,19 @@ def test_the_report_writes_one_page_whose_every_chart_exists_and_is_a_png(writte
     assert "| palimpsest_no_episodes | 78.0 | -2.0 | 83.0 | -2.0 |" in page  # variants in points vs the default
     assert "| 64 | 32 | 31.36 | 0 | 90.0 / 270.0 / 540.0 |" in page
     assert "rankers refitted per fold on the other conversations (2 folds, in process): R@10 77.0" in page
+    # at a glance: whole file, held out (the refit's figures when the run refitted), best baseline, ingest, latency
+    assert ("| locomo10_dev.json (minilm) | 80.0 / 85.0 | 77.0 / 83.0 | rrf 57.0 / 62.0 | 95.0 | 11.3 / 15.3 ms | "
+            "8.8 / 11.3 ms |") in page
+
+
+def test_at_a_glance_a_run_without_a_refit_shows_its_chosen_configurations_held_out_figures(tmp_path):
+    result = retrieval(PROVENANCE)
+    del result["leave_out_refit"]
+    result["speed"]["ingest_messages_per_s"] = None  # a run on a reused store measures no ingest
+    (tmp_path / "r.json").write_text(json.dumps(result), encoding="utf-8")
+    assert report.main([str(tmp_path / "r.json"), "--out", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "results.md").read_text(encoding="utf-8")
+    assert "| locomo10_dev.json (minilm) | 80.0 / 85.0 | 79.0 / 84.0 | rrf 57.0 / 62.0 | – | 11.3 / 15.3 ms |" in page
 
 
 def test_every_run_states_its_command_date_and_machine(written):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from actors import commands as c
 from benchmarks.dataset import Question
 from palimpsest.locomo import TENANT
-from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
+from projections.queries.retrieval import FusionConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,9 @@ class PalimpsestSystem:
     budgets: tuple[int, ...]
     name: str = "palimpsest"
     tenant: str = TENANT
-    fusion: FusionConfig = DEFAULT_FUSION
+    # None: the store's own fusion, its encoder's default unless the store chose one (what ``Memory.search`` uses
+    # when it is given none); a store re-embedded to another encoder is then searched with that encoder's
+    fusion: FusionConfig | None = None
     search_ms: list[float] = field(default_factory=list)
     context_ms: list[float] = field(default_factory=list)
     # Ablations only: question -> its vector, encoded once for every configuration. The queries then go to the
@@ -77,7 +79,7 @@ class PalimpsestSystem:
             return self.mem.search(self.tenant, q.user_id, q.question, k=self.k, fusion=self.fusion, now=q.asked_at)
         return self.mem.shards.ask(self.tenant, q.user_id, c.Search(
             tenant=self.tenant, user_id=q.user_id, query=q.question, query_vector=self.query_vectors[q.question],
-            k=self.k, now=q.asked_at, scope="active", fusion=self.fusion, touch_reason=None))
+            k=self.k, now=q.asked_at, scope="active", fusion=self._fusion(), touch_reason=None))
 
     def _context(self, q: Question, budget: int):
         if self.query_vectors is None:
@@ -85,7 +87,10 @@ class PalimpsestSystem:
                 self.tenant, q.user_id, q.question, token_budget=budget, fusion=self.fusion, now=q.asked_at)
         return self.mem.shards.ask(self.tenant, q.user_id, c.BuildContext(
             tenant=self.tenant, user_id=q.user_id, query=q.question, query_vector=self.query_vectors[q.question],
-            now=q.asked_at, token_budget=budget, fusion=self.fusion))
+            now=q.asked_at, token_budget=budget, fusion=self._fusion()))
+
+    def _fusion(self) -> FusionConfig:
+        return self.fusion if self.fusion is not None else self.mem.settings.fusion
 
     def retrieve(self, q: Question) -> Retrieval:
         started = time.perf_counter()

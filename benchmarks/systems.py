@@ -65,7 +65,7 @@ class PalimpsestSystem:
     name: str = "palimpsest"
     tenant: str = TENANT
     # None: the store's own fusion, its encoder's default unless the store chose one (what ``Memory.search`` uses
-    # when it is given none); a store re-embedded to another encoder is then searched with that encoder's
+    # when it is given none); a store re-embedded to another encoder is then searched with that encoder's fusion
     fusion: FusionConfig | None = None
     search_ms: list[float] = field(default_factory=list)
     context_ms: list[float] = field(default_factory=list)

@@ -15,8 +15,9 @@ decomposed Unicode (NFD) and read in composed form (NFC). Then:
   and a message naming the problem, never a traceback;
 - the server is killed (SIGKILL) and started again at once on the same port: it must come up, answer with
   every acknowledged write, and no process of the killed server may be left once it is up;
-- the restarted server is stopped (SIGTERM, exit code 0, nothing of it left a moment later: :data:`LEFT_WAIT_S`),
-  the store copied and every file of the copy searched for the markers: none may hold one (the log and the
+- the restarted server takes one more write (English and Chinese), then is stopped (SIGTERM to it, or with
+  ``stop_every`` to it and every process it started at once, as systemd's default stops a service; exit code 0,
+  nothing of it left a moment later: :data:`LEFT_WAIT_S`), the store copied and every file of the copy searched for the markers: none may hold one (the log and the
   snapshots are sealed per user).
 
 Only processes this probe started are signalled (the servers it spawned); the killed server's processes
@@ -49,6 +50,7 @@ LIMITS = AuditLimits(timeout_s=2.0, max_rows=10_000, memory_mb=128)
 READY_S = 240.0
 LEFT_WAIT_S = 10.0  # after a stop, how long the server's processes may take to be gone
 MARKERS = {"acme": ("Zanzibarmarker", "玄武湖标记"), "beta": ("Betamarker", "鼓浪屿标记")}
+LATE = ("I moved to Lisbon last spring", "我去年春天搬到了里斯本")  # written to the restarted server (:func:`late_write`)
 NFD, NFC = unicodedata.normalize("NFD", "josé"), unicodedata.normalize("NFC", "josé")
 # (name, query, expected status, expected error code, a phrase the answer must hold)
 AUDIT_PROBES = [
@@ -212,15 +214,16 @@ def unicode_probe(client: httpx.Client, key: str) -> dict:
             "ok": ids == sorted(["alice", NFC]) and hits[:1] == ["I keep bees on the roof"]}
 
 
-def grep_copy(store: Path, copy: Path) -> dict:
-    """Copy the stopped store; the files of the copy that hold any marker (UTF-8 bytes)."""
+def grep_copy(store: Path, copy: Path, snapshots_wanted: bool = True) -> dict:
+    """Copy the stopped store; the files of the copy that hold any marker (UTF-8 bytes). ``snapshots_wanted``: the
+    store must hold snapshots (a drained stop writes them; a stop without a drain leaves the log alone)."""
     shutil.copytree(store, copy)
     needles = [m.encode("utf-8") for pair in MARKERS.values() for m in pair]
     files = [p for p in sorted(copy.rglob("*")) if p.is_file()]
     holding = [str(p.relative_to(copy)) for p in files if any(n in p.read_bytes() for n in needles)]
     snapshots = sum(1 for p in files if p.suffix == ".snap")
     return {"files": len(files), "bytes": sum(p.stat().st_size for p in files), "snapshots": snapshots,
-            "holding_a_marker": holding, "ok": not holding and snapshots > 0}
+            "holding_a_marker": holding, "ok": not holding and (snapshots > 0 or not snapshots_wanted)}
 
 
 def restart_after_kill(server: Server, store: Path, port: int, client: httpx.Client, key: str) -> tuple[dict, Server]:
@@ -244,9 +247,21 @@ def restart_after_kill(server: Server, store: Path, port: int, client: httpx.Cli
     return report, again
 
 
-def run(work: Path, cli_runner=cli) -> dict:
+def late_write(client: httpx.Client, key: str) -> bool:
+    """A message pair (English, Chinese) written to the restarted server just before it is stopped: whether it was
+    acknowledged (opening the store after the stop must find it, :data:`LATE`)."""
+    msgs = [{"text": LATE[0], "occurred_at": "2024-05-04T09:00:00Z", "client_message_id": "late-1"},
+            {"text": LATE[1], "occurred_at": "2024-05-05T09:00:00Z", "client_message_id": "late-2"}]
+    r, _, _ = post_admitted(client, "/v1/users/maya/messages", {"messages": msgs}, auth(key))
+    return r.status_code == 200
+
+
+def run(work: Path, cli_runner=cli, stop_every: bool = False) -> dict:
     """The whole probe in ``work``; ``checks_failed`` names what did not hold. ``cli_runner`` runs the CLI probes:
-    :func:`cli` (a process each, as a user runs them), or a function of the same arguments and result."""
+    :func:`cli` (a process each, as a user runs them), or a function of the same arguments and result.
+    ``stop_every``: the restarted server is stopped with SIGTERM to it and to every process it started at once
+    (systemd's default ``KillMode=control-group``) instead of to the server alone; either way it must exit 0 and
+    leave nothing, and ``stop_said`` is its last "stopped" line (drained, or "stopped without draining")."""
     started = time.perf_counter()
     store, port = work / "store", free_port()
     keys = create_store(store)
@@ -261,20 +276,23 @@ def run(work: Path, cli_runner=cli) -> dict:
             report["cli_remote"] = cli_probes(["--server", server.url], keys["acme"], cli_runner)
             report["unicode"] = unicode_probe(client, keys["acme"])
             report["restart"], server = restart_after_kill(server, store, port, client, keys["acme"])
+            report["late_write"] = report["restart"]["restarted"] and late_write(client, keys["acme"])
         before_stop, stop_at = descendants(server.proc.pid), time.perf_counter()
-        report["stop_rc"] = server.stop()
+        report["stop_rc"] = server.stop(every=stop_every)
         report["stop_s"] = round(time.perf_counter() - stop_at, 2)
         report["left_after_stop"] = sorted(left_after(before_stop, LEFT_WAIT_S))
+        report["stop_said"] = next((x for x in reversed(server.lines) if x.startswith("stopped")), None)
     finally:
         if server.proc.poll() is None:
             server.proc.kill()
             server.proc.wait()
     report["cli_local"] = cli_probes(["--store", str(store)], None, cli_runner)
-    report["grep"] = grep_copy(store, work / "copy")
+    report["grep"] = grep_copy(store, work / "copy", snapshots_wanted=not stop_every)
     failed = list(report["ingest_problems"])
     failed += [f"audit: {p['name']}" for p in report["audit"] if not p["ok"]]
     failed += [f"cli: {' '.join(p['args'][-2:])}" for p in report["cli_remote"] + report["cli_local"] if not p["ok"]]
     failed += [name for name in ("unicode", "restart", "grep") if not report[name]["ok"]]
+    failed += [] if report["late_write"] else ["a write to the restarted server"]
     if report["stop_rc"] != 0 or report["left_after_stop"]:
         failed.append("clean stop")
     report["checks_failed"] = failed

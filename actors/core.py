@@ -83,6 +83,7 @@ from events.errors import InvalidInputError, StoreError
 from events.log import CommandRecord, EventLog, ScanFilter
 from projections.adapters.lance import LanceVectorTable
 from projections.adapters.tokens import TokenCounter, default_counter
+from projections.decisions import kept_pools
 from projections.folds import state as shard_state
 
 logger = structlog.get_logger("palimpsest.shard")
@@ -426,8 +427,10 @@ class ShardCore:
 
     # -- helpers the readers and deciders use ---------------------------------
     def forget_caches(self) -> None:
-        """Drop the derived caches that may hold a forgotten user's text (the token counts of context lines)."""
+        """Drop the derived caches that may hold a forgotten user's text (the token counts of context lines, the
+        deciders' kept note pools)."""
         self._line_tokens.clear()
+        kept_pools.forget_all()
 
     def count_tokens(self, lines: list[str]) -> list[int]:
         cache = self._line_tokens

@@ -203,7 +203,8 @@ def decide_notes(state: ShardState, recorded: list[PendingEvent], llm=None,
                                              previous_text=previous)
             out += [PendingEvent(tenant, user_id, event_id, call) for event_id, call in calls]
         else:
-            ops = decide_note_operations(active, messages, new_event_id, previous_text=previous, readings=readings)
+            ops = decide_note_operations(active, messages, new_event_id, previous_text=previous, readings=readings,
+                                         kept_for=memory.notes if memory else None)
         for event_id, op in ops:
             source = op.source_message_ids[0] if op.source_message_ids else None
             out.append(PendingEvent(tenant, user_id, event_id, op, causation_id=source, correlation_id=source))

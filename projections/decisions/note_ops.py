@@ -34,9 +34,10 @@ superseded since would be stated anew.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from events.model import MessageRecorded, NoteContent, NoteOperation
+from projections.decisions.kept_pools import Held, pool_for
 from projections.folds.notes import Note
 from projections.rules.contradiction import ActiveNote, Relation, Verdict
 from projections.rules.event_notes import event_notes
@@ -46,22 +47,6 @@ from projections.rules.note_pool import NotePool
 
 DECIDER_ID = "rules-v1"
 SHARED_CATEGORIES = ("decision", "constraint")  # about the project, whoever said them
-
-
-@dataclass(frozen=True, slots=True)
-class _Held:
-    """An active note as the decider sees it while the batch goes on."""
-
-    note: ActiveNote
-    sources: tuple[str, ...]
-
-
-def _active(note: Note) -> _Held:
-    return _Held(
-        ActiveNote(note.note_id, note.text, note.category, note.key_terms, note.polarity, note.slot, note.value,
-                   note.subject),
-        note.source_message_ids,
-    )
 
 
 def _comparable(candidate: CandidateNote, note: ActiveNote) -> bool:
@@ -91,7 +76,7 @@ def _decide_one(
     candidate: CandidateNote,
     message_id: str,
     message: MessageRecorded,
-    held: dict[str, _Held],
+    held: dict[str, Held],
     pool: NotePool,
     new_id: Callable[[], str],
 ) -> list[tuple[str, NoteOperation]]:
@@ -118,7 +103,7 @@ def _decide_one(
         for v in superseded:
             del held[v.note_id]
             pool.remove(v.note_id)
-        held[op_id] = _Held(ActiveNote.from_candidate(op_id, candidate), (message_id,))
+        held[op_id] = Held(ActiveNote.from_candidate(op_id, candidate), (message_id,))
         pool.add(held[op_id].note)
         return ops
     if reinforced:
@@ -129,7 +114,7 @@ def _decide_one(
                 op="skip", target_note_id=best.note_id, relation=best.relation.value,
                 reason=f"merge: {new} restates note {old(best)} from the same source message {message_id}",
                 **common))]
-        held[best.note_id] = _Held(target.note, (*target.sources, message_id))
+        held[best.note_id] = Held(target.note, (*target.sources, message_id))
         return [(new_id(), NoteOperation(
             op="boost", target_note_id=best.note_id, relation=best.relation.value,
             reason=f"{best.rule}: {new} restates note {old(best)} ({best.reason})", **common))]
@@ -140,7 +125,7 @@ def _decide_one(
     else:
         relation, reason = (Relation.CONSISTENT.value if pool.has_pool(candidate) else None), f"new note: {new}"
     op_id = new_id()
-    held[op_id] = _Held(ActiveNote.from_candidate(op_id, candidate), (message_id,))
+    held[op_id] = Held(ActiveNote.from_candidate(op_id, candidate), (message_id,))
     pool.add(held[op_id].note)
     return [(op_id, NoteOperation(op="add", note=_content(candidate), relation=relation, reason=reason, **common))]
 
@@ -152,25 +137,28 @@ def decide_note_operations(
     *,
     previous_text: str | None = None,
     readings: Mapping[str, Sequence[CandidateGraphMemory]] | None = None,
+    kept_for: object | None = None,
 ) -> list[tuple[str, NoteOperation]]:
     """(event id, operation) pairs for ``messages`` (event id, message) in order, given the active notes.
 
     ``previous_text`` is the message before the first one (for "let's go
     with that"). ``readings`` (message event id → the offline graph rules'
     reading of it, when the caller made one) saves reading a message again for
-    its event notes. Every operation names its source message, is dated at the
-    message's time and says why it was decided.
+    its event notes. ``kept_for`` (the user's note state, which ``active``
+    comes from) keeps the indexed pool of the active notes between calls
+    (:mod:`projections.decisions.kept_pools`): the same decisions, without
+    indexing every note again. Every operation names its source message, is
+    dated at the message's time and says why it was decided.
     """
-    held = {n.note_id: _active(n) for n in active if n.status == "active"}
-    pool = NotePool((h.note for h in held.values()), _comparable)
     ops: list[tuple[str, NoteOperation]] = []
     previous = previous_text
-    for message_id, message in messages:
-        if message.role == "user":
-            candidates = extract_notes(message.text, speaker=message.speaker, previous=previous) or event_notes(
-                message.text, speaker=message.speaker, occurred_at=message.occurred_at,
-                reading=readings.get(message_id) if readings else None)
-            for candidate in candidates:
-                ops += _decide_one(candidate, message_id, message, held, pool, new_id)
-        previous = message.text
+    with pool_for(active, _comparable, kept_for) as (held, pool):
+        for message_id, message in messages:
+            if message.role == "user":
+                candidates = extract_notes(message.text, speaker=message.speaker, previous=previous) or event_notes(
+                    message.text, speaker=message.speaker, occurred_at=message.occurred_at,
+                    reading=readings.get(message_id) if readings else None)
+                for candidate in candidates:
+                    ops += _decide_one(candidate, message_id, message, held, pool, new_id)
+            previous = message.text
     return ops

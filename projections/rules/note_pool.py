@@ -46,13 +46,37 @@ class NotePool:
         self._by_gram: dict[str, set[str]] = {}  # bigram of a Chinese term (containment) → notes
         self._by_text: dict[tuple[str, str], set[str]] = {}
         self._next = 0
+        self._journal: list[tuple] | None = None  # what changed since :meth:`mark` (None: not recorded)
+        self._marked_next = 0
         for note in notes:
             self.add(note)
 
-    def add(self, note: ActiveNote) -> None:
-        """Add ``note`` (a new note id) last."""
-        self._order[note.note_id] = self._next
-        self._next += 1
+    def mark(self) -> None:
+        """Record what changes from here on, so that :meth:`rollback` can undo it."""
+        self._journal, self._marked_next = [], self._next
+
+    def rollback(self) -> None:
+        """Undo every :meth:`add` and :meth:`remove` since :meth:`mark`: the pool is again what it was, in the same
+        order, and stops recording."""
+        journal, self._journal = self._journal or [], None
+        put_back = False
+        for change in reversed(journal):
+            if change[0] == "add":
+                self.remove(change[1])
+            else:
+                self.add(change[1], order=change[2])
+                put_back = True
+        self._next = self._marked_next
+        if put_back:  # a note put back went last in the dict: back to the order the notes were added in
+            self.notes = dict(sorted(self.notes.items(), key=lambda item: self._order[item[0]]))
+
+    def add(self, note: ActiveNote, order: int | None = None) -> None:
+        """Add ``note`` (a new note id) last (``order``: at that place in the order, for :meth:`rollback`)."""
+        if self._journal is not None:
+            self._journal.append(("add", note.note_id))
+        if order is None:
+            order, self._next = self._next, self._next + 1
+        self._order[note.note_id] = order
         self.notes[note.note_id] = note
         self._by_text.setdefault((note.text, note.subject), set()).add(note.note_id)
         reach = self._reach[note.note_id] = reach_of_note(note)
@@ -66,8 +90,10 @@ class NotePool:
             self._by_gram.setdefault(gram, set()).add(note.note_id)
 
     def remove(self, note_id: str) -> None:
-        reach = self._reach.pop(note_id)
         note = self.notes[note_id]
+        if self._journal is not None:
+            self._journal.append(("remove", note, self._order[note_id]))
+        reach = self._reach.pop(note_id)
         self._by_text[note.text, note.subject].discard(note_id)
         for term in reach.terms:
             self._by_term[term].discard(note_id)

@@ -30,14 +30,16 @@ def decide_turn_supersessions(
 ) -> list[tuple[str, MessageSuperseded | NoteOperation]]:
     """(event id, event) pairs for ``messages`` (event id, message, in order): one ``message_superseded`` per
     change that leaves earlier turns behind, then the retraction of the notes that state the old value."""
+    stated = [changes(message.text) if message.role == "user" else () for _, message in messages]
+    if not any(stated):  # most turns state no change: the user's history is not read
+        return []
     earlier: list[tuple[str, MessageRecorded]] = []
     if memory is not None:
         earlier = [(m, memory.messages.by_id[m]) for m in memory.messages.order]
     taken = set(memory.notes.turns) if memory is not None else set()
     out: list[tuple[str, MessageSuperseded | NoteOperation]] = []
     retracted: set[str] = set()
-    for message_id, message in messages:
-        found = changes(message.text) if message.role == "user" else ()
+    for (message_id, message), found in zip(messages, stated):
         for change in found:
             left = [m for m, old in earlier
                     if m not in taken and old.occurred_at <= message.occurred_at

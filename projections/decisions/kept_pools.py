@@ -118,7 +118,11 @@ def _bring_up_to_date(kept: _Kept, active: list[Note]) -> None:
     """Make ``kept`` hold ``active``: the notes that keep their place and their content stay (their sources are
     refreshed), the others leave, and the rest of ``active`` comes after them, in order."""
     old = kept.notes
-    if len(old) == len(active) and all(map(is_, old, active)):
+    if len(old) <= len(active) and all(map(is_, old, active)):  # the same notes, and maybe new ones after them
+        for note in active[len(old):]:
+            held = kept.held[note.note_id] = held_of(note)
+            kept.pool.add(held.note)
+        kept.notes = list(active)
         return
     position = {n.note_id: i for i, n in enumerate(old)}
     stay, last = 0, -1

@@ -42,7 +42,7 @@ import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from operator import is_
+from operator import attrgetter, is_
 from typing import Literal
 
 from events.envelope import Envelope
@@ -112,6 +112,7 @@ class TurnChange:
     seq: int
 
 
+_SEQ = attrgetter("seq")
 # Derived (never folded or saved): id(NoteState) -> (its weak reference, the notes it held, them in log order).
 _ORDERED: dict[int, tuple[weakref.ref, list[Note], list[Note]]] = {}
 
@@ -132,7 +133,7 @@ class NoteState:
                 map(is_, cached[1], notes)):
             key = id(self)
             cached = _ORDERED[key] = (weakref.ref(self, lambda _: _ORDERED.pop(key, None)), notes,
-                                      sorted(notes, key=lambda n: n.seq))
+                                      sorted(notes, key=_SEQ))
         return list(cached[2])
 
     def active(self, at: datetime | None = None) -> list[Note]:

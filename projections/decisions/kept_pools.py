@@ -55,6 +55,7 @@ class _Kept:
     notes: list[Note]  # the notes the pool holds, in its order
     held: dict[str, Held]
     pool: NotePool
+    comparable: Callable[[CandidateNote, ActiveNote], bool]
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -98,11 +99,10 @@ def _kept(owner: object, active: list[Note], comparable) -> _Kept:
     key = id(owner)
     with _KEPT_LOCK:
         entry = _KEPT.pop(key, None)
-        if entry is None or entry[0]() is not owner or entry[1].pool._comparable is not comparable:
+        if entry is None or entry[0]() is not owner or entry[1].comparable is not comparable:
             held = {n.note_id: held_of(n) for n in active}
-            entry = (weakref.ref(owner, lambda _: _drop(key)), _Kept(list(active), held,
-                                                                     NotePool((h.note for h in held.values()),
-                                                                              comparable)))
+            pool = NotePool((h.note for h in held.values()), comparable)
+            entry = (weakref.ref(owner, lambda _: _drop(key)), _Kept(list(active), held, pool, comparable))
         _KEPT[key] = entry  # last: the most recently used
         while len(_KEPT) > MAX_KEPT:
             del _KEPT[next(iter(_KEPT))]

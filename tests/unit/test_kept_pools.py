@@ -100,3 +100,21 @@ def test_a_rollback_leaves_the_pool_as_a_new_build_of_its_notes():
     pool.add(ActiveNote("x3", "I love tea"))  # after a rollback it takes the next place, as a new build's would
     fresh.add(ActiveNote("x3", "I love tea"))
     assert pool._order["x3"] == fresh._order["x3"]
+
+
+def test_forgetting_a_user_drops_the_kept_pools_that_hold_note_texts(tmp_path):
+    from actors import commands as c
+    from actors.core import ShardCore
+    from tests.shard_helpers import record
+    from tests.unit.test_command_retries import NOW, spec_for
+
+    kept_pools.forget_all()
+    core = ShardCore(spec_for(tmp_path))
+    try:
+        for i, text in enumerate(["I live in Berlin.", "我喜欢喝绿茶。", "I moved to Lyon last month."]):
+            record(core, [command(text, i, tenant="acme", user_id="mel")])
+        assert kept_pools._KEPT  # the user's pool, kept between the ingests
+        core.handle([c.ForgetUser(tenant="acme", user_id="mel", now=NOW)])
+        assert not kept_pools._KEPT
+    finally:
+        core.close()

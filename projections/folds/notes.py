@@ -38,8 +38,9 @@ another policy needs no new fold.
 
 from __future__ import annotations
 
+import bisect
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from operator import attrgetter, is_
@@ -113,8 +114,11 @@ class TurnChange:
 
 
 _SEQ = attrgetter("seq")
-# Derived (never folded or saved): id(NoteState) -> (its weak reference, the notes it held, them in log order).
-_ORDERED: dict[int, tuple[weakref.ref, list[Note], list[Note]]] = {}
+DERIVED_KEPT = 64  # values a note state keeps of what is derived from it (NoteState.kept)
+# Derived (never folded or saved): id(NoteState) -> [its weak reference, the notes it held, them in log order,
+# message id -> the notes stated or reinforced by it (built when first asked for), the turn changes it held, a dict
+# for what other modules derive from them]; made again when any note or turn change is not the very same object.
+_ORDERED: dict[int, list] = {}
 
 
 @dataclass
@@ -125,16 +129,45 @@ class NoteState:
     index: LexicalIndex = field(default_factory=LexicalIndex)
     turns: dict[str, TurnChange] = field(default_factory=dict)  # turn id → the turn that left it behind
 
+    def _derived(self) -> list:
+        """This state's entry of :data:`_ORDERED`, made again when any note or turn change changed since."""
+        notes, turns = list(self.notes.values()), list(self.turns.values())
+        cached = _ORDERED.get(id(self))
+        if (cached is None or cached[0]() is not self or len(cached[1]) != len(notes) or len(cached[4]) != len(turns)
+                or not all(map(is_, cached[1], notes)) or not all(map(is_, cached[4], turns))):
+            key = id(self)
+            cached = _ORDERED[key] = [weakref.ref(self, lambda _: _ORDERED.pop(key, None)), notes,
+                                      sorted(notes, key=_SEQ), None, turns, {}]
+        return cached
+
+    def moment(self, at: datetime | None) -> int | None:
+        """Which stretch of time ``at`` falls in (None for now): between two consecutive times at which a note or a
+        turn change starts or ends to hold, every note's and turn change's standing is the same, so whatever is
+        derived from them at ``at`` holds for the whole stretch (a key for :meth:`derived`)."""
+        if at is None:
+            return None
+        times = self.kept("moments", lambda: sorted({t for n in self.notes.values() for t in (n.valid_from, n.valid_to)
+                                                      if t is not None} | {c.at for c in self.turns.values()}))
+        return bisect.bisect_right(times, at)
+
+    def kept(self, key, make: Callable[[], object]):
+        """``make()``, kept in :meth:`derived` under ``key`` while these notes and turn changes stand (at most
+        :data:`DERIVED_KEPT` values: past that the dict starts again, as a time-travel run asks for many moments)."""
+        cache = self.derived()
+        if key not in cache:
+            if len(cache) >= DERIVED_KEPT:
+                cache.clear()
+            cache[key] = make()
+        return cache[key]
+
+    def derived(self) -> dict:
+        """A dict for what a reader derives from these notes and turn changes (never folded or saved): emptied when
+        any of them changes, so a value kept in it holds for the state as it stands."""
+        return self._derived()[5]
+
     def _ordered(self) -> list[Note]:
         """Every note in log order (a fresh list; the order is kept between calls while the very same notes stand)."""
-        notes = list(self.notes.values())
-        cached = _ORDERED.get(id(self))
-        if cached is None or cached[0]() is not self or len(cached[1]) != len(notes) or not all(
-                map(is_, cached[1], notes)):
-            key = id(self)
-            cached = _ORDERED[key] = (weakref.ref(self, lambda _: _ORDERED.pop(key, None)), notes,
-                                      sorted(notes, key=_SEQ))
-        return list(cached[2])
+        return list(self._derived()[2])
 
     def active(self, at: datetime | None = None) -> list[Note]:
         """Notes active now (``at`` None), or valid at time ``at``; in log order."""
@@ -158,12 +191,25 @@ class NoteState:
 
     def constraint_sources(self, at: datetime | None = None) -> frozenset[str]:
         """The messages that state a constraint in force (active now, or valid at ``at``): retention keeps them at
-        full strength and never archives them while the constraint holds."""
-        return frozenset(m for n in self.active(at) if n.category == "constraint" for m in n.source_message_ids)
+        full strength and never archives them while the constraint holds. Kept for the stretch of time ``at`` is in
+        (:meth:`moment`): every search asks for them."""
+        return self.kept(("constraint_sources", self.moment(at)), lambda: frozenset(
+            m for n in self.active(at) if n.category == "constraint" for m in n.source_message_ids))
+
+    def sources(self) -> Mapping[str, list[Note]]:
+        """Message id → the notes (any status) stated or reinforced by it, in log order (read only)."""
+        derived = self._derived()
+        if derived[3] is None:  # indexed once while the same notes stand: a search asks for many turns' notes
+            by_message: dict[str, list[Note]] = {}
+            for note in derived[2]:
+                for source in dict.fromkeys(note.source_message_ids):
+                    by_message.setdefault(source, []).append(note)
+            derived[3] = by_message
+        return derived[3]
 
     def by_source(self, message_id: str) -> list[Note]:
         """Notes (any status) stated or reinforced by message ``message_id``, in log order."""
-        return [n for n in self._ordered() if message_id in n.source_message_ids]
+        return list(self.sources().get(message_id, ()))
 
     def search(
         self, query: str, k: int = 10, params: BM25Params = DEFAULT_BM25, *, include_inactive: bool = False

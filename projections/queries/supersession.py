@@ -34,14 +34,23 @@ class Supersession:
         return f'superseded by "{self.current_text}" on {self.at.date().isoformat()}'
 
 
-def _in_force(notes: NoteState, note: Note, at: datetime | None) -> Note:
-    """The version of ``note``'s chain in force at ``at`` (now, when None); the last version when none is."""
-    seen = {note.note_id}
+def _in_force(notes: NoteState, note: Note, at: datetime | None, known: dict[str, Note] | None = None) -> Note:
+    """The version of ``note``'s chain in force at ``at`` (now, when None), after ``note``; the last version when
+    none is. ``known`` (note id → its answer) remembers the answers of the versions walked through: a chain of
+    many versions is walked once, not once per version."""
+    start, walked, seen = note, [], {note.note_id}
     while note.superseded_by in notes.notes and note.superseded_by not in seen:
+        if known is not None and note.note_id in known and note is not start:
+            note = known[note.note_id]
+            break
+        walked.append(note)
         note = notes.notes[note.superseded_by]
         seen.add(note.note_id)
         if note.valid_at(at) if at is not None else note.status == "active":
-            return note
+            break
+    if known is not None:  # every version walked before the answer has the same answer
+        known.update((w.note_id, note) for w in walked)
+        known[start.note_id] = note
     return note
 
 
@@ -51,7 +60,14 @@ def _turn_label(text: str) -> str:
 
 def superseded_turns(notes: NoteState, at: datetime | None = None, texts: dict | None = None) -> dict[str, Supersession]:
     """memory id → its supersession at ``at`` (now, when None), for every superseded turn; the latest change wins,
-    a note's over a turn's. ``texts``: memory id → a stored message (its text labels a turn-level supersession)."""
+    a note's over a turn's. ``texts``: memory id → a stored message (its text labels a turn-level supersession).
+
+    Read only: the answer is kept with the note state (:meth:`NoteState.derived`) for every ``at`` of the same
+    stretch of time (:meth:`NoteState.moment`), so a search reads it without walking the user's history."""
+    return notes.kept(("superseded_turns", notes.moment(at), id(texts)), lambda: _superseded_turns(notes, at, texts))
+
+
+def _superseded_turns(notes: NoteState, at: datetime | None, texts: dict | None) -> dict[str, Supersession]:
     out: dict[str, Supersession] = {}
     for change in sorted(notes.turns.values(), key=lambda t: t.seq):
         if at is None or change.at <= at:
@@ -66,11 +82,12 @@ def superseded_turns(notes: NoteState, at: datetime | None = None, texts: dict |
     if not closed:
         return out
     current = {m for n in notes.active(at) for m in n.source_message_ids}
+    known: dict[str, Note] = {}
     for note in sorted(closed, key=lambda n: (n.valid_to, n.seq)):
         sources = [m for m in note.source_message_ids if m not in current]
         if not sources:
             continue
-        latest = _in_force(notes, note, at)
+        latest = _in_force(notes, note, at, known)
         for memory_id in sources:
             out[memory_id] = Supersession(memory_id, note.note_id, latest.note_id, latest.text,
                                           tuple(m for m in latest.source_message_ids if m != memory_id), note.valid_to)

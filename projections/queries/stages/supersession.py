@@ -53,6 +53,7 @@ def apply(s: Scoring) -> None:
     by_id = {row[2]: row for row in rows}
     by_msg = s.memory.messages.by_id
     notes, lexical = s.memory.notes, s.memory.lexical
+    sources = notes.sources()
     n = len(lexical.doc_ids)
 
     def idf(term: str) -> float:
@@ -63,7 +64,7 @@ def apply(s: Scoring) -> None:
         change = index.get(row[2])
         if change is None:
             continue
-        in_force = [n for n in notes.by_source(row[2]) if n.category == "constraint"
+        in_force = [n for n in sources.get(row[2], ()) if n.category == "constraint"
                     and (n.valid_at(s.now) if s.now else n.status == "active")]
         if in_force and asks_in_force(s.query, by_msg[row[2]].text, in_force, idf):
             row[3]["partly_superseded"] = change.label

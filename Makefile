@@ -9,7 +9,7 @@ export NO_MKDOCS_2_WARNING := 1
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-serve bench-overload bench-writes bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback bench-truth serve install browser docs docs-serve clean
+.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-history bench-serve bench-overload bench-writes bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback bench-truth serve install browser docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -87,6 +87,10 @@ bench-graph: $(STAMP)
 
 bench-scale: $(STAMP)
 	$(BIN)/python -m benchmarks.scale --out bench/scale.json
+
+# One user's history growing to 6,000 messages, one per ingest: ingest, search and context cost at each length.
+bench-history: $(STAMP)
+	$(BIN)/python -m benchmarks.history_scale --out bench/history_scale.json
 
 # Encryption's cost on ingest, search and replay, and the erasure scan with its positive controls (bench/erasure.json).
 bench-erasure: $(STAMP)

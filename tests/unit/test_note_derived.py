@@ -40,8 +40,9 @@ def _check(memory) -> int:
     superseded = 0
     for at in _moments(notes):
         fresh = supersession._superseded_turns(notes, at, texts)
-        assert supersession.superseded_turns(notes, at, texts) == fresh
-        assert supersession.superseded_turns(notes, at, texts) == fresh  # kept
+        kept = supersession.superseded_turns(notes, at, texts)
+        assert kept == fresh
+        assert supersession.superseded_turns(notes, at, texts) is kept  # kept, not computed again
         assert notes.constraint_sources(at) == frozenset(
             m for n in notes.active(at) if n.category == "constraint" for m in n.source_message_ids)
         superseded += len(fresh)

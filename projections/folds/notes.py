@@ -155,8 +155,11 @@ class NoteState:
         :data:`DERIVED_KEPT` values: past that the dict starts again, as a time-travel run asks for many moments)."""
         cache = self.derived()
         if key not in cache:
-            if len(cache) >= DERIVED_KEPT:
+            if len(cache) >= DERIVED_KEPT:  # the stretches of time stay: every other key is read through them
+                moments = cache.get("moments")
                 cache.clear()
+                if moments is not None:
+                    cache["moments"] = moments
             cache[key] = make()
         return cache[key]
 

@@ -31,7 +31,7 @@ from projections.rules.contradiction import ActiveNote
 from projections.rules.extraction import CandidateNote
 from projections.rules.note_pool import NotePool
 
-MAX_KEPT = 256  # users whose pools a process keeps (the most recently used ones)
+MAX_KEPT = 32  # users whose pools a process keeps, the most recently used (a pool of 300 notes holds about 1.3 MB)
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,3 +118,22 @@ def test_forgetting_a_user_drops_the_kept_pools_that_hold_note_texts(tmp_path):
         assert not kept_pools._KEPT
     finally:
         core.close()
+
+
+def test_only_the_most_recently_used_users_pools_are_kept(monkeypatch):
+    from projections.folds.notes import NoteState
+
+    monkeypatch.setattr(kept_pools, "MAX_KEPT", 2)
+    kept_pools.forget_all()
+    owners = [NoteState() for _ in range(3)]
+    for owner in owners:
+        with kept_pools.pool_for([], _comparable, owner):
+            pass
+    assert set(kept_pools._KEPT) == {id(owners[1]), id(owners[2])}
+    with kept_pools.pool_for([], _comparable, owners[1]):  # used again: the last to go
+        pass
+    with kept_pools.pool_for([], _comparable, owners[0]):
+        pass
+    assert set(kept_pools._KEPT) == {id(owners[1]), id(owners[0])}
+    del owners[1]  # a user's note state dropped (evicted, forgotten): its pool goes with it
+    assert list(kept_pools._KEPT) == [id(owners[0])]

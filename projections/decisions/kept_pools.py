@@ -62,6 +62,9 @@ class _Kept:
 # id(owner) -> (a weak reference to the owner, its kept pool); least recently used first
 _KEPT: dict[int, tuple[weakref.ref, _Kept]] = {}
 _KEPT_LOCK = threading.Lock()
+# The keys of owners gone, dropped from _KEPT at the next call. A weak reference's callback runs wherever the
+# collector happens to run, even inside _KEPT_LOCK: it only appends here, it takes no lock.
+_GONE: list[int] = []
 
 
 @contextmanager
@@ -98,20 +101,17 @@ def forget_all() -> None:
 def _kept(owner: object, active: list[Note], comparable) -> _Kept:
     key = id(owner)
     with _KEPT_LOCK:
+        while _GONE:
+            _KEPT.pop(_GONE.pop(), None)
         entry = _KEPT.pop(key, None)
         if entry is None or entry[0]() is not owner or entry[1].comparable is not comparable:
             held = {n.note_id: held_of(n) for n in active}
             pool = NotePool((h.note for h in held.values()), comparable)
-            entry = (weakref.ref(owner, lambda _: _drop(key)), _Kept(list(active), held, pool, comparable))
+            entry = (weakref.ref(owner, lambda _: _GONE.append(key)), _Kept(list(active), held, pool, comparable))
         _KEPT[key] = entry  # last: the most recently used
         while len(_KEPT) > MAX_KEPT:
             del _KEPT[next(iter(_KEPT))]
         return entry[1]
-
-
-def _drop(key: int) -> None:
-    with _KEPT_LOCK:
-        _KEPT.pop(key, None)
 
 
 def _bring_up_to_date(kept: _Kept, active: list[Note]) -> None:

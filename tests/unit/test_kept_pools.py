@@ -135,5 +135,27 @@ def test_only_the_most_recently_used_users_pools_are_kept(monkeypatch):
     with kept_pools.pool_for([], _comparable, owners[0]):
         pass
     assert set(kept_pools._KEPT) == {id(owners[1]), id(owners[0])}
-    del owners[1]  # a user's note state dropped (evicted, forgotten): its pool goes with it
+    del owners[1]  # a user's note state dropped (evicted, forgotten): its pool goes with it, at the next call
+    with kept_pools.pool_for([], _comparable, owners[0]):
+        pass
     assert list(kept_pools._KEPT) == [id(owners[0])]
+
+
+def test_an_owner_collected_while_the_pools_are_locked_does_not_wait_for_the_lock():
+    import threading
+
+    from projections.folds.notes import NoteState
+
+    owner = NoteState()
+    with kept_pools.pool_for([], _comparable, owner):
+        pass
+    done = threading.Event()
+
+    def collect_inside_the_lock() -> None:  # as a collection during a pool's lookup would
+        nonlocal owner
+        with kept_pools._KEPT_LOCK:
+            owner = None  # the weak reference's callback runs here
+        done.set()
+
+    threading.Thread(target=collect_inside_the_lock, daemon=True).start()
+    assert done.wait(5), "the weak reference's callback waited for the lock its own thread holds"

@@ -17,8 +17,8 @@ decomposed Unicode (NFD) and read in composed form (NFC). Then:
   every acknowledged write, and no process of the killed server may be left once it is up;
 - the restarted server takes one more write (English and Chinese), then is stopped (SIGTERM to it, or with
   ``stop_every`` to it and every process it started at once, as systemd's default stops a service; exit code 0,
-  nothing of it left a moment later: :data:`LEFT_WAIT_S`), the store copied and every file of the copy searched for the markers: none may hold one (the log and the
-  snapshots are sealed per user).
+  nothing of it left a moment later: :data:`LEFT_WAIT_S`), the store copied and every file of the copy searched
+  for the markers: none may hold one (the log and the snapshots are sealed per user).
 
 Only processes this probe started are signalled (the servers it spawned); the killed server's processes
 are its descendants recorded (pid and start time) just before the kill.

@@ -34,9 +34,9 @@ TOOLS = ["PostgreSQL", "MySQL", "Redis", "Neovim", "VS Code", "Emacs", "数据�
 JOBS = ["nurse", "teacher", "engineer", "designer", "counselor"]
 FACTS = [
     "I live in {place}.", "I moved to {place} last month.", "I love {food}.", "I switched from {food} to {food2}.",
-    "I don't drink {food} anymore.", "We decided to use {tool} for the project.", "Let's drop {tool} and go with "
-    "{tool2}.", "I work as a {job} now.", "My sister lives in {place}.", "我住在{place}。", "我上个月搬到{place}了。",
-    "我喜欢喝{food}。", "我们决定用{tool}做这个项目。", "我从{food}换成了{food2}。",
+    "I don't drink {food} anymore.", "We decided to use {tool} for the project.",
+    "Let's drop {tool} and go with {tool2}.", "I work as a {job} now.", "My sister lives in {place}.",
+    "我住在{place}。", "我上个月搬到{place}了。", "我喜欢喝{food}。", "我们决定用{tool}做这个项目。", "我从{food}换成了{food2}。",
 ]
 CHAT = [
     "Good morning! How are you today?", "That sounds great, tell me more.", "I had a long day at work.",

@@ -119,26 +119,23 @@ def _bring_up_to_date(kept: _Kept, active: list[Note]) -> None:
     refreshed), the others leave, and the rest of ``active`` comes after them, in order."""
     old = kept.notes
     if len(old) <= len(active) and all(map(is_, old, active)):  # the same notes, and maybe new ones after them
-        for note in active[len(old):]:
-            held = kept.held[note.note_id] = held_of(note)
-            kept.pool.add(held.note)
-        kept.notes = list(active)
-        return
-    position = {n.note_id: i for i, n in enumerate(old)}
-    stay, last = 0, -1
-    for note in active:  # the longest start of ``active`` that is ``old`` less some notes, each note unchanged
-        p = position.get(note.note_id)
-        if p is None or p < last or (old[p] is not note and held_of(note).note != kept.held[note.note_id].note):
-            break
-        last, stay = p, stay + 1
-    staying = {n.note_id for n in active[:stay]}
-    for note in old:
-        if note.note_id not in staying:
-            kept.pool.remove(note.note_id)
-            del kept.held[note.note_id]
-    for note in active[:stay]:
-        if old[position[note.note_id]] is not note:
-            kept.held[note.note_id] = held_of(note)
+        stay = len(old)
+    else:
+        position = {n.note_id: i for i, n in enumerate(old)}
+        stay, last = 0, -1
+        for note in active:  # the longest start of ``active`` that is ``old`` less some notes, each note unchanged
+            p = position.get(note.note_id)
+            if p is None or p < last or (old[p] is not note and held_of(note).note != kept.held[note.note_id].note):
+                break
+            last, stay = p, stay + 1
+        staying = {n.note_id for n in active[:stay]}
+        for note in old:
+            if note.note_id not in staying:
+                kept.pool.remove(note.note_id)
+                del kept.held[note.note_id]
+        for note in active[:stay]:
+            if old[position[note.note_id]] is not note:
+                kept.held[note.note_id] = held_of(note)
     for note in active[stay:]:
         held = kept.held[note.note_id] = held_of(note)
         kept.pool.add(held.note)

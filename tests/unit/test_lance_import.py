@@ -44,3 +44,33 @@ def test_an_imported_client_is_left_as_it_is():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["True", "module"]
+
+
+def test_lancedb_is_imported_without_the_overrides_checks_and_the_package_is_left_as_it_was():
+    """On Python 3.11, lancedb binds the marker ``typing.override`` is from 3.12 on (the ``overrides`` package reads
+    each decorated method's bytecode at import); the real package is back afterwards, imported before or not."""
+    script = textwrap.dedent(
+        """
+        import json, sys, tempfile
+        import pyarrow as pa
+        before = sys.argv[1] == "imported"
+        if before:
+            import overrides
+        from projections.adapters.lance_import import import_lancedb
+
+        lancedb = import_lancedb()
+        table = lancedb.connect(tempfile.mkdtemp()).create_table("t", schema=pa.schema([pa.field("x", pa.int64())]))
+        table.add(pa.table({"x": [1, 2]}))
+        import lancedb.db as db
+        import overrides  # the real package, whether or not it was imported before
+        print(json.dumps({"rows": table.count_rows(), "checked": db.override is overrides.override,
+                          "real": getattr(overrides, "__file__", None) is not None}))
+        """
+    )
+    for state in ("imported", "not imported"):
+        out = subprocess.run([sys.executable, "-c", script, state], capture_output=True, text=True, timeout=120,
+                             check=True)
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        assert result["rows"] == 2 and result["real"], result
+        if sys.version_info < (3, 12):
+            assert result["checked"] is False, result  # lancedb's methods carry the marker, not the package's checks

@@ -17,7 +17,7 @@ use the REST client still finds it whole. If the package is already imported
 
 On Python 3.11 lancedb also decorates ~100 methods with the ``overrides``
 package's ``@override``, which reads each method's bytecode at import to
-check it (about 0.3 s of CPU); from Python 3.12 on lancedb uses
+check it (about 0.15 s of CPU per process here); from Python 3.12 on lancedb uses
 ``typing.override``, a marker, and a plain base class instead. While
 :func:`import_lancedb` imports it, ``overrides`` is that marker and that
 class (:func:`_as_on_312`); the real package is back once lancedb is in.

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 from datetime import date, datetime
+from pathlib import Path
 
 
 DEFAULT_STORE = os.environ.get("PALIMPSEST_STORE", ".store")
@@ -47,6 +48,10 @@ def open_store(args: argparse.Namespace, **create):
     client = remote(args)
     if client:
         return client
+    if not create:  # no store there: said at once, before the seconds of importing Ray and the store's modules
+        from palimpsest.config import StoreConfig
+
+        StoreConfig.load(Path(args.store))
     from palimpsest.memory import Memory  # imports Ray: only for commands that need the actors
 
     return Memory.open(args.store, create=bool(create), **create)

@@ -349,3 +349,25 @@ def test_adjustments_revert_the_declared_operation_undoes_once_and_says_so(store
     assert json.loads(run(capsys, store, "adjustments", "list", *USER, "--active", "--json")) == []
     [listed] = json.loads(run(capsys, store, "adjustments", "list", *USER, "--json"))
     assert listed["revert_reason"] == "she is back"
+
+
+def test_a_path_with_no_store_is_named_before_ray_or_the_store_s_modules_are_imported(tmp_path):
+    """A mistyped ``--store`` (or a damaged ``store.json``) is said at once: the check comes before the seconds of
+    importing Ray and the store's modules, with the error ``Memory.open`` gives."""
+    import subprocess
+    import sys
+
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "store.json").write_text("{")
+    script = ("import sys\nfrom palimpsest.cli import main\n"
+              "rc = main(sys.argv[1:])\nprint(rc, 'ray' in sys.modules, 'palimpsest.memory' in sys.modules)\n")
+    cases = [(tmp_path / "none", ["stats"], "is not a palimpsest store (no store.json)"),
+             (tmp_path / "none", ["search", *USER, "tea"], "is not a palimpsest store (no store.json)"),
+             (damaged, ["notes", "list", *USER], "store.json is not valid JSON")]
+    for store, command, said in cases:
+        out = subprocess.run([sys.executable, "-c", script, "--store", str(store), *command], capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "PALIMPSEST_URL": ""})
+        assert out.stdout.split() == ["2", "False", "False"], (command, out.stdout, out.stderr[-500:])
+        assert said in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "none").exists()  # nothing created by a read

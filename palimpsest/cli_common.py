@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 from datetime import date, datetime
 from pathlib import Path
 
@@ -48,13 +49,32 @@ def open_store(args: argparse.Namespace, **create):
     client = remote(args)
     if client:
         return client
-    if not create:  # no store there: said at once, before the seconds of importing Ray and the store's modules
-        from palimpsest.config import StoreConfig
-
-        StoreConfig.load(Path(args.store))
+    if not create:  # no store there, or another process has it open: said at once, before the seconds of
+        _refuse_unopenable(Path(args.store))  # importing Ray and the store's modules
     from palimpsest.memory import Memory  # imports Ray: only for commands that need the actors
 
     return Memory.open(args.store, create=bool(create), **create)
+
+
+def _refuse_unopenable(path: Path) -> None:
+    """The error ``Memory.open`` would give (no ``store.json``, a damaged one), or, when another process holds a
+    shard's log (a server, or a program with the store open), one that names it and the way in through a server."""
+    from events.errors import StoreError
+    from events.log_lock import lock_holders
+    from palimpsest.config import StoreConfig, log_path
+
+    cfg = StoreConfig.load(path)
+    ray = sys.modules.get("ray")
+    if os.environ.get("RAY_ADDRESS") or (ray is not None and ray.is_initialized()):
+        return  # a running Ray: the store's shards may be actors there, which the command attaches to
+    for shard in range(cfg.num_shards):
+        holders = lock_holders(log_path(path, shard))
+        if holders:
+            raise StoreError(
+                f"the store at {path} is open in another process (PID {', '.join(map(str, holders))} holds "
+                f"{log_path(path, shard).name}); a store is opened by one process at a time. If it is served, ask "
+                "its server: `palimpsest --server URL ...` with an API key in PALIMPSEST_API_KEY; otherwise stop "
+                "that program and run the command again")
 
 
 def _plain(value):

@@ -351,9 +351,10 @@ def test_adjustments_revert_the_declared_operation_undoes_once_and_says_so(store
     assert listed["revert_reason"] == "she is back"
 
 
-def test_a_path_with_no_store_is_named_before_ray_or_the_store_s_modules_are_imported(tmp_path):
-    """A mistyped ``--store`` (or a damaged ``store.json``) is said at once: the check comes before the seconds of
-    importing Ray and the store's modules, with the error ``Memory.open`` gives."""
+def test_a_path_with_no_store_or_a_store_open_elsewhere_is_named_before_ray_is_imported(tmp_path, monkeypatch):
+    """A mistyped ``--store`` (or a damaged ``store.json``) is said at once, with the error ``Memory.open`` gives;
+    so is a store another process has open (on Linux): the checks come before the seconds of importing Ray and the
+    store's modules, and of starting shards that could not open their logs."""
     import subprocess
     import sys
 
@@ -371,3 +372,27 @@ def test_a_path_with_no_store_is_named_before_ray_or_the_store_s_modules_are_imp
         assert out.stdout.split() == ["2", "False", "False"], (command, out.stdout, out.stderr[-500:])
         assert said in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "none").exists()  # nothing created by a read
+
+    # a store another process has open (a server's shard holds its log): named at once, with the way in
+    from palimpsest.config import StoreConfig, log_path
+
+    held = tmp_path / "held"
+    StoreConfig.create(held, 1, "hash", encrypted=False)
+    log_path(held, 0).parent.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time\ncon = duckdb.connect(sys.argv[1])\n"
+                               "print('held', flush=True)\ntime.sleep(120)\n", str(log_path(held, 0))],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        out = subprocess.run([sys.executable, "-c", script, "--store", str(held), "stats"], capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "PALIMPSEST_URL": ""})
+        from palimpsest.cli_common import _refuse_unopenable
+
+        monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # a running Ray, whose actors may hold the logs: attached to,
+        _refuse_unopenable(held)  # not refused here
+    finally:
+        holder.kill()
+        holder.wait()
+    assert out.stdout.split() == ["2", "False", "False"], (out.stdout, out.stderr[-500:])
+    assert f"is open in another process (PID {holder.pid} holds shard-000.duckdb)" in out.stderr
+    assert "palimpsest --server URL" in out.stderr and "Traceback" not in out.stderr

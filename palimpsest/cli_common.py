@@ -49,8 +49,8 @@ def open_store(args: argparse.Namespace, **create):
     client = remote(args)
     if client:
         return client
-    if not create:  # no store there, or another process has it open: said at once, before the seconds of
-        _refuse_unopenable(Path(args.store))  # importing Ray and the store's modules
+    if not create or (Path(args.store) / "store.json").exists():  # no store there (a read), or another process
+        _refuse_unopenable(Path(args.store))  # has it open: said at once, before the seconds of importing Ray
     from palimpsest.memory import Memory  # imports Ray: only for commands that need the actors
 
     return Memory.open(args.store, create=bool(create), **create)

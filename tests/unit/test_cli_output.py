@@ -386,6 +386,11 @@ def test_a_path_with_no_store_or_a_store_open_elsewhere_is_named_before_ray_is_i
         assert holder.stdout.readline().strip() == "held"
         out = subprocess.run([sys.executable, "-c", script, "--store", str(held), "stats"], capture_output=True,
                              text=True, timeout=120, env={**os.environ, "PALIMPSEST_URL": ""})
+        dialogue = tmp_path / "d.jsonl"  # a write into an existing store is refused the same way
+        dialogue.write_text(json.dumps({"text": "hi", "occurred_at": "2024-05-01T09:00:00Z"}) + "\n")
+        wrote = subprocess.run([sys.executable, "-c", script, "--store", str(held), "ingest", str(dialogue),
+                                "--tenant", "t", "--user", "u"], capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "PALIMPSEST_URL": ""})
         from palimpsest.cli_common import _refuse_unopenable
 
         monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # a running Ray, whose actors may hold the logs: attached to,
@@ -396,3 +401,5 @@ def test_a_path_with_no_store_or_a_store_open_elsewhere_is_named_before_ray_is_i
     assert out.stdout.split() == ["2", "False", "False"], (out.stdout, out.stderr[-500:])
     assert f"is open in another process (PID {holder.pid} holds shard-000.duckdb)" in out.stderr
     assert "palimpsest --server URL" in out.stderr and "Traceback" not in out.stderr
+    assert wrote.stdout.split() == ["2", "False", "False"], (wrote.stdout, wrote.stderr[-500:])
+    assert f"(PID {holder.pid} holds shard-000.duckdb)" in wrote.stderr

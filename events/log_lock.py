@@ -1,4 +1,4 @@
-"""Which other processes hold a lock on a file (DuckDB holds one on a log while it has it open), asked without
+"""Which other processes hold a lock on files (DuckDB holds one on a log while it has it open), asked without
 opening the file: on Linux, from ``/proc/locks``.
 
 Opening and closing the file to ask (``fcntl`` ``F_GETLK``) would release every POSIX lock this process holds on
@@ -14,15 +14,21 @@ from pathlib import Path
 PROC_LOCKS = Path("/proc/locks")
 
 
-def lock_holders(path: Path, locks: Path = PROC_LOCKS) -> list[int]:
-    """The pids, other than this process, that hold a lock on ``path`` (none known: [])."""
+def lock_holders(paths: list[Path], locks: Path = PROC_LOCKS) -> dict[Path, list[int]]:
+    """For each of ``paths`` that processes other than this one hold a lock on, their pids; the lock list is read
+    once for all of them (no holder known: left out)."""
+    wanted = {}
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        wanted[(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)] = path
     try:
-        st = path.stat()
-        lines = locks.read_text().splitlines()
+        lines = locks.read_text().splitlines() if wanted else []
     except OSError:
-        return []
-    wanted = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
-    pids = []
+        return {}
+    found: dict[Path, set[int]] = {}
     for line in lines:
         # "1: POSIX  ADVISORY  WRITE 12847 fe:00:2148219 0 EOF"; a waiting request has "->" after the number
         fields = line.split()
@@ -30,10 +36,10 @@ def lock_holders(path: Path, locks: Path = PROC_LOCKS) -> list[int]:
             continue
         try:
             major, minor, inode = fields[5].split(":")
-            held = (int(major, 16), int(minor, 16), int(inode))
+            path = wanted.get((int(major, 16), int(minor, 16), int(inode)))
             pid = int(fields[4])
         except ValueError:
             continue
-        if held == wanted and pid > 0 and pid != os.getpid():
-            pids.append(pid)
-    return sorted(set(pids))
+        if path is not None and pid > 0 and pid != os.getpid():
+            found.setdefault(path, set()).add(pid)
+    return {path: sorted(pids) for path, pids in found.items()}

@@ -67,12 +67,13 @@ def _refuse_unopenable(path: Path) -> None:
     ray = sys.modules.get("ray")
     if os.environ.get("RAY_ADDRESS") or (ray is not None and ray.is_initialized()):
         return  # a running Ray: the store's shards may be actors there, which the command attaches to
-    for shard in range(cfg.num_shards):
-        holders = lock_holders(log_path(path, shard))
-        if holders:
+    logs = [log_path(path, shard) for shard in range(cfg.num_shards)]
+    held = lock_holders(logs)
+    for log in logs:
+        if log in held:
             raise StoreError(
-                f"the store at {path} is open in another process (PID {', '.join(map(str, holders))} holds "
-                f"{log_path(path, shard).name}); a store is opened by one process at a time. If it is served, ask "
+                f"the store at {path} is open in another process (PID {', '.join(map(str, held[log]))} holds "
+                f"{log.name}); a store is opened by one process at a time. If it is served, ask "
                 "its server: `palimpsest --server URL ...` with an API key in PALIMPSEST_API_KEY; otherwise stop "
                 "that program and run the command again")
 

@@ -26,21 +26,21 @@ def held_by_child(path):
 def test_another_process_holding_a_duckdb_file_is_named_and_this_process_is_not(tmp_path):
     path = tmp_path / "log.duckdb"
     duckdb.connect(str(path)).close()
-    assert lock_holders(path) == []
+    assert lock_holders([path]) == {}
     child = held_by_child(path)
     try:
-        assert lock_holders(path) == [child.pid]
+        assert lock_holders([path]) == {path: [child.pid]}
     finally:
         child.kill()
         child.wait()
     deadline = time.monotonic() + 10
-    while lock_holders(path) and time.monotonic() < deadline:
+    while lock_holders([path]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert lock_holders(path) == []
+    assert lock_holders([path]) == {}
 
     own = duckdb.connect(str(path))  # this process's own lock is not another's, and asking leaves it held
     try:
-        assert lock_holders(path) == []
+        assert lock_holders([path]) == {}
         probe = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1])", str(path)],
                                capture_output=True, text=True, timeout=60)
         assert probe.returncode != 0 and "lock" in probe.stderr.lower()
@@ -62,6 +62,8 @@ def test_the_lock_list_is_read_line_by_line_and_a_missing_file_has_no_holder(tmp
         "garbage", "",
         f"4: POSIX  ADVISORY  READ {os.getpid()} {where} 0 EOF",  # this process
     ]))
-    assert lock_holders(path, locks) == [4242]
-    assert lock_holders(tmp_path / "missing", locks) == []
-    assert lock_holders(path, tmp_path / "no-such-list") == []
+    other = tmp_path / "g"
+    other.write_text("y")
+    assert lock_holders([path, other], locks) == {path: [4242]}  # the list read once for both
+    assert lock_holders([tmp_path / "missing"], locks) == {}
+    assert lock_holders([path], tmp_path / "no-such-list") == {}

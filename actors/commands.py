@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 from typing import Annotated, ClassVar, Literal
 
 import numpy as np
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SkipValidation, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import core_schema
 
 from events.commands import RecordMessage, canonical_id
 from events.graph_events import EdgeType, GraphMemoryStaged
@@ -35,8 +36,20 @@ from projections.folds.policy import RetentionPolicy
 from projections.rules.graph_extract import CandidateGraphMemory
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
-Vector = Annotated[np.ndarray, SkipValidation]
-Fusion = Annotated[FusionConfig, SkipValidation]
+
+
+class _AsIs:
+    """Field metadata: the value is carried as given, neither validated nor described. Unlike ``SkipValidation``,
+    no schema is built for the type: for the dataclasses carried here that was about half this module's import,
+    paid again by every shard process."""
+
+    def __get_pydantic_core_schema__(self, source, handler):
+        return core_schema.any_schema()
+
+
+AS_IS = _AsIs()
+Vector = Annotated[np.ndarray, AS_IS]
+Fusion = Annotated[FusionConfig, AS_IS]
 
 
 def new_command_id() -> str:
@@ -88,16 +101,16 @@ class RecordMessages(Command):
     messages: tuple[RecordMessage, ...]
     vectors: Vector
     model_id: str
-    graph: tuple[tuple[Annotated[GraphMemoryStaged, SkipValidation], ...], ...] | None = None
+    graph: tuple[tuple[Annotated[GraphMemoryStaged, AS_IS], ...], ...] | None = None
     # Per message, the offline graph rules' reading the ``graph`` memories were staged from: the note rules reuse it
     # for a message's event notes instead of reading the text a second time (derived data, never recorded).
-    readings: tuple[tuple[Annotated[CandidateGraphMemory, SkipValidation], ...], ...] | None = None
+    readings: tuple[tuple[Annotated[CandidateGraphMemory, AS_IS], ...], ...] | None = None
 
 
 class StageGraphMemories(UserCommand):
     """``create_memory``: stage graph memories (consolidation comes later)."""
 
-    memories: tuple[Annotated[GraphMemoryStaged, SkipValidation], ...]
+    memories: tuple[Annotated[GraphMemoryStaged, AS_IS], ...]
 
 
 class LinkMemories(UserCommand):
@@ -146,7 +159,7 @@ class SwitchEmbedder(Command):
 class ApplyConsolidation(UserCommand):
     """The events a consolidation task returned for one user (keyed ids: a rerun names them alike)."""
 
-    events: tuple[tuple[str, Annotated[Event, SkipValidation]], ...]
+    events: tuple[tuple[str, Annotated[Event, AS_IS]], ...]
 
 
 class Unmerge(UserCommand):
@@ -441,7 +454,7 @@ class Counterfactual(Query):
 
     flushes_first: ClassVar[bool] = True
     tenant: str | None = None
-    policy: Annotated[RetentionPolicy, SkipValidation]
+    policy: Annotated[RetentionPolicy, AS_IS]
     now: AwareDatetime
     queries: tuple[tuple[str, str, str, Vector], ...] = ()
     k: int = 10
@@ -450,7 +463,7 @@ class Counterfactual(Query):
 
 class ScanEvents(Query):
     flushes_first: ClassVar[bool] = True
-    filter: Annotated[ScanFilter, SkipValidation]
+    filter: Annotated[ScanFilter, AS_IS]
     limit: int | None = None
 
 

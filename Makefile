@@ -2,7 +2,10 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Installed: the package and what it needs to run (STAMP: make demo, make serve), then the test, benchmark, docs and
+# integration extras too (DEV_STAMP: make test, the benchmarks, the docs).
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
@@ -18,15 +21,22 @@ ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/real
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# torch first and pinned: the local CPU build (an unpinned torch pulls a multi-GB CUDA build); --no-compile:
-	# its modules' bytecode is written when first imported (it has thousands that nothing here imports). The
-	# project's dependencies are compiled as pip does for a user, so their first import prints what a user's does.
+	# torch first and pinned: the local CPU build (an unpinned torch pulls a multi-GB CUDA build). --no-compile
+	# everywhere: pip would compile every module of every package (about 45 s here, most of it never imported);
+	# Python compiles what is imported on its first import instead, and keeps it (PYTHONDONTWRITEBYTECODE above).
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test,bench,docs,langgraph,agents]'
-	$(MAKE) --no-print-directory browser
+	$(BIN)/pip install --quiet --no-compile -e .
+	# jieba's sources warn when compiled (invalid escape sequences, shown from Python 3.12): compiled here, as pip
+	# would have, so that a first import prints nothing of the library's.
+	$(BIN)/python -m compileall -q "$$($(BIN)/python -c 'import importlib.util as u; print(*u.find_spec("jieba").submodule_search_locations)')" >/dev/null 2>&1 || true
 	touch $(STAMP)
 
-install: $(STAMP)
+$(DEV_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet --no-compile -e '.[test,bench,docs,langgraph,agents]'
+	$(MAKE) --no-print-directory browser
+	touch $(DEV_STAMP)
+
+install: $(DEV_STAMP)
 
 # The inspector's browser tests drive Debian's Chromium through Playwright (no browser download: the Playwright CDN
 # is not reachable); Noto CJK renders the Chinese text. Installed with apt when missing and when apt is usable.
@@ -53,7 +63,7 @@ serve: $(STAMP)
 
 # The documentation site (MkDocs + Material) from docs/, built offline into site/ in strict mode; the CLI and
 # event-kind reference pages are generated first from the parsers and the event registry.
-docs: $(STAMP)
+docs: $(DEV_STAMP)
 	$(BIN)/python docs/gen_reference.py
 	$(BIN)/mkdocs build --strict --site-dir site
 
@@ -64,18 +74,18 @@ docs-serve: docs
 # are set up once; tests/xdist_schedule.py): while one waits (Ray starting, a server, a subprocess) the other
 # computes. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
 
-test-unit: $(STAMP)
+test-unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q tests/unit tests/contract
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.locomo --data $(DATA) --speed-runs 3 --out bench/locomo_dev.json
 
 # Every dev file, one fresh store each, then one summary (bench/summary.md): whole-file and leave-out figures.
-bench-all: $(STAMP)
+bench-all: $(DEV_STAMP)
 	@for f in $(ALL_DATA); do \
 		$(BIN)/python -m benchmarks.locomo --data $$f --speed-runs 3 --out bench/$$(basename $$f .json).json || exit 1; \
 	done
@@ -83,50 +93,50 @@ bench-all: $(STAMP)
 
 # The docs' benchmark page (docs/benchmarks/results.md and its charts) from whichever of bench/locomo_dev.json,
 # bench/serve.json, bench/multinode.json, ... exist.
-bench-report: $(STAMP)
+bench-report: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.report
 
-bench-graph: $(STAMP)
+bench-graph: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.graph --out bench/graph.json
 
-bench-scale: $(STAMP)
+bench-scale: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.scale --out bench/scale.json
 
 # One user's history growing to 6,000 messages, one per ingest: ingest, search and context cost at each length.
-bench-history: $(STAMP)
+bench-history: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.history_scale --out bench/history_scale.json
 
 # Encryption's cost on ingest, search and replay, and the erasure scan with its positive controls (bench/erasure.json).
-bench-erasure: $(STAMP)
+bench-erasure: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.erasure --out bench/erasure.json
 
 # The served store under a mixed open-loop load at 1, 8, 32 and 64 clients (bench/serve.json).
-bench-serve: $(STAMP)
+bench-serve: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.serve --data $(DATA) --out bench/serve.json
 
 # The served store past its capacity: the capacity found by a ramp, goodput and refusals at 2x and 4x, the
 # search-only capacity, a modest tenant beside a flooding one (bench/serve_overload.json).
-bench-overload: $(STAMP)
+bench-overload: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.serve --data $(DATA) --overload --out bench/serve_overload.json
 
 # 16 concurrent writers over HTTP, concurrent ingests merged and one by one (bench/serve_writes.json).
-bench-writes: $(STAMP)
+bench-writes: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.serve_writes --out bench/serve_writes.json
 
 # kill -9 cycles (shards, directory, Ray workers, the driver) during ingest; 0 lost, 0 duplicated (see README)
-bench-chaos: $(STAMP)
+bench-chaos: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.chaos --out bench/chaos.json
 
-bench-fuzz: $(STAMP)
+bench-fuzz: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.fuzz --examples 500 --out bench/fuzz.json
 
 # ingest throughput on local Ray clusters of 1, 2 and 3 one-CPU nodes
-bench-multinode: $(STAMP)
+bench-multinode: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.multinode --out bench/multinode.json
 
 # The learning loop on every dev file (bench/feedback_<file>.json; each ingested store kept in bench/ingested-<file>
 # and reused by the next run), then the stale-facts protocol in English and Chinese (bench/feedback_stale.json).
-bench-feedback: $(STAMP)
+bench-feedback: $(DEV_STAMP)
 	@for f in $(ALL_DATA); do \
 		n=$$(basename $$f .json); \
 		$(BIN)/python -m benchmarks.feedback --data $$f --out bench/feedback_$$n.json --ingested bench/ingested-$$n || exit 1; \
@@ -134,7 +144,7 @@ bench-feedback: $(STAMP)
 	$(BIN)/python -m benchmarks.feedback_stale --out bench/feedback_stale.json
 
 # Memory truth (EN+ZH): current facts first, superseded ones out of the context, constraints in a 300-token context
-bench-truth: $(STAMP)
+bench-truth: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.truth --out bench/truth.json
 
 clean:

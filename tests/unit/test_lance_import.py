@@ -74,3 +74,41 @@ def test_lancedb_is_imported_without_the_overrides_checks_and_the_package_is_lef
         assert result["rows"] == 2 and result["real"], result
         if sys.version_info < (3, 12):
             assert result["checked"] is False, result  # lancedb's methods carry the marker, not the package's checks
+
+
+def test_the_namespace_models_build_their_validators_on_first_use_and_later_models_as_usual():
+    """The ~200 request and response models lancedb's import defines are not built to open a directory; one still
+    validates when used, and pydantic's own config is as it was (a model defined afterwards is built at once)."""
+    script = textwrap.dedent(
+        """
+        import json, tempfile
+        import pyarrow as pa
+        import pydantic
+        from projections.adapters.lance_import import import_lancedb
+
+        config_before = dict(pydantic.BaseModel.model_config)
+        lancedb = import_lancedb()
+        lancedb.connect(tempfile.mkdtemp()).create_table("t", pa.table({"x": [1, 2]})).count_rows()
+        import lance_namespace as ns
+        models = [v for v in vars(ns).values() if isinstance(v, type) and issubclass(v, pydantic.BaseModel)]
+        built_before = sum(bool(m.__pydantic_complete__) for m in models)
+        answer = ns.ListTablesResponse(tables=["a"])
+        try:
+            ns.ListTablesResponse(tables=5)
+            refused = False
+        except pydantic.ValidationError:
+            refused = True
+
+        class Later(pydantic.BaseModel):
+            x: int
+
+        print(json.dumps({"models": len(models), "built_before": built_before, "tables": answer.tables,
+                          "refused": refused, "later_built": Later.__pydantic_complete__,
+                          "config_same": dict(pydantic.BaseModel.model_config) == config_before}))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["models"] > 100 and result["built_before"] == 0, result
+    assert result["tables"] == ["a"] and result["refused"] is True
+    assert result["later_built"] is True and result["config_same"] is True

@@ -37,7 +37,6 @@ from projections.rules.graph_extract import CandidateGraphMemory
 from projections.queries.retrieval import DEFAULT_FUSION, FusionConfig
 
 
-
 class _AsIs:
     """Field metadata: the value is carried as given, neither validated nor described. Unlike ``SkipValidation``,
     no schema is built for the type: for the dataclasses carried here that was about half this module's import,

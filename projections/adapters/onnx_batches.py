@@ -6,7 +6,7 @@ shard actor holds one of the two cores (it folds and appends the batch
 before, while the driver encodes the next), the encoder makes the progress
 of one core while using none of the other. Here each core has a session of
 its own on one thread, and the rows, sorted by length, are cut into runs of
-:data:`ROWS` that the sessions take one after another, so a busy core slows
+:data:`ROWS` (fewer where the length halves: :func:`runs`) that the sessions take one after another, so a busy core slows
 only its session. Measured in one process on 1,280 LoCoMo dev turns in
 batches of 256 (two runs each): quiet, 14.9 and 20.1 s on the two-thread
 session against 12.8 and 13.2 s here; beside a process busy 60 % of a core,

@@ -7,9 +7,11 @@ keeps its weights 4-bit, in ONNX Runtime's own block-quantised operators:
   ``0..tokens-1`` and token type 0 added, then a layer norm;
 - each of the 12 layers: Q, K and V by ``MatMulNBits`` (4-bit, blocks of 32,
   zero point 8: exactly Q4_0's ``(nibble - 8) * scale``), ``MultiHeadAttention``
-  over the unpadded tokens, the output projection, ``SkipLayerNormalization``
-  (residual, bias and norm in one kernel), the feed-forward (``MatMulNBits``,
-  ``BiasGelu`` with the exact erf GELU, ``MatMulNBits``) and another;
+  over the unpadded tokens, the output projection, its bias and the residual
+  added and a ``LayerNormalization`` (not ONNX Runtime's fused
+  ``SkipLayerNormalization``, slower on CPU: :mod:`projections.adapters.onnx_layernorm`),
+  the feed-forward (``MatMulNBits``, ``BiasGelu`` with the exact erf GELU,
+  ``MatMulNBits``) and another;
 - the mean of the last hidden states over the attention mask.
 
 ``build(weights, float_linears=True)`` gives the same graph with the matrix
@@ -34,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from projections.adapters.e5_weights import BLOCK_BYTES, E5Weights
+from projections.adapters.onnx_layernorm import add_norm
 
 OPSET = 17
 MS = "com.microsoft"  # ONNX Runtime's contrib operators (CPU kernels in every onnxruntime wheel)
@@ -124,11 +127,11 @@ def build(weights: E5Weights, float_linears: bool = False):
         qkv_bias = g.constant(f"{p}qkv.b", np.concatenate([weights.tensor(p + n) for n in ("q.b", "k.b", "v.b")]))
         q, k, v = (linear(f"{p}{n}.w", x) for n in ("q", "k", "v"))
         attended = g.op("MultiHeadAttention", [q, k, v, qkv_bias, mask], f"{p}attention", MS, num_heads=c.heads)
-        x = g.op("SkipLayerNormalization", [linear(f"{p}ao.w", attended), x, tensor(f"{p}aln.w"), tensor(f"{p}aln.b"),
-                                            tensor(f"{p}ao.b")], f"{p}x_attention", MS, epsilon=c.eps)
+        x = add_norm(g, linear(f"{p}ao.w", attended), x, tensor(f"{p}aln.w"), tensor(f"{p}aln.b"), tensor(f"{p}ao.b"),
+                     f"{p}x_attention", c.eps)
         hidden = g.op("BiasGelu", [linear(f"{p}fi.w", x), tensor(f"{p}fi.b")], f"{p}gelu", MS)
-        x = g.op("SkipLayerNormalization", [linear(f"{p}fo.w", hidden), x, tensor(f"{p}oln.w"), tensor(f"{p}oln.b"),
-                                            tensor(f"{p}fo.b")], f"{p}x_ffn", MS, epsilon=c.eps)
+        x = add_norm(g, linear(f"{p}fo.w", hidden), x, tensor(f"{p}oln.w"), tensor(f"{p}oln.b"), tensor(f"{p}fo.b"),
+                     f"{p}x_ffn", c.eps)
 
     # mean over the unpadded tokens
     weight = g.op("Unsqueeze", [g.op("Cast", ["attention_mask"], "mask_float", to=TensorProto.FLOAT),

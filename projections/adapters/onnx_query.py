@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import structlog
 
+from projections.adapters import onnx_layernorm
 from projections.adapters.cache import made_once
 
 log = structlog.get_logger("palimpsest.encoder")
@@ -88,7 +89,8 @@ def session(path: Path, threads: int = QUERY_THREADS):
     options.log_severity_level = 3
     options.intra_op_num_threads = threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=onnx_layernorm.DISABLED_FUSIONS)
 
 
 def query_graph(graph: Path, check, source=None) -> Path:

@@ -7,10 +7,10 @@ keeps its weights 4-bit, in ONNX Runtime's own block-quantised operators:
   ``0..tokens-1`` and token type 0 added, then a layer norm;
 - each of the 12 layers: Q, K and V by ``MatMulNBits`` (4-bit, blocks of 32,
   zero point 8: exactly Q4_0's ``(nibble - 8) * scale``), ``MultiHeadAttention``
-  over the unpadded tokens, the output projection, its bias and the residual
-  added and a ``LayerNormalization`` (not ONNX Runtime's fused
-  ``SkipLayerNormalization``, slower on CPU: :mod:`projections.adapters.onnx_layernorm`),
-  the feed-forward (``MatMulNBits``, ``BiasGelu`` with the exact erf GELU,
+  over the unpadded tokens, the output projection, ``SkipLayerNormalization``
+  (residual, bias and norm; split into ``Add`` and ``LayerNormalization`` once
+  built, faster on CPU: :mod:`projections.adapters.onnx_layernorm`), the
+  feed-forward (``MatMulNBits``, ``BiasGelu`` with the exact erf GELU,
   ``MatMulNBits``) and another;
 - the mean of the last hidden states over the attention mask.
 
@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from projections.adapters import onnx_layernorm
 from projections.adapters.e5_weights import BLOCK_BYTES, E5Weights
-from projections.adapters.onnx_layernorm import add_norm
 
 OPSET = 17
 MS = "com.microsoft"  # ONNX Runtime's contrib operators (CPU kernels in every onnxruntime wheel)
@@ -127,11 +127,11 @@ def build(weights: E5Weights, float_linears: bool = False):
         qkv_bias = g.constant(f"{p}qkv.b", np.concatenate([weights.tensor(p + n) for n in ("q.b", "k.b", "v.b")]))
         q, k, v = (linear(f"{p}{n}.w", x) for n in ("q", "k", "v"))
         attended = g.op("MultiHeadAttention", [q, k, v, qkv_bias, mask], f"{p}attention", MS, num_heads=c.heads)
-        x = add_norm(g, linear(f"{p}ao.w", attended), x, tensor(f"{p}aln.w"), tensor(f"{p}aln.b"), tensor(f"{p}ao.b"),
-                     f"{p}x_attention", c.eps)
+        x = g.op("SkipLayerNormalization", [linear(f"{p}ao.w", attended), x, tensor(f"{p}aln.w"), tensor(f"{p}aln.b"),
+                                            tensor(f"{p}ao.b")], f"{p}x_attention", MS, epsilon=c.eps)
         hidden = g.op("BiasGelu", [linear(f"{p}fi.w", x), tensor(f"{p}fi.b")], f"{p}gelu", MS)
-        x = add_norm(g, linear(f"{p}fo.w", hidden), x, tensor(f"{p}oln.w"), tensor(f"{p}oln.b"), tensor(f"{p}fo.b"),
-                     f"{p}x_ffn", c.eps)
+        x = g.op("SkipLayerNormalization", [linear(f"{p}fo.w", hidden), x, tensor(f"{p}oln.w"), tensor(f"{p}oln.b"),
+                                            tensor(f"{p}fo.b")], f"{p}x_ffn", MS, epsilon=c.eps)
 
     # mean over the unpadded tokens
     weight = g.op("Unsqueeze", [g.op("Cast", ["attention_mask"], "mask_float", to=TensorProto.FLOAT),
@@ -145,5 +145,7 @@ def build(weights: E5Weights, float_linears: bool = False):
         g.nodes, "multilingual_e5_small_q4",
         [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"]) for name in INPUTS],
         [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", c.hidden])], g.initializers)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS, 1)],
-                             producer_name="palimpsest")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS, 1)],
+                              producer_name="palimpsest")
+    onnx_layernorm.split(model)
+    return model

@@ -11,10 +11,10 @@ graph taking turns on each question (quiet): MemDaily dev's 97 questions over
 5.3 / 8.4, LoCoMo dev's 5.7 / 7.5 → 5.1 / 6.4. The split gives the same floats
 up to rounding (e5 passages: least cosine with the fused graph's 0.99992).
 
-:func:`split` rewrites a graph's fused nodes in place (the MiniLM graph, whose
-fusions ONNX Runtime's transformer optimizer makes); :func:`add_norm` is the
-same pair of nodes for a graph built by hand (e5's). Sessions keep ONNX
-Runtime from fusing them again at load (:data:`DISABLED_FUSIONS`).
+:func:`split` rewrites a graph's fused nodes in place: the MiniLM graph's,
+whose fusions ONNX Runtime's transformer optimizer makes, and e5's, built by
+hand with them. Sessions keep ONNX Runtime from fusing them again at load
+(:data:`DISABLED_FUSIONS`).
 """
 
 from __future__ import annotations
@@ -52,10 +52,3 @@ def split(model) -> int:
         model.graph.node.extend(nodes)
     return replaced
 
-
-def add_norm(graph, out: str, residual: str, gamma: str, beta: str, bias: str, name: str, epsilon: float) -> str:
-    """``LayerNormalization(out + bias + residual)`` with ``graph.op`` (:class:`projections.adapters.e5_graph._Graph`):
-    the nodes :func:`split` makes of one fused node."""
-    biased = graph.op("Add", [out, bias], f"{name}.biased")
-    summed = graph.op("Add", [biased, residual], f"{name}.sum")
-    return graph.op("LayerNormalization", [summed, gamma, beta], name, axis=-1, epsilon=epsilon)

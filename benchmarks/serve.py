@@ -10,6 +10,9 @@
    reports per endpoint throughput, p50/p95/p99 (from each request's scheduled start) and errors.
 5. Checks that every acknowledged message is in the log exactly once.
 
+With ``--cpu`` steps 3–4 are replaced by a CPU account (:mod:`benchmarks.serve_cpu`): every process's CPU idle,
+then per answered request of each kind alone and of the mix, by process (replica, shards, Serve, Ray).
+
 With ``--overload`` steps 3–4 are replaced by the overload suite (:mod:`benchmarks.serve_overload`): the mixed
 load ramped until goodput stops rising (``capacity_req_s``), then held at 2× and 4× that (goodput, refusals,
 accepted and refusal latency, other errors); the search-only capacity; and a modest tenant's p95 beside a
@@ -31,7 +34,8 @@ from pathlib import Path
 
 from benchmarks import dataset as ds
 from benchmarks.provenance import stamp
-from benchmarks.serve_load import Tenancy, Workload, exactly_once, load_dialogues, open_loop, same_hits
+from benchmarks import serve_cpu
+from benchmarks.serve_load import MIX, Tenancy, Workload, exactly_once, load_dialogues, open_loop, same_hits
 from benchmarks.serve_overload import draw, drive, fairness, ramp
 from palimpsest.server.ports import free_port
 
@@ -71,8 +75,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "the overload levels and the fairness run alone, for a quicker check; the report says it was given")
     o.add_argument("--fairness-only", action="store_true",
                    help="with --capacity: only the fairness run (no 2x and 4x levels), to check a change to it quickly")
+    c = p.add_argument_group("--cpu")
+    c.add_argument("--cpu", action="store_true",
+                   help="where the CPU goes instead of the fixed levels: each process's CPU idle, then per answered "
+                        "request of each kind alone and of the mix (benchmarks.serve_cpu)")
+    c.add_argument("--cpu-rate", type=float, default=30.0, help="each kind's offered rate, req/s (default %(default)s)")
+    c.add_argument("--cpu-seconds", type=float, help="length of each kind's level (default 10; quick 2)")
+    c.add_argument("--idle-seconds", type=float, help="length of the idle measure (default 10; quick 2)")
     args = p.parse_args(argv)
+    if args.cpu and args.overload:
+        p.error("--cpu and --overload are two modes: choose one")
     quick = args.quick
+    args.cpu_seconds = args.cpu_seconds or (2.0 if quick else 10.0)
+    args.idle_seconds = args.idle_seconds or (2.0 if quick else 10.0)
+    if min(args.cpu_rate, args.cpu_seconds, args.idle_seconds) <= 0:
+        p.error("--cpu-rate, --cpu-seconds and --idle-seconds: give positive numbers")
     args.levels = [tuple(float(x) for x in level.split(":")) for level in
                    (args.levels or (QUICK_LEVELS if quick else LEVELS)).split(",")]
     args.seconds = args.seconds or (3.0 if quick else 20.0)
@@ -121,19 +138,38 @@ def measure(url: str, memory, keys: dict[str, str], data: ds.Dataset, args: argp
     }
 
 
+def settle(url: str, memory, tenancy: Tenancy, questions, connections: int) -> float:
+    """Measured warm: the shards' idle-time work after the load (snapshots, read indexes, the replica's quiet
+    consolidation) done, every question's first search asked once; the seconds the idle work took."""
+    time.sleep(2.0)  # the replica consolidates once quiet for a second
+    settle_s = memory.wait_idle()
+    warm = [("search", "POST", f"/v1/users/{q.user_id}/search", {"query": q.question, "k": 10},
+             tenancy.headers(q.user_id), None) for q in questions]
+    drive(url, warm, 40.0, len(warm) / 40.0, connections)
+    return round(settle_s, 1)
+
+
+def measure_cpu(url: str, memory, keys: dict[str, str], data: ds.Dataset, args: argparse.Namespace) -> dict:
+    """CPU per request kind and process (:mod:`benchmarks.serve_cpu`) after the dialogues are loaded; the report."""
+    tenancy, loaded, questions = load(url, keys, data, args)
+    texts = [m["text"] for m in data.messages]
+    loaded["idle_work_after_load_s"] = settle(url, memory, tenancy, questions, args.connections)
+    kinds = [*MIX, "mix"]
+    workload_for = lambda kind: Workload(tenancy, questions, texts, seed=23, prefix=f"cpu-{kind}",  # noqa: E731
+                                         mix=None if kind == "mix" else {kind: 1})
+    cpu = serve_cpu.measure(url, workload_for, kinds, rate=args.cpu_rate, seconds=args.cpu_seconds,
+                            idle_s=args.idle_seconds, on_ack=tenancy.ack,
+                            log=lambda line: print(line, file=sys.stderr, flush=True))
+    return {"load": loaded, "cpu": cpu, "errors_total": loaded["errors"] + sum(
+        lv["other_errors"] for lv in cpu["kinds"].values()), "exactly_once": exactly_once(tenancy, memory)}
+
+
 def measure_overload(url: str, memory, keys: dict[str, str], data: ds.Dataset, args: argparse.Namespace) -> dict:
     """The overload suite against a running server (after the dialogues are loaded); the report."""
     tenancy, loaded, questions = load(url, keys, data, args)
     texts = [m["text"] for m in data.messages]
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    # measured warm: the shards' idle-time work after the load (snapshots, read indexes, the replica's quiet
-    # consolidation) done, every question's first search asked once
-    time.sleep(2.0)  # the replica consolidates once quiet for a second
-    settle_s = memory.wait_idle()
-    warm = [("search", "POST", f"/v1/users/{q.user_id}/search", {"query": q.question, "k": 10},
-             tenancy.headers(q.user_id), None) for q in questions]
-    drive(url, warm, 40.0, len(warm) / 40.0, args.connections)
-    loaded["idle_work_after_load_s"] = round(settle_s, 1)
+    loaded["idle_work_after_load_s"] = settle(url, memory, tenancy, questions, args.connections)
     common = {"factor": args.ramp_factor, "seconds": args.step_seconds, "max_rate": args.max_rate,
               "connections": args.connections, "log": log}
     given = {"capacity_req_s": args.capacity, "capacity_search_p95_le_100ms_req_s": None, "steps": [], "given": True}
@@ -209,7 +245,8 @@ def run(args: argparse.Namespace) -> dict:
         running.memory.consolidate_every = 0  # consolidation rounds would land inside the timed levels
         ring = KeyRing(store)
         keys = {f"tenant-{i}": ring.create(f"tenant-{i}", label="benchmarks.serve")[0] for i in range(args.tenants)}
-        report = (measure_overload if args.overload else measure)(running.url, running.memory, keys, data, args)
+        mode = measure_overload if args.overload else measure_cpu if args.cpu else measure
+        report = mode(running.url, running.memory, keys, data, args)
     finally:
         running.stop()
         shutdown_ray()
@@ -259,6 +296,22 @@ def print_overload(r: dict) -> None:
     print(f"writes: acknowledged {once['acknowledged']}, lost {once['lost']}, duplicated {once['duplicated']}")
 
 
+def print_cpu(r: dict) -> None:
+    cpu = r["cpu"]
+    print(f"idle: {cpu['idle']['total_ms_per_s']} ms of CPU per second: "
+          + ", ".join(f"{k} {v:g}" for k, v in cpu["idle"]["ms_per_s"].items() if v))
+    print(f"each kind alone at {cpu['rate_req_s']:g} req/s for {cpu['seconds']:g}s, CPU ms per answered request:")
+    print("| kind | answered/s | refused/s | accepted p95 ms | CPU ms | above idle | above idle, by process |")
+    print("|---|---|---|---|---|---|---|")
+    for kind, lv in cpu["kinds"].items():
+        roles = ", ".join(f"{k} {v:g}" for k, v in lv["by_role_above_idle_ms"].items() if v >= 0.05)
+        print(f"| {kind} | {lv['goodput_req_s']} | {lv['refused_req_s']} | {lv['accepted_p95_ms']} | "
+              f"{lv['cpu_ms_per_request']} | {lv['cpu_ms_per_request_above_idle']} | {roles} |")
+    once = r["exactly_once"]
+    print(f"errors {r['errors_total']}; writes: acknowledged {once['acknowledged']}, lost {once['lost']}, "
+          f"duplicated {once['duplicated']}")
+
+
 def print_report(r: dict) -> None:
     h = r["same_hits"]
     print(f"load: {r['load']['messages']} turns over HTTP at {r['load']['messages_per_s']} msg/s, "
@@ -287,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
-    (print_overload if args.overload else print_report)(report)
+    (print_overload if args.overload else print_cpu if args.cpu else print_report)(report)
     print(f"wrote {out}")
     once = report["exactly_once"]
     return 0 if report["errors_total"] == 0 and once["lost"] == 0 and once["duplicated"] == 0 else 1

@@ -16,7 +16,7 @@ unexport PYTHONDONTWRITEBYTECODE
 DATA ?= ../shared/data/locomo/locomo10_dev.json
 ALL_DATA ?= ../shared/data/locomo/locomo10_dev.json ../shared/data/realtalk/realtalk_dev.json ../shared/data/memdaily/memdaily_dev.json
 
-.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-history bench-serve bench-overload bench-writes bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback bench-truth serve install browser docs docs-serve clean
+.PHONY: demo test test-unit bench bench-all bench-report bench-graph bench-scale bench-history bench-serve bench-overload bench-cpu bench-writes bench-chaos bench-fuzz bench-multinode bench-erasure bench-feedback bench-truth serve install browser docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -118,6 +118,10 @@ bench-serve: $(DEV_STAMP)
 # search-only capacity, a modest tenant beside a flooding one (bench/serve_overload.json).
 bench-overload: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.serve --data $(DATA) --overload --out bench/serve_overload.json
+
+# Where a served store's CPU goes: every process's CPU idle, then per answered request of each kind (bench/serve_cpu.json).
+bench-cpu: $(DEV_STAMP)
+	$(BIN)/python -m benchmarks.serve --data $(DATA) --cpu --out bench/serve_cpu.json
 
 # 16 concurrent writers over HTTP, concurrent ingests merged and one by one (bench/serve_writes.json).
 bench-writes: $(DEV_STAMP)

@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 from benchmarks import dataset as ds
-from benchmarks.provenance import stamp
 from benchmarks import serve_cpu
+from benchmarks.provenance import stamp
 from benchmarks.serve_load import MIX, Tenancy, Workload, exactly_once, load_dialogues, open_loop, same_hits
 from benchmarks.serve_overload import draw, drive, fairness, ramp
 from palimpsest.server.ports import free_port
@@ -86,8 +86,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.cpu and args.overload:
         p.error("--cpu and --overload are two modes: choose one")
     quick = args.quick
-    args.cpu_seconds = args.cpu_seconds or (2.0 if quick else 10.0)
-    args.idle_seconds = args.idle_seconds or (2.0 if quick else 10.0)
+    args.cpu_seconds = (2.0 if quick else 10.0) if args.cpu_seconds is None else args.cpu_seconds
+    args.idle_seconds = (2.0 if quick else 10.0) if args.idle_seconds is None else args.idle_seconds
     if min(args.cpu_rate, args.cpu_seconds, args.idle_seconds) <= 0:
         p.error("--cpu-rate, --cpu-seconds and --idle-seconds: give positive numbers")
     args.levels = [tuple(float(x) for x in level.split(":")) for level in

@@ -51,3 +51,18 @@ def test_a_snapshot_holds_this_process_and_its_children_and_their_cpu():
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_cpu_modes_arguments_are_checked_and_quick_shortens_its_levels(capsys):
+    from benchmarks.serve import parse_args
+
+    base = ["--data", "d.json", "--out", "o.json", "--cpu"]
+    for extra, said in ((["--overload"], "two modes"), (["--cpu-seconds", "0"], "give positive numbers"),
+                        (["--idle-seconds", "-1"], "give positive numbers"), (["--cpu-rate", "0"], "positive")):
+        with pytest.raises(SystemExit) as exc:
+            parse_args(base + extra)
+        assert exc.value.code == 2 and said in capsys.readouterr().err
+    args = parse_args(base)
+    assert (args.cpu_rate, args.cpu_seconds, args.idle_seconds) == (30.0, 10.0, 10.0)
+    quick = parse_args(base + ["--quick"])
+    assert (quick.cpu_seconds, quick.idle_seconds, quick.embedder) == (2.0, 2.0, "hash")

@@ -34,9 +34,12 @@ request refused there without starting it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import importlib
 import json
 import re
+import sys
 import time
 
 from starlette.responses import JSONResponse
@@ -79,6 +82,17 @@ def write_group(method: str, path: str, tenant: str):
     share a write slot (the server writes them to the user's shard as one batch); None for any other request."""
     found = _INGEST.match(path) if method == "POST" else None
     return ("ingest", tenant, found.group(1)) if found else None
+
+
+_MCP_TOOLS = "palimpsest.server.mcp_tools"
+
+
+async def classify_mcp(body: bytes) -> str:
+    """:func:`mcp_class`, the first call importing the MCP tools (the MCP SDK: a third of a second or more of CPU) in a
+    thread, not on the replica's loop, which answers the other requests meanwhile."""
+    if getattr(sys.modules.get(_MCP_TOOLS), "TOOLS", None) is None:  # not imported, or still being imported
+        await asyncio.to_thread(importlib.import_module, _MCP_TOOLS)
+    return mcp_class(body)
 
 
 def mcp_class(body: bytes) -> str:
@@ -171,7 +185,7 @@ async def _admitted(admission: Admission, klass: str, app, scope, receive, send,
         return await app(scope, receive, send)
     if scope["path"] == "/mcp" and scope["method"] == "POST":
         messages = await _read_body(receive)
-        klass = mcp_class(b"".join(m.get("body", b"") for m in messages))
+        klass = await classify_mcp(b"".join(m.get("body", b"") for m in messages))
         receive = _replay(messages, receive)
     tenant = _tenant(scope)
     if tenant is None:  # answered 401 by the route, no work

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections import deque
 
@@ -234,6 +236,34 @@ def test_an_mcp_call_is_classed_by_its_tool():
     assert mcp_class(call("build_context", query="tea")) == READ
     assert mcp_class(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}') == READ
     assert mcp_class(b"not json") == READ
+
+
+def test_the_first_mcp_call_imports_the_mcp_tools_off_the_replicas_loop():
+    # a fresh interpreter (the MCP tools not imported yet): the import runs in another thread than the loop's, and
+    # the call is classed as before
+    script = """
+import asyncio, json, sys, threading
+from palimpsest.server.admission_http import classify_mcp
+assert "palimpsest.server.mcp_tools" not in sys.modules
+where = []
+class Watch:  # asked first for every module imported: notes which thread imports the MCP tools, finds nothing itself
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "palimpsest.server.mcp_tools":
+            where.append(threading.get_ident())
+sys.meta_path.insert(0, Watch)
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "add_memory", "arguments": {"user_id": "a", "user_input": "hi"}}}).encode()
+async def main():
+    first = await classify_mcp(body)
+    second = await classify_mcp(body)
+    return first, second, threading.get_ident()
+first, second, loop_thread = asyncio.run(main())
+print(json.dumps({"classes": [first, second], "off_loop": bool(where) and loop_thread not in where}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"classes": [WRITE, WRITE], "off_loop": True}
 
 
 def test_a_refusal_is_503_with_retry_after_in_the_api_shape_and_openai_shape_for_the_memory_proxy():

@@ -135,14 +135,16 @@ def level(url: str, requests: list, rate: float, seconds: float, *, idle_ms_per_
 
 
 def measure(url: str, workload_for, kinds: list[str], *, rate: float, seconds: float, idle_s: float,
-            on_ack=None, log=print) -> dict:
+            on_ack=None, settle=lambda: None, log=print) -> dict:
     """The idle floor, then one :func:`level` per kind (``workload_for(kind)``: a workload of that kind alone, or of
-    the mix for ``"mix"``)."""
+    the mix for ``"mix"``), ``settle()`` before each (the work a level left behind, such as the graph memories its
+    ingests staged, done outside the next one's window)."""
+    settle()
     floor = idle(idle_s)
     log(f"idle: {floor['total_ms_per_s']} ms of CPU per second ({_top(floor['ms_per_s'])})")
     kinds_out = {}
     for kind in kinds:
-        time.sleep(1.0)  # what the last level left is done
+        settle()
         lv = level(url, draw(workload_for(kind), int(rate * seconds)), rate, seconds,
                    idle_ms_per_s=floor["ms_per_s"], on_ack=on_ack)
         kinds_out[kind] = lv

@@ -39,7 +39,6 @@ import contextlib
 import importlib
 import json
 import re
-import sys
 import time
 
 from starlette.responses import JSONResponse
@@ -84,14 +83,16 @@ def write_group(method: str, path: str, tenant: str):
     return ("ingest", tenant, found.group(1)) if found else None
 
 
-_MCP_TOOLS = "palimpsest.server.mcp_tools"
+_mcp_tools_loaded = False  # this process has imported the MCP tools (classify_mcp)
 
 
 async def classify_mcp(body: bytes) -> str:
-    """:func:`mcp_class`, the first call importing the MCP tools (the MCP SDK: a third of a second or more of CPU) in a
-    thread, not on the replica's loop, which answers the other requests meanwhile."""
-    if getattr(sys.modules.get(_MCP_TOOLS), "TOOLS", None) is None:  # not imported, or still being imported
-        await asyncio.to_thread(importlib.import_module, _MCP_TOOLS)
+    """:func:`mcp_class`, the first calls importing the MCP tools (the MCP SDK: a third of a second or more of CPU) in
+    a thread, not on the replica's loop, which answers the other requests meanwhile."""
+    global _mcp_tools_loaded
+    if not _mcp_tools_loaded:  # a call arriving meanwhile waits for the same import in a thread of its own
+        await asyncio.to_thread(importlib.import_module, "palimpsest.server.mcp_tools")
+        _mcp_tools_loaded = True
     return mcp_class(body)
 
 

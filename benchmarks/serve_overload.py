@@ -129,11 +129,13 @@ async def _gates(client: Client) -> dict:
 
 
 def _refusals_between(before: dict, after: dict) -> dict:
-    """Refusals per class and reason during a level (queue full, tenant's share full, predicted wait, deadline)."""
+    """Refusals per class and reason during a level (queue full, tenant's share full, predicted wait, deadline),
+    and of them, those of a tenant the gates paced (``of_paced_tenants``, palimpsest.server.admission_pace)."""
     out = {}
     for klass, gate in after.items():
         was = before.get(klass, {}).get("refused_by", {})
         counts = {reason: n - was.get(reason, 0) for reason, n in gate.get("refused_by", {}).items()}
+        counts["of_paced_tenants"] = gate.get("refused_paced", 0) - before.get(klass, {}).get("refused_paced", 0)
         if any(counts.values()):
             out[klass] = {reason: n for reason, n in counts.items() if n}
     return out

@@ -24,8 +24,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from palimpsest.server.admission import AdmissionSettings
 
-    given = {f: getattr(args, f) for f in ("read_slots", "write_slots", "tenant_slots", "queue", "wait_ms")
-             if getattr(args, f) is not None}
+    given = {f: getattr(args, f) for f in ("read_slots", "write_slots", "tenant_slots", "tenant_rest", "queue",
+                                           "wait_ms") if getattr(args, f) is not None}
     if args.no_server_timing:
         given["timing"] = False
     admission = replace(AdmissionSettings.from_env(), **given)  # the options over the environment's defaults
@@ -112,7 +112,12 @@ def register(sub) -> None:
                     help="writes each replica runs at once (default 1; PALIMPSEST_WRITE_SLOTS)")
     sp.add_argument("--tenant-slots", type=int,
                     help="read (and write) slots a flooding tenant (refused in the last second) holds at most beside "
-                         "a tenant that is not (default 1; 0: all but one; PALIMPSEST_TENANT_SLOTS)")
+                         "a tenant that is not; reads and writes together once most of its requests are refused "
+                         "(default 1; 0: all but one of each class; PALIMPSEST_TENANT_SLOTS)")
+    sp.add_argument("--tenant-rest", type=float,
+                    help="after each request, a tenant most of whose requests are refused beside a modest one waits "
+                         "this many times as long as the request held its slot before its next takes one (default 1: "
+                         "it keeps at most half of a slot's time; 0: no rest; PALIMPSEST_TENANT_REST)")
     sp.add_argument("--queue", type=int,
                     help="requests of a class that may wait for a slot (default 32; PALIMPSEST_ADMISSION_QUEUE); "
                          "past it, 503 with Retry-After at once")

@@ -15,7 +15,10 @@ the last second) beside a modest one (active, none of its requests refused
 lately) holds at most ``tenant_slots`` of the read or write slots (one by
 default), even with slots free (not work-conserving): what slows the modest
 tenant's search is less a wait for a slot than the flood's requests running
-beside it, on the same cores and at the same shards. When every active
+beside it, on the same cores and at the same shards. A tenant most of whose
+requests are refused beside a modest one is also paced across the read and
+write gates (:mod:`palimpsest.server.admission_pace`): its reads and writes
+take turns on ``tenant_slots`` slots, with a rest after each. When every active
 tenant is refused (all send more than their share) or none is, each may
 hold all slots but one. Reads and writes have gates of their own, so a
 flood of ingests never takes a search's slot.
@@ -58,6 +61,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from events.errors import InvalidInputError
+from palimpsest.server.admission_pace import Pace
 
 READ, WRITE, PROXY = "read", "write", "proxy"
 CLASSES = (READ, WRITE, PROXY)
@@ -84,6 +88,9 @@ class AdmissionSettings:
     # of the read (and write) slots, a flooding tenant holds at most this many beside a modest one (0: all but one,
     # as for the memory proxy's, whose calls mostly wait on the upstream)
     tenant_slots: int = 1
+    # after each request, a tenant most of whose requests are refused beside a modest one rests this many times as
+    # long as the request held its slot before its next read or write takes one (admission_pace; 0: no rest)
+    tenant_rest: float = 1.0
     queue: int = 32  # requests of one class waiting for a slot; past it, refused at once
     tenant_share: float = 0.5  # of a class's queue, at most this share waits for one tenant
     wait_ms: float = 100.0  # longest wait for a slot (the budget); a client may ask for less
@@ -95,14 +102,15 @@ class AdmissionSettings:
 
     ENV = {"read_slots": "PALIMPSEST_READ_SLOTS", "write_slots": "PALIMPSEST_WRITE_SLOTS",
            "proxy_slots": "PALIMPSEST_PROXY_SLOTS", "tenant_slots": "PALIMPSEST_TENANT_SLOTS",
+           "tenant_rest": "PALIMPSEST_TENANT_REST",
            "queue": "PALIMPSEST_ADMISSION_QUEUE",
            "wait_ms": "PALIMPSEST_ADMISSION_WAIT_MS"}
 
     def __post_init__(self) -> None:
         problems = [(f, f"{getattr(self, f)}; give at least 1") for f in
                     ("read_slots", "write_slots", "proxy_slots", "retry_after_s") if getattr(self, f) < 1]
-        problems += [(f, f"{getattr(self, f)}; give 0 or more") for f in ("queue", "wait_ms", "tenant_slots")
-                     if getattr(self, f) < 0]
+        problems += [(f, f"{getattr(self, f)}; give 0 or more")
+                     for f in ("queue", "wait_ms", "tenant_slots", "tenant_rest") if getattr(self, f) < 0]
         if not 0 < self.tenant_share <= 1:
             problems.append(("tenant_share", f"{self.tenant_share}; give a share in (0, 1]"))
         if problems:
@@ -116,7 +124,7 @@ class AdmissionSettings:
         for field, name in cls.ENV.items():
             if env.get(name):
                 try:
-                    values[field] = (float if field == "wait_ms" else int)(env[name])
+                    values[field] = (float if field in ("wait_ms", "tenant_rest") else int)(env[name])
                 except ValueError:
                     raise InvalidInputError([(name, f"{env[name]!r} is not a number; give one")],
                                             what="admission settings") from None
@@ -185,8 +193,12 @@ class Gate:
     """
 
     def __init__(self, klass: str, slots: int, queue: int, tenant_share: float, retry_after_s: int,
-                 clock=time.monotonic, tenant_slots: int = 0) -> None:
+                 clock=time.monotonic, tenant_slots: int = 0, pace: Pace | None = None) -> None:
         self.klass, self.slots, self.queue = klass, slots, queue
+        # the held tenants' pacing, shared with the other gates that joined it (None: this gate caps alone)
+        self.pace = pace
+        if pace is not None:
+            pace.join(self)
         # what a flooding tenant holds at most beside a modest one: tenant_slots (0: no such cap), all but one at most
         self.flood_cap = max(1, min(slots - 1, tenant_slots or slots))
         self.tenant_queue = max(1, int(queue * tenant_share)) if queue else 0
@@ -210,6 +222,7 @@ class Gate:
         self.place_high_s = 0.0
         self.refused = dict.fromkeys(REASONS, 0)
         self.shared = 0  # requests that went in on a slot with another of their group
+        self.refused_paced = 0  # refusals of a held tenant's requests (palimpsest.server.admission_pace)
         self.last_left = clock()  # when a request last gave its slot back
         self.last_refused = float("-inf")
 
@@ -219,6 +232,9 @@ class Gate:
         self._seen(tenant, self.last_refused)  # active when refused, so every flooding tenant is an active one
         self.flooding[tenant] = self.last_refused
         self.flooding.move_to_end(tenant)
+        if self.pace is not None:
+            self.refused_paced += self.pace.held(tenant)
+            self.pace.decided(tenant, refused=True)
         return Overloaded(self.klass, why, self.retry_after_s)
 
     def cap(self, tenant: str) -> int:
@@ -227,11 +243,19 @@ class Gate:
         others = len(self.recent) - (tenant in self.recent)
         if not others or self.slots == 1:
             return self.slots
-        # the flooding tenants are among the active ones (refused when it asked), so another active tenant is
-        # not flooding when the active ones outnumber the flooding ones
-        if tenant in self.flooding and len(self.recent) > len(self.flooding):
+        if self.beside_modest(tenant):
             return self.flood_cap
         return self.slots - 1
+
+    def beside_modest(self, tenant: str) -> bool:
+        """Whether ``tenant`` floods this class (refused within :data:`ACTIVE_S`) while another tenant active here
+        within it does not."""
+        since = self.clock() - ACTIVE_S
+        if self.flooding.get(tenant, since) <= since:
+            return False
+        # the flooding tenants are among the active ones (refused when it asked), so another active tenant is
+        # not flooding when the active ones outnumber the flooding ones
+        return sum(t > since for t in self.recent.values()) > sum(t > since for t in self.flooding.values())
 
     def _seen(self, tenant: str, now: float) -> None:
         self.recent[tenant] = now
@@ -257,6 +281,11 @@ class Gate:
         At least as long as the places ahead have cost the waiters lately.
         """
         hold = self.hold_high_s
+        if self.pace is not None and self.pace.held(tenant):
+            # its requests of every class, one after another (``limit`` at once), each a hold and a rest
+            per = hold * (1 + self.pace.rest) / (self.pace.limit or self.slots)
+            return max(self.pace.wait_s(tenant, hold) + self.pace.waiting(tenant) * per,
+                       (self.places_ahead(tenant) + 1) * self.place_high_s)
         now = self.clock()
         capped = self.running_by.get(tenant, 0) >= self.cap(tenant)  # its next slot is one of its own
         slots = self.cap(tenant) if capped else self.slots
@@ -268,13 +297,23 @@ class Gate:
         return max(frees[slot] + turn * hold, (places + 1) * self.place_high_s)
 
     def _free_for(self, tenant: str) -> bool:
-        return self.running < self.slots and tenant not in self.waiting and self.running_by.get(tenant, 0) < self.cap(tenant)
+        return (self.running < self.slots and tenant not in self.waiting
+                and self.running_by.get(tenant, 0) < self.cap(tenant) and self._paced(tenant))
+
+    def _paced(self, tenant: str) -> bool:
+        return self.pace is None or self.pace.allows(tenant)
+
+    def _dispatch_all(self) -> None:
+        if self.pace is None:
+            self._dispatch()
+        else:
+            self.pace.dispatch()
 
     def refusal(self, tenant: str, budget_s: float) -> Overloaded | None:
         """The refusal a request of ``tenant`` would meet at once (counted as one), or None: a slot is free for it
         or it may wait for one. Takes nothing: a request not refused then goes through :meth:`enter`."""
         self._seen(tenant, self.clock())
-        self._dispatch()
+        self._dispatch_all()
         if self._free_for(tenant):
             return None
         if self.queued >= self.queue:
@@ -326,6 +365,8 @@ class Gate:
         self.running += 1
         self.running_by[tenant] = self.running_by.get(tenant, 0) + 1
         self.started.append(slot)
+        if self.pace is not None:
+            self.pace.took(tenant)
         return slot
 
     def leave(self, slot: Slot) -> None:
@@ -343,12 +384,15 @@ class Gate:
         self.running_by[slot.tenant] -= 1
         if not self.running_by[slot.tenant]:
             del self.running_by[slot.tenant]
-        self._dispatch()
+        if self.pace is not None:
+            self.pace.gave_back(slot.tenant, held)
+        self._dispatch_all()
 
     def _dispatch(self) -> None:
         """Free slots to the waiting tenants in turn, each up to its :meth:`cap`."""
         while self.queued and self.running < self.slots:
-            tenant = next((t for t in self.waiting if self.running_by.get(t, 0) < self.cap(t)), None)
+            tenant = next((t for t in self.waiting if self.running_by.get(t, 0) < self.cap(t) and self._paced(t)),
+                          None)
             if tenant is None:  # those waiting hold all they may: the free slot is kept for another tenant
                 return
             queue = self.waiting[tenant]
@@ -373,6 +417,8 @@ class Gate:
             self._waited(waiter, self.clock() - waiter.since)
             slot.members += 1
             self.shared += 1
+            if self.pace is not None:
+                self.pace.decided(tenant, refused=False)
             waiter.future.set_result(slot)
         if queue is not None and not queue:
             del self.waiting[tenant]
@@ -398,7 +444,7 @@ class Gate:
     def state(self) -> dict:
         return {"slots": self.slots, "running": self.running, "queued": self.queued,
                 "hold_ms": round(self.hold_s * 1000, 2), "shared": self.shared, "refused": sum(self.refused.values()),
-                "refused_by": dict(self.refused)}
+                "refused_by": dict(self.refused), "refused_paced": self.refused_paced}
 
 
 class Admission:
@@ -406,8 +452,11 @@ class Admission:
 
     def __init__(self, settings: AdmissionSettings) -> None:
         self.settings = settings
+        # reads and writes pace a held tenant together; the memory proxy's calls mostly wait on the upstream
+        pace = Pace(settings.tenant_slots or None, settings.tenant_rest, time.monotonic)
         self.gates = {c: Gate(c, settings.slots(c), settings.queue, settings.tenant_share, settings.retry_after_s,
-                              tenant_slots=0 if c == PROXY else settings.tenant_slots) for c in CLASSES}
+                              tenant_slots=0 if c == PROXY else settings.tenant_slots,
+                              pace=None if c == PROXY else pace) for c in CLASSES}
 
     def budget_s(self, asked_ms: float | None) -> float:
         """The wait budget of a request: the server's, or less when the client asks for less."""

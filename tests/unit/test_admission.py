@@ -17,6 +17,7 @@ import pytest
 
 from events.errors import InvalidInputError
 from palimpsest.server.admission import GROUP_MAX, PROXY, READ, WRITE, Admission, AdmissionSettings, Gate, Overloaded
+from palimpsest.server.admission_pace import Pace
 from palimpsest.server.admission_http import mcp_class, request_class, write_group
 
 
@@ -38,7 +39,8 @@ def test_past_the_slots_and_the_queue_a_request_is_refused_at_once():
     assert exc.klass == READ and exc.retry_after_s == 1 and "wait for a slot" in exc.reason
     assert seconds < 0.01  # not after the budget: at once
     assert state == {"slots": 2, "running": 2, "queued": 0, "hold_ms": 0.0, "shared": 0, "refused": 1,
-                     "refused_by": {"queue_full": 1, "tenant_share": 0, "predicted_wait": 0, "deadline": 0}}
+                     "refused_by": {"queue_full": 1, "tenant_share": 0, "predicted_wait": 0, "deadline": 0},
+                     "refused_paced": 0}
 
 
 def test_a_group_s_request_arriving_while_it_runs_waits_and_the_slot_is_free_once_all_sharing_it_are_answered():
@@ -589,3 +591,109 @@ def test_an_admitted_answer_says_where_its_time_went_unless_the_server_is_told_n
     assert b"server-timing" not in headers(AdmissionSettings(timing=False))
     assert AdmissionSettings.from_env({"PALIMPSEST_SERVER_TIMING": "off"}).timing is False
     assert AdmissionSettings.from_env({}).timing is True
+
+
+async def _refused(gate: Gate, tenant: str) -> bool:
+    with pytest.raises(Overloaded):
+        await gate.enter(tenant, 0.0)  # no budget to wait: refused
+    return True
+
+
+def _paced_gates(clock: FakeClock, rest: float = 1.0) -> tuple[Gate, Gate]:
+    pace = Pace(1, rest, clock)
+    read = Gate(READ, slots=4, queue=8, tenant_share=1.0, retry_after_s=1, clock=clock, tenant_slots=1, pace=pace)
+    write = Gate(WRITE, slots=1, queue=8, tenant_share=1.0, retry_after_s=1, clock=clock, tenant_slots=1, pace=pace)
+    return read, write
+
+
+def test_a_flooding_tenant_beside_a_modest_one_takes_turns_between_its_reads_and_writes_and_rests_after_each():
+    async def scenario():
+        clock = FakeClock()
+        read, write = _paced_gates(clock)
+        read.leave(await read.enter("modest", 1.0))  # modest searches: active for the next second
+        first, *more = [await read.enter("flood", 1.0) for _ in range(3)]  # all slots but one
+        refused_once = await _refused(read, "flood")
+        held_after_one = read.pace.held("flood")  # one refusal in four requests: not held
+        for _ in range(3):
+            await _refused(read, "flood")  # most of its requests refused beside modest: held
+        for extra in more:
+            read.leave(extra)  # held no time: no rest
+        held = read.pace.held("flood"), read.pace.held("modest")
+        its_write = asyncio.create_task(write.enter("flood", 1.0))  # the write slot is free: its read runs
+        await asyncio.sleep(0)
+        write_waits_for_its_read = write.running == 0 and write.queued == 1
+        clock.now += 0.02
+        read.leave(first)  # held 20 ms: it rests 20 ms before its next request takes a slot
+        await asyncio.sleep(0)
+        resting = not its_write.done() and write.running == 0
+        modest = await read.enter("modest", 1.0)  # the modest tenant is not held: a slot at once
+        read.leave(modest)
+        clock.now += 0.021
+        read.pace.dispatch()  # what the rest's timer does when it ends
+        await asyncio.sleep(0)
+        return (refused_once, held_after_one), held, write_waits_for_its_read, resting, its_write.done(), dict(
+            write.running_by)
+
+    once, held, write_waits, resting, written, running = run(scenario())
+    assert once == (True, False)
+    assert held == (True, False)
+    assert write_waits and resting and written
+    assert running == {"flood": 1}
+
+
+def test_a_held_tenant_s_request_that_cannot_wait_out_the_rest_is_refused_up_front_and_pacing_ends_with_the_modest():
+    async def scenario():
+        clock = FakeClock()
+        read, write = _paced_gates(clock, rest=4.0)
+        read.leave(await read.enter("modest", 1.0))
+        first, *more = [await read.enter("flood", 1.0) for _ in range(3)]
+        for _ in range(4):
+            await _refused(read, "flood")
+        for extra in more:
+            read.leave(extra)
+        clock.now += 0.05
+        read.leave(first)  # held 50 ms: it rests 200 ms
+        predicted = read.predicted_wait_s("flood")
+        t0 = time.perf_counter()
+        with pytest.raises(Overloaded) as refused:
+            await write.enter("flood", 0.1)  # a 100 ms budget cannot cover the rest: refused at once
+        seconds = time.perf_counter() - t0
+        clock.now += 1.5  # modest quiet past ACTIVE_S: flood is no longer held, no rest, no shared cap
+        alone = [await read.enter("flood", 1.0) for _ in range(4)] + [await write.enter("flood", 1.0)]
+        return predicted, refused.value.reason, seconds, len(alone), read.pace.held("flood")
+
+    predicted, reason, seconds, taken, still_held = run(scenario())
+    assert predicted == pytest.approx(0.2) or predicted > 0.2
+    assert "predicted" in reason and seconds < 0.05
+    assert taken == 5 and not still_held
+
+
+def test_the_read_and_write_gates_share_one_pace_the_memory_proxy_has_none():
+    admission = Admission(AdmissionSettings(tenant_rest=0.5))
+    assert admission.gates[READ].pace is admission.gates[WRITE].pace is not None
+    assert admission.gates[PROXY].pace is None
+    assert admission.gates[READ].pace.rest == 0.5 and admission.gates[READ].pace.limit == 1
+    assert Admission(AdmissionSettings(tenant_slots=0)).gates[READ].pace.limit is None
+    with pytest.raises(InvalidInputError, match="tenant_rest"):
+        AdmissionSettings(tenant_rest=-1)
+    assert AdmissionSettings.from_env({"PALIMPSEST_TENANT_REST": "0.25"}).tenant_rest == 0.25
+
+
+def test_tenants_of_like_size_past_capacity_are_not_paced_only_a_heavy_one_beside_a_light_one():
+    async def scenario():
+        clock = FakeClock()
+        read, _ = _paced_gates(clock)
+        for _ in range(3):
+            read.leave(await read.enter("light", 1.0))  # three requests, none refused
+        taken = [await read.enter("heavy", 1.0) for _ in range(3)]
+        for _ in range(4):
+            await _refused(read, "heavy")  # most of seven refused, but not four times light's three
+        like_size = read.pace.held("heavy")
+        clock.now += 0.05  # past the modest tenants' freshness
+        for _ in range(6):
+            await _refused(read, "heavy")  # thirteen now: more than four times light's three
+        return like_size, read.pace.held("heavy"), read.pace.held("light"), len(taken)
+
+    like_size, heavy, light, _ = run(scenario())
+    assert not like_size
+    assert heavy and not light

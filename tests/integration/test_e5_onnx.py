@@ -103,6 +103,11 @@ def test_a_long_query_runs_on_two_threads_with_the_one_thread_vector(encoder):
     ids = lambda text: encoder.tokenizer.content_ids([text], True)[0]  # noqa: E731
     assert encoder._query_session_for(ids(long)) is encoder.long_query_session is not None
     assert encoder._query_session_for(ids(short)) is encoder.query_session
+    entry = lambda session, key: session.get_session_options().get_session_config_entry(key)  # noqa: E731
+    # the two threads spin within a run (they hand work to each other at every operator) and sleep once it ends
+    assert (entry(encoder.long_query_session, "session.intra_op.allow_spinning"),
+            entry(encoder.long_query_session, "session.force_spinning_stop")) == ("1", "1")
+    assert entry(encoder.query_session, "session.intra_op.allow_spinning") == "0"
     two = encoder.encode_queries([long])
     one = encoder._encode([long], True, [encoder.query_session], 1)
     assert np.abs(two - one).max() < 1e-5  # the threads split the work, not the arithmetic's result

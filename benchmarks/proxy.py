@@ -12,17 +12,21 @@
    drawn from an exponential distribution with the given mean (``--pacing random``, the default: independent
    users, each pausing as long as it takes to read and type), or are all exactly the given time with the clients
    started together (``--pacing fixed``: every client calls at the same instants, a burst of all of them at once).
+   Each call is a new chat (``--chat new``, the default), or a client's calls continue one chat, resending its
+   history as chat clients do (``--chat continued``: a call then holds the turn before it, so it reads the memory
+   without waiting for that turn to be recorded).
 4. Reports per level and route p50/p95/p99, the added latency (proxied minus direct, per percentile) against the
    target of at most 15 ms added at p95, and the phases of its ``Server-Timing`` header: the proxy's own (the
    wait for the user's earlier calls to be recorded, settle; reading the memory, memory; the upstream, upstream)
    and the server's (within memory the query's encode and the shard's answer, its lock wait and read; admit,
    total: :mod:`palimpsest.phases`).
 
-The proxy records each call after answering, and a user's next call waits until that call's messages are written:
-with no think time (a client calling back to back, faster than any person or real model), the wait is part of
-each call and the levels measure how fast the store records; with a think time (default 1 s, still short of a real model's answer)
-they measure what a call pays. The figures depend on the machine and on what else runs on it: the load average
-before and after is in the report.
+The proxy records each call after answering, and a user's next call waits until that call's messages are written (a
+call of a continued chat skips the wait for the one call before it, never for two): with no think time (a client
+calling back to back, faster than any person or real model), the wait is part of each call and the levels measure
+how fast the store records; with a think time (default 1 s, still short of a real model's answer) they measure what
+a call pays. The figures depend on the machine and on what else runs on it: the load average before and after is in
+the report.
 """
 
 from __future__ import annotations
@@ -66,6 +70,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pacing", choices=("random", "fixed"), default="random",
                    help="think times drawn from an exponential distribution with mean --think-ms (random, seeded) or "
                         "all exactly --think-ms, the clients in step (fixed) (default %(default)s)")
+    p.add_argument("--chat", choices=("new", "continued"), default="new",
+                   help="each call a new chat (new), or each client's calls one chat, its history resent (continued: "
+                        "the call holds the turn before it, and reads without waiting for it to be recorded) "
+                        "(default %(default)s)")
     p.add_argument("--calls", type=int, help="calls per client and route at each level (default 100; quick 20)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls per client and route first (default 5)")
     p.add_argument("--embedder", help="the store's encoder (default: minilm, as the other benchmarks; a new store's own default is "
@@ -106,8 +114,7 @@ def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: s
         phases: dict[str, list[float]] = {}
         pause = random.Random(n).expovariate if args.pacing == "random" else None
         # each call a question of its own (both routes the same): the proxy encodes every query, as a new user turn's
-        messages = [[{"role": "user", "content": f"{QUESTION} #{next(SERIAL)}"}]
-                    for _ in range(args.warmup + args.calls)]
+        messages = [_messages(n, f"{QUESTION} #{next(SERIAL)}", i, args.chat) for i in range(args.warmup + args.calls)]
         start.wait()
         for i in range(args.warmup + args.calls):
             for route in ("direct", "proxied") if i % 2 == 0 else ("proxied", "direct"):
@@ -150,6 +157,15 @@ def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: s
             "proxy_phases": {name: percentiles(values) for name, values in times.items()
                              if name not in ("direct", "proxied") and values},
             "errors": len(errors), "error_samples": errors[:5], "wall_seconds": round(wall, 1)}
+
+
+def _messages(client: int, question: str, i: int, chat: str) -> list[dict]:
+    """The messages of a client's ``i``-th call: a new chat (``new``), or its one chat continued (``continued``: its
+    opening turn, the reply before the question, then the question, as a chat client resends its history, cut)."""
+    if chat == "new" or i == 0:
+        return [{"role": "user", "content": question}]
+    return [{"role": "user", "content": f"Hello, I am client {client}."}, {"role": "assistant", "content": REPLY},
+            {"role": "user", "content": question}]
 
 
 def _answer(body: dict):
@@ -220,8 +236,8 @@ def run(args: argparse.Namespace) -> dict:
     return {"levels": levels, "target_added_p95_ms": TARGET_ADDED_P95_MS,
             "within_target": {f"{lv['clients']} clients, think {lv['think_ms']:g} ms":
                               lv["added_p95_ms"] <= TARGET_ADDED_P95_MS for lv in levels},
-            "config": {"embedder": args.embedder, "pacing": args.pacing, "calls": args.calls, "warmup": args.warmup,
-                       "quick": args.quick, "cpus": os.cpu_count(),
+            "config": {"embedder": args.embedder, "pacing": args.pacing, "chat": args.chat, "calls": args.calls,
+                       "warmup": args.warmup, "quick": args.quick, "cpus": os.cpu_count(),
                        "load_average_before": [round(x, 2) for x in load_before],
                        "load_average_after": [round(x, 2) for x in os.getloadavg()],
                        "wall_seconds": round(time.perf_counter() - started, 1)}}

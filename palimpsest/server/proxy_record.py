@@ -14,8 +14,11 @@ last bytes are sent, so its work does not hold them up), in batches: the calls a
 one batch is written go together in the next (their messages and the replies' reports, one command and one
 transaction per shard). The next call of a user to this replica waits until the messages of their calls are written
 before it reads their memory (:meth:`Recorder.settled`), so the memory is read with the user's last turn and reply in
-it, and a replica answering faster than it can record slows down instead of piling recordings up. A recording
-refused or failed is logged with its user and conversation; the answer had already gone.
+it, and a replica answering faster than it can record slows down instead of piling recordings up. One call is spared
+the wait for the latest of them: a call that carries that call's turn itself (:meth:`Turn.carried_by`: the same
+conversation, continued after its reply or its response, or its user turn continued by tool results, as an agent's
+loop does) reads at once; the memory is then read without that turn, which the request holds, and still waits for
+any earlier call. A recording refused or failed is logged with its user and conversation; the answer had already gone.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -91,6 +95,15 @@ class Turn:
         """The turn answers an earlier reply (given in the request, or as the response it continues)."""
         return bool(self.user_text.strip() and (self.prior_reply.strip() or self.prior_response_id))
 
+    def carried_by(self, later: Turn, asked: Asked) -> bool:
+        """Whether the request ``asked`` (of the same user's call ``later``) holds this call's turn itself: in the
+        same conversation, it continues after this call's reply (resent, or the response it continues) or, ending
+        otherwise than with a user turn (a tool result), continues this call's user turn."""
+        if later.conversation_id != self.conversation_id:
+            return False
+        return bool((self.reply.strip() and _replied_to(asked, self.reply, self.response_id))
+                    or (self.user_text.strip() and not asked.user_text and asked.query == self.user_text))
+
     @property
     def given(self) -> list[str]:
         return [i.memory_id for i in self.context.items] if self.context is not None else []
@@ -102,9 +115,9 @@ def record(memory, turns: list[Turn], messages_written=None) -> None:
     they were given) together, one command per shard (:meth:`palimpsest.Memory.record_turns`: one transaction),
     then ``messages_written()``, if given. A turn refused (its messages, its feedback or its reply) is logged; the
     others are recorded all the same: the turns of a shard that refused its part are recorded again one by one."""
-    for turn in turns:
+    for n, turn in enumerate(turns):
         if turn.continues:
-            _guarded(turn, "feedback", _judge, memory, turn)
+            _guarded(turn, "feedback", _judge, memory, turn, turns[:n])
     batch = [(t, _messages(t)) for t in turns if _messages(t)]
     refused = [t for t, _ in batch]
     try:
@@ -153,8 +166,8 @@ def _messages(turn: Turn) -> list[dict]:
     return out
 
 
-def _judge(memory, turn: Turn) -> None:
-    judged = _given_to(memory, turn)
+def _judge(memory, turn: Turn, earlier: list[Turn]) -> None:
+    judged = _given_in(earlier, turn) or _given_to(memory, turn)
     if judged is not None:
         ids, query, reply = judged
         memory.judge_feedback(turn.tenant, turn.user_id, turn.user_text, reply, retrieved=ids,
@@ -175,6 +188,23 @@ def _failed(turn: Turn, what: str, exc: Exception) -> None:
               conversation_id=turn.conversation_id, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
 
+def _replied_to(turn: Turn | Asked, reply: str, response_id: str | None) -> bool:
+    """Whether ``turn`` (a call, or a request) answers the reply ``reply`` (the upstream's ``response_id`` for it)."""
+    return bool((turn.prior_reply and reply == turn.prior_reply)
+                or (turn.prior_response_id and response_id == turn.prior_response_id))
+
+
+def _given_in(earlier: list[Turn], turn: Turn) -> tuple[list[str], str, str] | None:
+    """As :func:`_given_to`, for a reply of the same batch (``earlier``: the turns before ``turn`` in it; a call
+    that held the turn before it records with it, :meth:`Turn.carried_by`)."""
+    for before in reversed(earlier):
+        if before.stream == turn.stream and before.conversation_id == turn.conversation_id and \
+                before.reply.strip() and _replied_to(turn, before.reply, before.response_id):
+            query = before.context.query if before.context is not None else before.user_text
+            return before.given, query[:2000], before.reply
+    return None
+
+
 def _given_to(memory, turn: Turn) -> tuple[list[str], str, str] | None:
     """The memories (their query, and the reply's text) the proxy gave the reply this turn answers, found by its
     text or its response id; None if it gave no such reply."""
@@ -183,8 +213,7 @@ def _given_to(memory, turn: Turn) -> tuple[list[str], str, str] | None:
         metadata = row.get("metadata") or {}
         if row["role"] != "assistant" or GIVEN not in metadata:
             continue
-        if (turn.prior_reply and row["text"] == turn.prior_reply) or \
-                (turn.prior_response_id and metadata.get(RESPONSE) == turn.prior_response_id):
+        if _replied_to(turn, row["text"], metadata.get(RESPONSE)):
             return json.loads(metadata[GIVEN]), metadata.get(QUERY, ""), row["text"]
     return None
 
@@ -197,15 +226,18 @@ class Recorder:
     def __init__(self, memory) -> None:
         self.memory = memory
         self._queue: list[tuple[Turn, asyncio.Future]] = []
-        self._last: dict[tuple[str, str], asyncio.Future] = {}  # per user: the recording of their latest call
+        # per user: their calls not yet recorded, in the order they were answered (and are written)
+        self._pending: dict[tuple[str, str], list[tuple[Turn, asyncio.Future]]] = {}
         self._writer: asyncio.Task | None = None
 
-    async def settled(self, stream: tuple[str, str]) -> None:
+    async def settled(self, stream: tuple[str, str], carries: Callable[[Turn], bool] | None = None) -> None:
         """Return once the messages of every call of ``stream`` answered before now are recorded (or the failure
-        to record them logged)."""
-        done = self._last.get(stream)
-        if done is not None:
-            await asyncio.wait([done])
+        to record them logged), but that of the latest when ``carries(turn)`` says the caller holds its turn."""
+        pending = self._pending.get(stream, [])
+        if pending and carries is not None and carries(pending[-1][0]):
+            pending = pending[:-1]
+        if pending:
+            await asyncio.wait([done for _, done in pending])
 
     def record(self, turn: Turn) -> None:
         """Queue ``turn``; it is written after everything queued before it, without anyone waiting for it. The
@@ -215,9 +247,16 @@ class Recorder:
         loop = asyncio.get_running_loop()
         done = loop.create_future()
         self._queue.append((turn, done))
-        self._last[turn.stream] = done
-        done.add_done_callback(lambda f: self._last.pop(turn.stream) if self._last.get(turn.stream) is f else None)
+        self._pending.setdefault(turn.stream, []).append((turn, done))
+        done.add_done_callback(lambda _: self._recorded(turn.stream, done))
         loop.call_later(START_AFTER_S, self.start)
+
+    def _recorded(self, stream: tuple[str, str], done: asyncio.Future) -> None:
+        pending = [p for p in self._pending.get(stream, ()) if p[1] is not done]
+        if pending:
+            self._pending[stream] = pending
+        else:
+            self._pending.pop(stream, None)
 
     def start(self) -> None:
         """Write what is queued, unless a batch is being written (the next batch then takes it)."""

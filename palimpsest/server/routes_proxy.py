@@ -11,12 +11,13 @@ request's own instructions (a response, :mod:`palimpsest.server.proxy_responses`
 same path of the configured upstream (:mod:`palimpsest.server.proxy_upstream`), streamed or not; its answer comes
 back as it is.
 
-Once the upstream has answered in full, the proxy records (:mod:`palimpsest.server.proxy_record`) the user turn
-and the reply, the reply with the memories it was given (as ``reply`` does: the usage judge reinforces those it
-drew on), and, when the request continues a reply the proxy gave, the user's turn as feedback on it (as the
-Feedback Judge does). A failed call records nothing. Errors, the proxy's own and the upstream's, are
-OpenAI-style: ``{"error": {"message", "type", "param", "code"}}`` with the status (the proxy's also list the
-``problems``, each a field and its fix).
+Once the upstream has answered in full, the proxy records (:mod:`palimpsest.server.proxy_record`) the user turn and
+the reply, the reply with the memories it was given (as ``reply`` does: the usage judge reinforces those it drew
+on), and, when the request continues a reply the proxy gave, the user's turn as feedback on it (as the Feedback
+Judge does). A user's next call reads the memory once those are written, unless it holds the latest call's turn
+itself (the same conversation continued: :meth:`~palimpsest.server.proxy_record.Turn.carried_by`). A failed call
+records nothing. Errors, the proxy's own and the upstream's, are OpenAI-style: ``{"error": {"message", "type",
+"param", "code"}}`` with the status (the proxy's also list the ``problems``, each a field and its fix).
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ async def _proxied(request: Request, form: Form) -> Response:
     turn = Turn(who.tenant, user_id, conversation_id, asked.user_text, asked.prior_reply, datetime.now(UTC),
                 prior_response_id=asked.prior_response_id)
     with timed("settle"):
-        await recorder(who.memory).settled(turn.stream)  # the user's earlier calls recorded before the read
+        # the user's earlier calls recorded before the read (but the latest when this request holds its turn)
+        await recorder(who.memory).settled(turn.stream, lambda pending: pending.carried_by(turn, asked))
     context = None
     with timed("memory"):
         if asked.query.strip() and who.knows(who.tenant, user_id):

@@ -108,6 +108,11 @@ class Turn:
     def given(self) -> list[str]:
         return [i.memory_id for i in self.context.items] if self.context is not None else []
 
+    @property
+    def asked_for(self) -> str:
+        """The query the reply's memories were retrieved for (its user turn when it was given none), as recorded."""
+        return (self.context.query if self.context is not None else self.user_text)[:2000]
+
 
 def record(memory, turns: list[Turn], messages_written=None) -> None:
     """Record ``turns`` (blocking: the shards' calls), of one user or many, in one batch: each turn's feedback
@@ -157,8 +162,7 @@ def _messages(turn: Turn) -> list[dict]:
         out.append({**base, "role": "user", "text": turn.user_text, "occurred_at": turn.received.isoformat(),
                     "client_message_id": turn.key + "-u", "metadata": {SOURCE: "proxy"}})
     if turn.reply.strip():
-        query = turn.context.query if turn.context is not None else turn.user_text
-        metadata = {SOURCE: "proxy", GIVEN: json.dumps(turn.given), QUERY: query[:2000]}
+        metadata = {SOURCE: "proxy", GIVEN: json.dumps(turn.given), QUERY: turn.asked_for}
         if turn.response_id:
             metadata[RESPONSE] = turn.response_id
         out.append({**base, "role": "assistant", "text": turn.reply, "occurred_at": turn.answered.isoformat(),
@@ -200,8 +204,7 @@ def _given_in(earlier: list[Turn], turn: Turn) -> tuple[list[str], str, str] | N
     for before in reversed(earlier):
         if before.stream == turn.stream and before.conversation_id == turn.conversation_id and \
                 before.reply.strip() and _replied_to(turn, before.reply, before.response_id):
-            query = before.context.query if before.context is not None else before.user_text
-            return before.given, query[:2000], before.reply
+            return before.given, before.asked_for, before.reply
     return None
 
 

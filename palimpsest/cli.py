@@ -19,7 +19,7 @@ from palimpsest import (
     cli_operations, cli_serve, cli_style,
 )
 from palimpsest.cli_common import (
-    DEFAULT_STORE, EMBEDDER_HELP, open_store, parse_when, print_json, read_options, remote, stream_args,
+    DEFAULT_STORE, EMBEDDER_HELP, REEMBED_HELP, open_store, parse_when, print_json, read_options, remote, stream_args,
 )
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -369,8 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("reembed", help="move the store to another encoder: new vectors recorded as events, then a "
                                         "switch; searches keep working meanwhile; run again to finish an "
                                         "interrupted one")
-    sp.add_argument("--embedder", metavar="KIND", required=True, help=EMBEDDER_HELP.split(";")[0].replace(
-        "encoder of a new store", "the encoder to move to"))
+    sp.add_argument("--embedder", metavar="KIND", required=True, help=REEMBED_HELP)
     sp.add_argument("--dry-run", action="store_true", help="only count what would be encoded and estimate the time")
     read_options(sp)
     sp.set_defaults(func=cmd_reembed)

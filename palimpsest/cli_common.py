@@ -39,9 +39,12 @@ def remote(args: argparse.Namespace, *, connect: bool = True):
     return RemoteMemory(url, os.environ.get("PALIMPSEST_API_KEY", "").strip())
 
 
-EMBEDDER_HELP = ("encoder of a new store: multilingual-e5-small (default; offline, ~100 languages), minilm "
-                 "(English, faster), sentence-transformers:<name-or-path>, openai:<model> (an OpenAI-compatible endpoint "
-                 "set by PALIMPSEST_EMBEDDINGS_BASE_URL / _API_KEY); an existing store keeps its own (see reembed)")
+_OTHER_ENCODERS = ("multilingual-e5-small (offline, ~100 languages: Chinese, and questions across languages; better "
+                   "recall, slower search), sentence-transformers:<name-or-path>, openai:<model> (an OpenAI-compatible "
+                   "endpoint set by PALIMPSEST_EMBEDDINGS_BASE_URL / _API_KEY)")
+EMBEDDER_HELP = (f"encoder of a new store: minilm (default; English, the fastest search), {_OTHER_ENCODERS}; an "
+                 "existing store keeps its own (see reembed)")
+REEMBED_HELP = f"the encoder to move to: minilm (English, the fastest search), {_OTHER_ENCODERS}"
 
 
 def open_store(args: argparse.Namespace, **create):

@@ -1,5 +1,6 @@
 """`make demo`: a fresh store, the shipped sample dialogue, a few queries with
-provenance, a token-budgeted context (notes first), episodes, the forgetting
+provenance, a move to the multilingual encoder (re-embedding as events) and
+a question across languages, a token-budgeted context (notes first), episodes, the forgetting
 curve, notes with their supersession chains, archival and restore, the
 memory tiers, a replay whose digests match, and an audit query straight on
 the DuckDB logs.
@@ -23,12 +24,14 @@ QUERIES = [
     ("What database does Atlas use?", "a decision, and the later change of mind"),
     ("What does Maya drink in the morning?", "a preference that changed"),
     ("周末去哪里爬山？", "a Chinese question about a Chinese turn"),
-    ("Which editor does Maya use now?", "an English question about a Chinese turn"),
+    ("Which editor does Maya use now?", "an English question about a Chinese turn: the default encoder reads English"),
     ("What must we never store?", "a constraint"),
 ]
 # The demo asks as of two days after its last conversation: retention (the forgetting curve) is part of a hit's
 # score, so asking at the current time would print other rankings as the sample dialogue ages.
 ASKED = datetime(2024, 5, 8, 9, 0, tzinfo=UTC)
+MULTILINGUAL = "multilingual-e5-small"
+CROSS_LINGUAL = ("Which editor does Maya use now?", "an English question about a Chinese turn, asked again")
 
 
 def _rule(title: str) -> None:
@@ -44,10 +47,11 @@ def run_demo(store: Path) -> int:
     with resources.as_file(sample) as path:
         messages = read_jsonl(Path(path))
 
-    _rule("1. open a store: local Ray, DuckDB logs, LanceDB, the packaged multilingual encoder")
+    _rule("1. open a store: local Ray, DuckDB logs, LanceDB, the default encoder")
     started = time.perf_counter()
     mem = Memory.open(store)
-    print(f"store {store} with {mem.config.num_shards} shard actors ready in {time.perf_counter() - started:.1f}s")
+    print(f"store {store} with {mem.config.num_shards} shard actors ready in {time.perf_counter() - started:.1f}s; "
+          f"encoder {mem.config.embedder}")
 
     try:
         _rule("2. ingest the sample dialogue (6 conversations over 9 weeks, English and Chinese)")
@@ -58,11 +62,15 @@ def run_demo(store: Path) -> int:
 
         _rule(f"3. hybrid search (dense + BM25, rank fusion) with provenance, asked on {ASKED.date()}")
         for query, why in QUERIES:
-            print(f"\nQ: {query}   ({why})")
-            for hit in mem.search("demo", "maya", query, k=3, now=ASKED):
-                parts = " ".join(f"{k}={v}" for k, v in hit.breakdown.items())
-                print(f"  {hit.rank}. [{hit.occurred_at.date()}] {hit.speaker}: {hit.text}")
-                print(f"     turn {hit.turn_id} · message event {hit.memory_id[:12]} · {parts}")
+            ask(mem, query, why)
+
+        _rule(f"3b. another encoder: re-embed with {MULTILINGUAL} (about 100 languages), recorded as events")
+        previous = mem.config.embedder
+        moved = mem.reembed(MULTILINGUAL)
+        print(f"{moved['messages']} messages and {moved['labels']} graph labels encoded in {moved['seconds']:.1f}s and "
+              f"recorded beside the {previous} vectors, then {_users(moved['switched'])} switched to them "
+              f"(one embedder_switched event each); the rest of the demo runs on {mem.config.embedder}")
+        ask(mem, *CROSS_LINGUAL)
 
         _rule("4. context for an agent's prompt, cut to 120 tokens (notes first)")
         ctx = mem.build_context("demo", "maya", "Tell me about the Atlas database and deployment", token_budget=120,
@@ -182,6 +190,19 @@ def run_demo(store: Path) -> int:
     print(f"\n{stats['messages']} messages, {stats['touches']} touches, {stats['events']} events in {store}/")
     print(f"try: palimpsest --store {store} search --tenant demo --user maya 'green tea'")
     return 0
+
+
+def _users(n: int) -> str:
+    return f"{n} user" if n == 1 else f"{n} users"
+
+
+def ask(mem, query: str, why: str) -> None:
+    """Maya's top three for ``query``, with each hit's provenance and score terms."""
+    print(f"\nQ: {query}   ({why})")
+    for hit in mem.search("demo", "maya", query, k=3, now=ASKED):
+        parts = " ".join(f"{k}={v}" for k, v in hit.breakdown.items())
+        print(f"  {hit.rank}. [{hit.occurred_at.date()}] {hit.speaker}: {hit.text}")
+        print(f"     turn {hit.turn_id} · message event {hit.memory_id[:12]} · {parts}")
 
 
 def mem_turn(hits, memory_id: str) -> str:

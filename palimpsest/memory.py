@@ -138,8 +138,9 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
     ) -> Memory:
         """Open the store at ``path``, creating it (with ``num_shards``, ``embedder`` and ``encrypted``) if it is new.
 
-        ``embedder`` chooses the text encoder of a new store (default ``multilingual-e5-small``): ``minilm``,
-        ``multilingual-e5-small``, ``sentence-transformers:<name-or-path>`` or ``openai:<model>`` (any
+        ``embedder`` chooses the text encoder of a new store: ``minilm`` (the default: English, the fastest search),
+        ``multilingual-e5-small`` (about 100 languages, Chinese and questions across languages; better recall, slower
+        search), ``sentence-transformers:<name-or-path>`` or ``openai:<model>`` (any
         OpenAI-compatible endpoint, set by ``PALIMPSEST_EMBEDDINGS_BASE_URL`` / ``_API_KEY``). An existing store
         keeps its own; given one that differs, ``open`` refuses and names :meth:`reembed`, which switches it.
 

@@ -30,10 +30,16 @@ def test_demo_ingests_queries_and_replays_with_matching_digests(out):
     # The Chinese question finds the Chinese turn about climbing first.
     chinese = out.split("Q: 周末去哪里爬山？")[1]
     assert chinese.split("\n")[1].strip().startswith("1. [2024-03-12] Maya: 这个周末我们俱乐部要去黄山爬山")
-    # The English question about a Chinese turn finds it in its top three (the multilingual encoder, and the
-    # fusion judging a turn in another language by what can read it).
-    editor = out.split("Q: Which editor does Maya use now?")[1].split("\nQ: ")[0]
+    # The store opens on the default encoder (English) and moves to the multilingual one by re-embedding; then the
+    # English question about a Chinese turn finds it in its top three (the multilingual encoder, and the fusion
+    # judging a turn in another language by what can read it).
+    assert "shard actors ready in" in out and "encoder minilm" in out
+    moved = out.split("=== 3b. another encoder")[1].split("\n=== 4.")[0]
+    assert re.search(r"\n24 messages and \d+ graph labels encoded in [\d.]+s and recorded beside the minilm vectors, "
+                     r"then 1 user switched to them .* runs on multilingual-e5-small\n", moved), moved
+    editor = moved.split("Q: Which editor does Maya use now?")[1]
     assert "Maya: 我最近改用 Neovim 了" in editor, editor
+    assert "embedder_switched  1" in out
     assert "episodes found in the dialogue" in out and "atlas-4:1..atlas-4:3" in out
     # 24 sample turns plus the 6 of the learning scene (two tiny users)
     assert "message_recorded   30" in out and "message_classified 30" in out

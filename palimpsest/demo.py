@@ -18,20 +18,21 @@ from events.audit import AuditReader
 from palimpsest import config as store_config
 from palimpsest.demo_learning import run_learning
 from palimpsest.formats import read_jsonl
+from projections.adapters import encoder_kinds
 from projections.queries import stages
 
+EDITOR = "Which editor does Maya use now?"
 QUERIES = [
     ("What database does Atlas use?", "a decision, and the later change of mind"),
     ("What does Maya drink in the morning?", "a preference that changed"),
     ("周末去哪里爬山？", "a Chinese question about a Chinese turn"),
-    ("Which editor does Maya use now?", "an English question about a Chinese turn: the default encoder reads English"),
+    (EDITOR, "an English question about a Chinese turn: the default encoder reads English"),
     ("What must we never store?", "a constraint"),
 ]
 # The demo asks as of two days after its last conversation: retention (the forgetting curve) is part of a hit's
 # score, so asking at the current time would print other rankings as the sample dialogue ages.
 ASKED = datetime(2024, 5, 8, 9, 0, tzinfo=UTC)
-MULTILINGUAL = "multilingual-e5-small"
-CROSS_LINGUAL = ("Which editor does Maya use now?", "an English question about a Chinese turn, asked again")
+MULTILINGUAL = encoder_kinds.E5
 
 
 def _rule(title: str) -> None:
@@ -70,7 +71,7 @@ def run_demo(store: Path) -> int:
         print(f"{moved['messages']} messages and {moved['labels']} graph labels encoded in {moved['seconds']:.1f}s and "
               f"recorded beside the {previous} vectors, then {_users(moved['switched'])} switched to them "
               f"(one embedder_switched event each); the rest of the demo runs on {mem.config.embedder}")
-        ask(mem, *CROSS_LINGUAL)
+        ask(mem, EDITOR, "an English question about a Chinese turn, asked again")
 
         _rule("4. context for an agent's prompt, cut to 120 tokens (notes first)")
         ctx = mem.build_context("demo", "maya", "Tell me about the Atlas database and deployment", token_budget=120,

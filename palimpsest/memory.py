@@ -40,6 +40,7 @@ from palimpsest.phases import timed
 from palimpsest.remote import aware as _aware
 from palimpsest.ingest import send_batches
 from palimpsest.label_reactor import LabelReactor, idle_s_from_env
+from palimpsest.language_hint import english_only_warning
 from palimpsest.query_vectors import QueryVectors
 from palimpsest.reports import IngestReport
 from palimpsest.settings import StoreSettings, record_settings
@@ -114,6 +115,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
         # staged labels embedded when a graph read or a consolidation needs them (or once an ingest pauses)
         self._label_reactor = LabelReactor(self._embed_labels_now, idle_s=idle_s_from_env())
         self._query_vectors = QueryVectors()  # search, then context, for one question: encoded once
+        self._language_warned = False  # language_hint: said once per open store
         self.consolidate_every = CONSOLIDATE_EVERY  # staged graph memories between automatic rounds; 0: on demand
         self._since_consolidation = 0
         self._scheduler: threading.Timer | None = None
@@ -304,6 +306,11 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
             reports.append(report)
         log.info("ingested", received=len(commands), created=sum(r.created for r in reports),
                  duplicates=sum(r.duplicates for r in reports), **({"batches": len(batches)} if len(batches) > 1 else {}))
+        if not self._language_warned:
+            warning = english_only_warning(self.config.embedder, (m.text for m in commands))
+            if warning is not None:
+                self._language_warned = True
+                log.warning("encoder_reads_english_only", **warning)
         if self.consolidate_every and self._since_consolidation >= self.consolidate_every:
             self.consolidate()
         return reports

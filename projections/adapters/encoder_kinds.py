@@ -34,6 +34,7 @@ NAMED = {MINILM: (MINILM_ID, 384), E5: (E5_ID, 384), "hash": (HASH_ID, 384)}
 # reference 2-core machine its search p95 passes the 20 ms a default must keep (MemDaily dev: its long questions'
 # encode); a store chooses it at creation (embedder=...) or moves to it with reembed (docs/guides/encoders.md).
 DEFAULT = MINILM
+ENGLISH_ONLY = frozenset({MINILM})  # packaged kinds that read English only (palimpsest.language_hint)
 LEGACY = MINILM  # the encoder of a store whose store.json names none (written before the field existed)
 
 

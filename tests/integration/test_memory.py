@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from structlog.testing import capture_logs
 
 from events.errors import InvalidInputError
 from palimpsest import Memory
@@ -280,6 +281,24 @@ def test_reopen_recovers_state_from_the_log(ray_cluster, tmp_path):
         head = max(e.seq for e in events_before if e.stream == ("acme", "alice"))
         assert recorded.event_id == new_id and recorded.seq == head + 2  # after the recovered head and the search's touch
         assert all(r.equal for r in mem.replay())
+    finally:
+        mem.close()
+
+
+@pytest.mark.model
+def test_a_default_store_given_chinese_warns_once_that_its_encoder_reads_english_only(ray_cluster, tmp_path):
+    mem = Memory.open(tmp_path / "default", num_shards=1)
+    try:
+        assert mem.config.embedder == "minilm"
+        with capture_logs() as logs:
+            mem.add_messages([command("I prefer green tea in the morning", 0)])
+            mem.add_messages([command("我最近改用 Neovim 了，不再用 VS Code 写代码。", 1),
+                              command("这个周末我们俱乐部要去黄山爬山。", 2)])
+            mem.add_messages([command("我不吃香菜，请记住。", 3)])
+        warned = [e for e in logs if e["event"] == "encoder_reads_english_only"]
+        assert len(warned) == 1 and warned[0]["log_level"] == "warning", logs
+        assert warned[0]["chinese"] == 2 and warned[0]["messages"] == 2
+        assert "reembed --embedder multilingual-e5-small" in warned[0]["fix"]
     finally:
         mem.close()
 

@@ -108,6 +108,7 @@ class InProcessMemory(Memory):
         self._labels = {}
         self._label_reactor = LabelReactor(self._embed_labels_now)
         self._query_vectors = QueryVectors()
+        self._language_warned = False
         self.consolidate_every, self._since_consolidation, self._scheduler = 0, 0, None
 
     def close(self) -> None:

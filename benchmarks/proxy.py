@@ -2,7 +2,8 @@
 (``--quick``: the hash encoder, fewer calls).
 
 1. Starts the project's scripted OpenAI-compatible chat server in a process of its own, as a real upstream is
-   (it answers at once, the same short reply each time), and a served store (local Ray, Ray Serve, the store's encoder) whose proxy forwards to it.
+   (it answers at once, the same short reply each time), and a served store (local Ray, Ray Serve, the store's
+   encoder) whose proxy forwards to it.
 2. Gives each simulated client a user of its own holding a short history (English and Chinese turns, so the
    proxy's context holds notes and turns).
 3. At each number of concurrent clients and each think time, every client sends a chat request alternately
@@ -76,8 +77,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(default %(default)s)")
     p.add_argument("--calls", type=int, help="calls per client and route at each level (default 100; quick 20)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls per client and route first (default 5)")
-    p.add_argument("--embedder", help="the store's encoder (default: minilm, as the other benchmarks; a new store's own default is "
-                        "multilingual-e5-small; quick: hash)")
+    p.add_argument("--embedder", help="the store's encoder (default: minilm, a new store's default; quick: hash)")
     args = p.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",")]
     args.think_ms = [float(x) for x in args.think_ms.split(",")]

@@ -19,6 +19,7 @@ SHARED_SETUP = {
     "tests/integration/test_archive_cli.py": "sample-store",
     "tests/integration/test_proxy.py": "served",  # tests/integration/proxy_server.py: shared_bench
     "tests/integration/test_proxy_sessions.py": "served",
+    "tests/integration/test_proxy_inputs.py": "served",
     "tests/integration/test_operations_served.py": "served",
     "tests/integration/test_serve_cpu.py": "served",
     "tests/integration/test_serve_mcp.py": "served",

@@ -64,8 +64,14 @@ class BodyCap:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope, receive, send) -> None:
-        body = errors.body("too_large", f"request body over {self.max_bytes} bytes",
-                           [("body", "send fewer messages per request (batches are idempotent by client id)")])
+        if scope.get("path") in routes_proxy.PATHS:  # a chat through the memory proxy: OpenAI's error shape
+            body = routes_proxy.openai_error(413, errors.body(
+                "too_large", f"request body over {self.max_bytes} bytes",
+                [("body", "send a shorter chat (fewer or shorter messages), or start the server with a larger "
+                          "--max-body-bytes")]))
+        else:
+            body = errors.body("too_large", f"request body over {self.max_bytes} bytes",
+                               [("body", "send fewer messages per request (batches are idempotent by client id)")])
         await JSONResponse(body, status_code=413)(scope, receive, send)
 
 

@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
+from events.commands import MAX_TEXT_CHARS
 from events.errors import InvalidInputError
 from palimpsest import phases
 from palimpsest.server.threads import in_thread
@@ -42,6 +43,7 @@ GIVEN = "palimpsest_given"  # reply metadata: the ids of the memories the reply 
 QUERY = "palimpsest_query"  # reply metadata: the user turn they were retrieved for
 RESPONSE = "palimpsest_response"  # reply metadata: the upstream's id of the response (Responses API)
 SOURCE = "palimpsest_source"  # metadata of both messages: "proxy"
+TRUNCATED = "palimpsest_truncated_from"  # metadata of a message whose text was cut to the limit: its length
 LOOK_BACK = 50  # messages of the conversation searched for the reply a feedback turn answers
 MAX_BATCH = 512  # calls recorded together at most
 START_AFTER_S = 0.05  # a call's recording starts when its answer has been sent, or this long after it was queued
@@ -51,8 +53,8 @@ START_AFTER_S = 0.05  # a call's recording starts when its answer has been sent,
 class Asked:
     """What the proxy reads of a request, whichever its form: the last user turn (the memory is read for it), the
     same turn when the request ends with it (then it is recorded), the reply it answers, the opening user turn
-    (which names the conversation unless the request names one), and the upstream response it continues
-    (``previous_response_id``)."""
+    (which names the conversation unless the request names one; without a user turn, :func:`opening`), and the
+    upstream response it continues (``previous_response_id``)."""
 
     query: str
     user_text: str
@@ -60,6 +62,12 @@ class Asked:
     opening: str
     prior_response_id: str = ""
     conversation: object = None  # the conversation the request names (a response's ``conversation``), unchecked
+
+
+def opening(first: dict) -> str:
+    """What names the chat of a request without a user turn (a tool result, odd roles): its first message or item,
+    whole (a client resending it names the same chat; another chat, another name)."""
+    return json.dumps(first, ensure_ascii=False, sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)
@@ -159,15 +167,23 @@ def _messages(turn: Turn) -> list[dict]:
     out = []
     base = {"tenant": turn.tenant, "user_id": turn.user_id, "conversation_id": turn.conversation_id}
     if turn.user_text.strip():
-        out.append({**base, "role": "user", "text": turn.user_text, "occurred_at": turn.received.isoformat(),
-                    "client_message_id": turn.key + "-u", "metadata": {SOURCE: "proxy"}})
+        out.append({**base, "role": "user", **_kept(turn.user_text, {SOURCE: "proxy"}),
+                    "occurred_at": turn.received.isoformat(), "client_message_id": turn.key + "-u"})
     if turn.reply.strip():
         metadata = {SOURCE: "proxy", GIVEN: json.dumps(turn.given), QUERY: turn.asked_for}
         if turn.response_id:
             metadata[RESPONSE] = turn.response_id
-        out.append({**base, "role": "assistant", "text": turn.reply, "occurred_at": turn.answered.isoformat(),
-                    "client_message_id": turn.key + "-a", "metadata": metadata})
+        out.append({**base, "role": "assistant", **_kept(turn.reply, metadata),
+                    "occurred_at": turn.answered.isoformat(), "client_message_id": turn.key + "-a"})
     return out
+
+
+def _kept(text: str, metadata: dict) -> dict:
+    """A message's text and metadata as recorded: a text over a message's limit is kept to its first
+    :data:`~events.commands.MAX_TEXT_CHARS` characters, its whole length in the metadata (:data:`TRUNCATED`)."""
+    if len(text) <= MAX_TEXT_CHARS:
+        return {"text": text, "metadata": metadata}
+    return {"text": text[:MAX_TEXT_CHARS], "metadata": {**metadata, TRUNCATED: len(text)}}
 
 
 def _judge(memory, turn: Turn, earlier: list[Turn]) -> None:

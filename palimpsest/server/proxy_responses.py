@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from palimpsest.server.errors import ApiError
-from palimpsest.server.proxy_record import Asked
+from palimpsest.server.proxy_record import Asked, opening
 from palimpsest.server.proxy_upstream import content_text as _text
 
 PATH = "/responses"
@@ -30,15 +30,18 @@ def read(body: dict) -> Asked:
     continues = continues if isinstance(continues, str) else ""
     named = body.get("conversation")  # an id, or an object with one
     named = named.get("id") if isinstance(named, dict) else named
+    if body.get("instructions") is not None and not isinstance(body["instructions"], str):
+        raise ApiError(400, "invalid_input", "the request's instructions are not a text",
+                       [("instructions", "give the instructions as a string (the memory goes after them)")])
     if isinstance(given, str) and given:
         return Asked(given, given, "", given, continues, named)
     if not isinstance(given, list) or not given or not all(isinstance(i, dict) for i in given):
-        raise ApiError(400, "invalid_input", "the request has no input",
+        raise ApiError(400, "invalid_input", "the request's input is neither a text nor a non-empty list of items",
                        [("input", "give the user's turn as a string, or a non-empty list of input items, each "
                                   "{'role': ..., 'content': ...} or another item object")])
     users = [n for n, item in enumerate(given) if _role(item) == "user"]
-    if not users:
-        return Asked("", "", "", "", continues, named)
+    if not users:  # a tool's output, say: the chat is named after the response it continues, else its first item
+        return Asked("", "", "", continues or opening(given[0]), continues, named)
     last = users[-1]
     query = _text(given[last].get("content"))
     before = given[last - 1] if last > 0 else {}

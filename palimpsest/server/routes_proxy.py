@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -39,7 +41,7 @@ from palimpsest.server import proxy_responses
 from palimpsest.server import proxy_upstream as up
 from palimpsest.server.access import Caller, caller
 from palimpsest.server.errors import ApiError
-from palimpsest.server.proxy_record import Asked, Turn, recorder
+from palimpsest.server.proxy_record import Asked, Turn, opening, recorder
 from palimpsest.server.threads import in_thread
 
 USER_HEADER = "X-Palimpsest-User"
@@ -50,6 +52,7 @@ MEMORIES_HEADER = "X-Palimpsest-Memories"  # on the answer: how many memories th
 CONTEXT_HEADER = "What you remember about this user from earlier conversations (use it if it helps):\n"
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
           404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
+PATHS = ("/v1/chat/completions", "/v1/responses")  # the proxy's own paths (errors there are OpenAI-shaped)
 
 
 class OpenAIErrors(APIRoute):
@@ -80,13 +83,17 @@ def _openai_shaped(response: Response) -> Response:
         ours = json.loads(response.body)
     except (AttributeError, ValueError):
         return response
+    headers = {k: v for k, v in response.headers.items() if k in ("retry-after", "www-authenticate")}
+    return JSONResponse(openai_error(response.status_code, ours), status_code=response.status_code, headers=headers)
+
+
+def openai_error(status: int, ours: dict) -> dict:
+    """The API's own error body (``error``, ``message``, ``problems``) in OpenAI's shape, its problems kept."""
     problems = ours.get("problems") or []
     fixes = "; ".join(f"{p['field']}: {p['fix']}" for p in problems)
-    error = {"message": ours.get("message", "") + (f" ({fixes})" if fixes else ""),
-             "type": _TYPES.get(response.status_code, "api_error"),
-             "param": problems[0]["field"] if problems else None, "code": ours.get("error"), "problems": problems}
-    headers = {k: v for k, v in response.headers.items() if k in ("retry-after", "www-authenticate")}
-    return JSONResponse({"error": error}, status_code=response.status_code, headers=headers)
+    return {"error": {"message": ours.get("message", "") + (f" ({fixes})" if fixes else ""),
+                      "type": _TYPES.get(status, "api_error"), "param": problems[0]["field"] if problems else None,
+                      "code": ours.get("error"), "problems": problems}}
 
 
 @dataclass(frozen=True)
@@ -130,7 +137,7 @@ async def _proxied(request: Request, form: Form) -> Response:
     asked = form.read(body)
     user_id = _user(request, body)
     conversation_id = _conversation(request, asked)
-    stream = bool(body.get("stream"))
+    stream = _stream(body)
     turn = Turn(who.tenant, user_id, conversation_id, asked.user_text, asked.prior_reply, datetime.now(UTC),
                 prior_response_id=asked.prior_response_id)
     with timed("settle"):
@@ -145,22 +152,24 @@ async def _proxied(request: Request, form: Form) -> Response:
         forwarded = form.with_context(body, CONTEXT_HEADER + context.text if context else None)
     with timed("upstream"):
         answer = await up.send(upstream, forwarded, stream=stream, path=form.path)
-    headers = {MEMORIES_HEADER: str(len(context.items) if context else 0), CONVERSATION_HEADER: conversation_id}
+    headers = _passed(answer, {MEMORIES_HEADER: str(len(context.items) if context else 0),
+                               CONVERSATION_HEADER: header_value(conversation_id)})
     if answer.status_code >= 400:
         raw = await answer.read() if stream else answer.content
         await answer.close()
         return Response(up.error_body(answer.status_code, raw), status_code=answer.status_code,
-                        media_type="application/json", headers=_passed(answer, headers))
+                        media_type="application/json", headers=headers)
     sent = BackgroundTask(_answered, who)  # the recording starts once the answer has gone
     if not stream:
+        response = Response(answer.content, status_code=answer.status_code, headers=headers,
+                            media_type=answer.headers.get("content-type", "application/json"), background=sent)
         reply = form.reply(answer.content)
         if reply is not None:
             _record(who, turn, *reply, context)
-        return Response(answer.content, status_code=answer.status_code, headers=_passed(answer, headers),
-                        media_type=answer.headers.get("content-type", "application/json"), background=sent)
+        return response
     return StreamingResponse(_relay(who, turn, answer, context, form), status_code=answer.status_code,
-                             headers=_passed(answer, headers),
-                             media_type=answer.headers.get("content-type", "text/event-stream"), background=sent)
+                             headers=headers, media_type=answer.headers.get("content-type", "text/event-stream"),
+                             background=sent)
 
 
 async def _answered(who: Caller) -> None:
@@ -199,19 +208,52 @@ def _passed(answer: up.Answer, ours: dict[str, str]) -> dict[str, str]:
 async def _body(request: Request) -> dict:
     try:
         body = json.loads(await request.body())
-    except ValueError:
-        raise ApiError(400, "invalid_json", "the request body is not JSON",
+    except (ValueError, RecursionError) as exc:
+        nested = isinstance(exc, RecursionError)
+        raise ApiError(400, "invalid_json", "the request body is not JSON" + (" this server reads (nested too "
+                                                                               "deeply)" if nested else ""),
                        [("body", "send the request as JSON (a chat completion's model, messages, ...; a "
                                  "response's model, input, ...)")]) from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_input", "the request body is not a JSON object",
                        [("body", "send a request object (a chat completion's model, messages, ...; a response's "
                                  "model, input, ...)")])
+    try:  # a lone surrogate (an unpaired \ud800-\udfff escape) is valid JSON but no text: it can be neither
+        json.dumps(body, ensure_ascii=False).encode("utf-8")  # forwarded as UTF-8 nor recorded
+    except UnicodeEncodeError as exc:
+        raise ApiError(400, "invalid_json", f"the request body holds a lone surrogate ({exc.object[exc.start]!r}), "
+                                            "which is no character",
+                       [("body", "escape characters outside the Basic Multilingual Plane as a surrogate pair "
+                                 "(\\ud83d\\ude00), or send them as UTF-8")]) from None
     return body
 
 
+def _stream(body: dict) -> bool:
+    given = body.get("stream")
+    if given is not None and not isinstance(given, bool):
+        raise ApiError(400, "invalid_input", f"stream is {given!r}, not a boolean",
+                       [("stream", "give true (server-sent events) or false (one answer)")])
+    return bool(given)
+
+
+def _header(request: Request, name: str) -> str | None:
+    """A header's value as the client wrote it: read as UTF-8 (HTTP hands its bytes over as Latin-1)."""
+    given = request.headers.get(name)
+    if given is None:
+        return None
+    try:
+        return given.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return given
+
+
+def header_value(text: str) -> str:
+    """``text`` as a header's value: as it is when it is printable ASCII, else percent-encoded (UTF-8)."""
+    return text if text.isascii() and text.isprintable() else quote(text, safe="")
+
+
 def _user(request: Request, body: dict) -> str:
-    given = request.headers.get(USER_HEADER) or body.get("user")
+    given = _header(request, USER_HEADER) or body.get("user")
     if given is None or given == "":
         raise ApiError(400, "missing_user", f"no user: send the {USER_HEADER} header or the request's `user` field",
                        [(USER_HEADER, f"name the end user whose memory this chat uses, e.g. "
@@ -220,20 +262,21 @@ def _user(request: Request, body: dict) -> str:
     user_id = canonical_id(given)
     problem = id_problem(user_id)
     if problem:
-        field = USER_HEADER if request.headers.get(USER_HEADER) else "user"
+        field = USER_HEADER if _header(request, USER_HEADER) else "user"
         raise ApiError(400, "invalid_user", f"the user id {str(given)[:60]!r} is not valid: {problem}",
                        [(field, "give the end user's id: letters, digits and . _ - @ : (see the user ids guide)")])
     return user_id
 
 
 def _conversation(request: Request, asked: Asked) -> str:
-    given, field = request.headers.get(CONVERSATION_HEADER), CONVERSATION_HEADER
+    given, field = _header(request, CONVERSATION_HEADER), CONVERSATION_HEADER
     if not given:
         given, field = asked.conversation, "conversation"
     if given:
-        if not isinstance(given, str) or len(given) > MAX_ID_CHARS:
+        if not isinstance(given, str) or len(given) > MAX_ID_CHARS or \
+                any(unicodedata.category(ch).startswith("C") for ch in given):
             raise ApiError(400, "invalid_input", f"the {field} is not a conversation id",
-                           [(field, f"a text of at most {MAX_ID_CHARS} characters")])
+                           [(field, f"a text of at most {MAX_ID_CHARS} characters, without control characters")])
         return given
     return "chat-" + hashlib.sha256(asked.opening.encode("utf-8")).hexdigest()[:16]
 
@@ -245,12 +288,12 @@ def _text(message: dict) -> str:
 def _read_chat(body: dict) -> Asked:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-        raise ApiError(400, "invalid_input", "the request has no messages",
+        raise ApiError(400, "invalid_input", "the request's messages are not a non-empty list of message objects",
                        [("messages", "give a non-empty list of messages, each {'role': ..., 'content': ...}")])
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
     query = _text(messages[users[-1]]) if users else ""
     return Asked(query, query if users and users[-1] == len(messages) - 1 else "", _prior_reply(messages, users),
-                 _text(messages[users[0]]) if users else "")
+                 _text(messages[users[0]]) if users else opening(messages[0]))
 
 
 def _prior_reply(messages: list[dict], users: list[int]) -> str:
@@ -273,7 +316,15 @@ def _with_messages(messages: list[dict], context_text: str | None) -> list[dict]
     return [*messages[:at], {"role": "system", "content": context_text}, *messages[at:]]
 
 
-def _chat_reply(raw: bytes) -> tuple[str, str]:
+def _chat_reply(raw: bytes) -> tuple[str, str] | None:
+    """The reply of a chat completion (its text, no id); None when the answer is no chat completion (nothing is
+    recorded for it)."""
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
+        return None
     return up.reply_text(raw), ""
 
 

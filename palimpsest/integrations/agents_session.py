@@ -19,12 +19,15 @@ item with what the user's memory holds about the new input (a token-budgeted con
 before it; that item is never stored. :meth:`PalimpsestSession.recall_tool` gives the agent the same as a tool it
 may call. Either way the learning loop is closed: the reply that follows is reported with the memories it was given
 (``record_reply``: those it used are reinforced), and the user's next turn is judged as feedback on that reply.
+
+The tenant, user and session ids are checked when the session is made. A session id may not be one the store's
+items are recorded in (:data:`~palimpsest.memory_items.ITEMS_CONVERSATION`, or one beginning ``items:``), so a session never reads or
+withdraws a LangGraph store's items.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import uuid
 from contextlib import nullcontext
@@ -32,9 +35,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from events.commands import MAX_METADATA_BYTES
+from events.commands import MAX_ID_CHARS, canonical_id
 from events.errors import InvalidInputError
-from palimpsest.integrations import missing
+from palimpsest.integrations import ClosedError, id_problems, missing
+from palimpsest.integrations.agents_items import check_items, item_of, messages_of, text_of_message
+from palimpsest.memory_items import ITEMS_CONVERSATION, ITEMS_PREFIX
 
 try:
     from agents import FunctionTool, function_tool
@@ -42,11 +47,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing("openai-agents", "agents", "palimpsest.integrations.agents_session") from exc
 
-ITEM_KEY = "agents_item"  # the message metadata holding the item (its text left out), as JSON
-TEXT_AT = "agents_text_at"  # where the message's text goes back into the item, as a JSON list of keys ("": none)
 RECALL_HEADER = "What you remember about this user (from earlier conversations; use it if it helps):\n"
-TEXT_KEYS = ("content", "text", "output", "arguments", "refusal")  # item fields that hold what was said or done
-LABEL_KEYS = ("id", "type", "role", "status", "call_id", "name")  # never the text of an item
 POPPED, CLEARED = "popped from the agent session", "the agent session was cleared"
 
 
@@ -60,10 +61,13 @@ class PalimpsestSession:
                  owned: bool = False) -> None:
         from palimpsest.client import RemoteMemory
 
+        tenant, user_id = canonical_id(tenant), canonical_id(user_id)
+        _check(tenant, user_id, session_id, recall_budget)
         self.memory, self.tenant, self.user_id, self.session_id = memory, tenant, user_id, session_id
         self.recall_budget, self.judge = recall_budget, judge_feedback
         self.session_settings = session_settings
         self._owned = owned
+        self._closed = False
         self._remote = isinstance(memory, RemoteMemory)
         self._lock = threading.Lock() if self._remote else nullcontext()  # one HTTP connection: one call at a time
         self._recalled: dict[str, Any] = {}  # the recall item's text → the context it came from (not stored)
@@ -71,21 +75,41 @@ class PalimpsestSession:
         self._last: tuple[str, Any] | None = None  # (the last reply, its context): judged by the next user turn
 
     @classmethod
-    def open(cls, path: str | Path, tenant: str, user_id: str, session_id: str, **options: Any) -> PalimpsestSession:
-        """A session on the store at ``path`` (opened here, closed by :meth:`close`)."""
+    def open(cls, path: str | Path, tenant: str, user_id: str, session_id: str, *, recall_budget: int = 600,
+             judge_feedback: bool = True, session_settings: SessionSettings | None = None,
+             **options: Any) -> PalimpsestSession:
+        """A session on the store at ``path`` (created if new; opened here, closed by :meth:`close`). The session's
+        own options are named; ``options`` go to :meth:`Memory.open` (``embedder``, ``num_shards``, ...)."""
         from palimpsest.memory import Memory
 
-        return cls(Memory.open(path), tenant, user_id, session_id, owned=True, **options)
+        _check(canonical_id(tenant), canonical_id(user_id), session_id, recall_budget)  # before opening anything
+        memory = Memory.open(path, **options)
+        try:
+            return cls(memory, tenant, user_id, session_id, recall_budget=recall_budget,
+                       judge_feedback=judge_feedback, session_settings=session_settings, owned=True)
+        except BaseException:
+            memory.close()
+            raise
 
     @classmethod
-    def connect(cls, url: str, api_key: str, user_id: str, session_id: str, **options: Any) -> PalimpsestSession:
+    def connect(cls, url: str, api_key: str, user_id: str, session_id: str, *, recall_budget: int = 600,
+                judge_feedback: bool = True, session_settings: SessionSettings | None = None) -> PalimpsestSession:
         """A session on the server at ``url`` (``palimpsest serve``), in the key's tenant."""
         from palimpsest.client import RemoteMemory
 
         remote = RemoteMemory(url, api_key)
-        return cls(remote, remote.tenant, user_id, session_id, owned=True, **options)
+        try:
+            return cls(remote, remote.tenant, user_id, session_id, recall_budget=recall_budget,
+                       judge_feedback=judge_feedback, session_settings=session_settings, owned=True)
+        except BaseException:
+            remote.close()
+            raise
 
     def close(self) -> None:
+        """Close the session (and the memory it opened); using it afterwards is a :class:`ClosedError`."""
+        if self._closed:
+            return
+        self._closed = True
         if self._owned:
             self.memory.close()
 
@@ -94,23 +118,30 @@ class PalimpsestSession:
         """The session's items, oldest first (the latest ``limit`` of them, or ``session_settings.limit``)."""
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise InvalidInputError([("limit", f"{limit!r:.40}; give an integer (the latest items), or None for "
+                                               "all of them")], what="session items")
         if limit is not None and limit <= 0:
             return []
         rows = await self._call(self._conversation, limit)
-        return [_item_of(row) for row in rows]
+        return [item_of(row) for row in rows]
 
     async def add_items(self, items: list[dict]) -> None:
         """Record the items as the conversation's next messages (the recall item this session made is skipped);
-        a reply that follows recalled memory is reported with it (``record_reply``)."""
-        items = [i for i in items if _text_of_message(i) not in self._recalled]
-        if not items:
+        a reply that follows recalled memory is reported with it (``record_reply``). Every item is checked first:
+        a bad one (not a dict, not JSON, too large) is an :class:`InvalidInputError` naming it, and none is
+        recorded."""
+        fields = messages_of(items)
+        kept = [(i, f) for i, f in zip(items, fields) if text_of_message(i) not in self._recalled]
+        if not kept:
             return
+        items = [i for i, _ in kept]
         now = datetime.now(UTC)
         messages = [{"conversation_id": self.session_id, "client_message_id": uuid.uuid4().hex,
-                     "occurred_at": (now + timedelta(microseconds=n)).isoformat(), **_message_of(item)}
-                    for n, item in enumerate(items)]
+                     "occurred_at": (now + timedelta(microseconds=n)).isoformat(), **f}
+                    for n, (_, f) in enumerate(kept)]
         await self._call(lambda: self.memory.add_messages(messages, tenant=self.tenant, user_id=self.user_id))
-        reply = "\n".join(t for i in items if i.get("role") == "assistant" and (t := _text_of_message(i)))
+        reply = "\n".join(t for i in items if i.get("role") == "assistant" and (t := text_of_message(i)))
         if reply and self._given is not None:
             given, self._given = self._given, None
             await self._call(lambda: self.memory.record_reply(self.tenant, self.user_id, reply, given))
@@ -123,7 +154,7 @@ class PalimpsestSession:
             return None
         await self._call(lambda: self.memory.archive(self.tenant, self.user_id, [rows[0]["memory_id"]],
                                                      reason=POPPED))
-        return _item_of(rows[0])
+        return item_of(rows[0])
 
     async def clear_session(self) -> None:
         """Withdraw every item of the session (archived by hand: kept in the log, restorable)."""
@@ -137,7 +168,9 @@ class PalimpsestSession:
         """A ``session_input_callback``: the history, then a system item with what the memory holds about the new
         user input (when it holds anything), then the new input. The user input is first judged as feedback on
         the reply before it, if that reply was given recalled memory."""
-        query = "\n".join(t for i in new_items if i.get("role") == "user" and (t := _text_of_message(i)))
+        check_items(history, "history")
+        check_items(new_items, "new_items")
+        query = "\n".join(t for i in new_items if i.get("role") == "user" and (t := text_of_message(i)))
         if not query.strip():
             return [*history, *new_items]
         if self.judge and self._last is not None:
@@ -196,6 +229,9 @@ class PalimpsestSession:
 
     async def _call(self, function, *args):
         """``function(*args)`` on a worker thread (the memory's calls block), one at a time over HTTP."""
+        if self._closed:
+            raise ClosedError("the session is closed (close() was called); open it again with "
+                              "PalimpsestSession.open, PalimpsestSession.connect or PalimpsestSession(memory, ...)")
 
         def run():
             with self._lock:
@@ -204,74 +240,17 @@ class PalimpsestSession:
         return await asyncio.to_thread(run)
 
 
-# -- an item as a message, and back ----------------------------------------------
-def _text_of_message(item: dict) -> str:
-    """What a message item says: its content (a text, or its parts' texts); "" for other items."""
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
-def _leaves(value: Any, path: tuple = ()):
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _leaves(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _leaves(v, (*path, i))
-
-
-def _role(item: dict) -> str:
-    role = item.get("role")
-    if role in ("user", "assistant", "system"):
-        return role
-    if role == "developer":
-        return "system"
-    return "tool" if str(item.get("type", "")).endswith("_output") else "assistant"
-
-
-def _message_of(item: dict) -> dict:
-    """The message fields of an item: its role, its text (the longest of what it says) and, in the metadata, the
-    rest of it and where the text goes back."""
-    if not isinstance(item, dict):
-        raise InvalidInputError([("items", f"a {type(item).__name__}; give the SDK's input items (dicts)")],
-                                what="session items")
-    leaves = [(p, t) for p, t in _leaves(item) if t.strip() and not any(k in LABEL_KEYS for k in p if
-                                                                           isinstance(k, str))]
-    said = [(p, t) for p, t in leaves if any(k in TEXT_KEYS for k in p if isinstance(k, str))] or leaves
-    path, text = max(said, key=lambda pt: len(pt[1])) if said else ((), "")
-    skeleton = json.loads(json.dumps(item))
-    if path:
-        _set(skeleton, path, "")
-    else:
-        text = f"[{item.get('type') or item.get('role') or 'item'}]"
-    metadata = {ITEM_KEY: json.dumps(skeleton, ensure_ascii=False),
-                TEXT_AT: json.dumps(list(path), ensure_ascii=False) if path else ""}
-    if len(json.dumps(metadata, ensure_ascii=False).encode("utf-8")) > MAX_METADATA_BYTES:
-        raise InvalidInputError([("items", f"a {item.get('type') or 'message'} item holds more than "
-                                           f"{MAX_METADATA_BYTES} bytes besides its text; keep large data out of "
-                                           "the conversation (a file or a store item) and refer to it")],
-                                what="session items")
-    return {"role": _role(item), "text": text, "metadata": metadata}
-
-
-def _item_of(row: dict) -> dict:
-    """The item a recorded message holds (its text put back), or a plain message for one recorded otherwise."""
-    metadata = row.get("metadata") or {}
-    if ITEM_KEY not in metadata:
-        return {"role": row["role"] if row["role"] != "tool" else "assistant", "content": row["text"]}
-    item = json.loads(metadata[ITEM_KEY])
-    if metadata.get(TEXT_AT):
-        _set(item, tuple(json.loads(metadata[TEXT_AT])), row["text"])
-    return item
-
-
-def _set(value: Any, path: tuple, text: str) -> None:
-    for key in path[:-1]:
-        value = value[key]
-    value[path[-1]] = text
+def _check(tenant: Any, user_id: Any, session_id: Any, recall_budget: Any) -> None:
+    """Refuse a session whose ids or budget the memory would refuse (or that names the store's items)."""
+    problems = id_problems([("tenant", tenant), ("user_id", user_id)])
+    if not isinstance(session_id, str) or not 1 <= len(session_id) <= MAX_ID_CHARS:
+        problems.append(("session_id", f"{session_id!r:.60}; give a text of 1 to {MAX_ID_CHARS} characters"))
+    elif session_id == ITEMS_CONVERSATION or session_id.startswith(ITEMS_PREFIX):
+        problems.append(("session_id", f"{session_id!r:.60} is where the store keeps the user's items (the "
+                                       f"conversation {ITEMS_CONVERSATION!r} and those beginning "
+                                       f"{ITEMS_PREFIX!r}); give the session another id, e.g. 'support-42'"))
+    if not isinstance(recall_budget, int) or isinstance(recall_budget, bool) or recall_budget < 1:
+        problems.append(("recall_budget", f"{recall_budget!r:.40}; give a positive integer number of tokens "
+                                          "(default 600)"))
+    if problems:
+        raise InvalidInputError(problems, what="agent session")

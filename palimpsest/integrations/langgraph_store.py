@@ -17,6 +17,10 @@ its times and, from a search, its score and rank. That key is dropped from a val
 What an item is found by: the texts in its value (all its strings), or the fields named by ``index_fields`` (or a
 put's ``index``, LangGraph's field paths); ``index=False`` keeps it out of search (got by its key only). TTLs are
 not supported (an item lives until deleted).
+
+A batch is checked whole before its first write (:mod:`palimpsest.integrations.langgraph_batch`): a rejected batch
+writes nothing. A search over every user of a tenant ranks their items together (``rank`` 1..n over the merged
+list) from each user's best :data:`SEARCH_CAP` (with a query) or latest :data:`LIST_CAP`.
 """
 
 from __future__ import annotations
@@ -30,18 +34,20 @@ from pathlib import Path
 from typing import Any
 
 from events.errors import InvalidInputError
-from palimpsest.integrations import missing
+from palimpsest.integrations import ClosedError, missing
 
 try:
     from langgraph.store.base import (
         BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
-        get_text_at_path, tokenize_path,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing("langgraph", "langgraph", "palimpsest.integrations.langgraph_store") from exc
 
-PROVENANCE = "_palimpsest"  # the key of the provenance in a value read back (dropped from a value put)
-SEARCH_ALL = 10_000  # a search over several users asks each for this many at most
+from palimpsest.integrations.langgraph_batch import (  # noqa: E402 - needs langgraph, checked just above
+    LIST_CAP, PROVENANCE, SEARCH_CAP, PartialBatchError, check_batch, found_by, index_problem, stored_value,
+)
+
+__all__ = ["LIST_CAP", "PROVENANCE", "SEARCH_CAP", "PalimpsestStore", "PartialBatchError"]
 
 
 class PalimpsestStore(BaseStore):
@@ -57,9 +63,12 @@ class PalimpsestStore(BaseStore):
     def __init__(self, memory: Any, *, index_fields: list[str] | None = None, owned: bool = False) -> None:
         from palimpsest.client import RemoteMemory
 
+        if problem := index_problem(index_fields, store=True):
+            raise InvalidInputError([("index_fields", problem)], what="store")
         self.memory = memory
         self.index_fields = list(index_fields) if index_fields is not None else None
         self._owned = owned
+        self._closed = False
         self._remote = isinstance(memory, RemoteMemory)
         # One kept-alive HTTP connection carries a RemoteMemory's calls: one at a time. A Memory takes any number.
         self._lock = threading.Lock() if self._remote else nullcontext()
@@ -69,16 +78,30 @@ class PalimpsestStore(BaseStore):
         """A store on the Palimpsest store at ``path`` (created if new; ``options`` go to :meth:`Memory.open`)."""
         from palimpsest.memory import Memory
 
-        return cls(Memory.open(path, **options), index_fields=index_fields, owned=True)
+        memory = Memory.open(path, **options)
+        try:
+            return cls(memory, index_fields=index_fields, owned=True)
+        except BaseException:
+            memory.close()
+            raise
 
     @classmethod
     def connect(cls, url: str, api_key: str, *, index_fields: list[str] | None = None) -> PalimpsestStore:
         """A store on the server at ``url`` (``palimpsest serve``); namespaces name the key's tenant."""
         from palimpsest.client import RemoteMemory
 
-        return cls(RemoteMemory(url, api_key), index_fields=index_fields, owned=True)
+        remote = RemoteMemory(url, api_key)
+        try:
+            return cls(remote, index_fields=index_fields, owned=True)
+        except BaseException:
+            remote.close()
+            raise
 
     def close(self) -> None:
+        """Close the store (and the memory it opened); using it afterwards is a :class:`ClosedError`."""
+        if self._closed:
+            return
+        self._closed = True
         if self._owned:
             self.memory.close()
 
@@ -90,20 +113,27 @@ class PalimpsestStore(BaseStore):
 
     # -- BaseStore ---------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Each operation in order (a put is durable before the next operation runs); their results in order."""
+        """Each operation in order (a put is durable before the next operation runs); their results in order.
+
+        Every operation is checked before the first runs: a batch with a bad one is an :class:`InvalidInputError`
+        and writes nothing. One that fails later, after puts were applied, is a :class:`PartialBatchError` naming
+        them."""
+        if self._closed:
+            raise ClosedError("the store is closed (close() was called); open it again with PalimpsestStore.open, "
+                              "PalimpsestStore.connect or PalimpsestStore(memory)")
+        ops = list(ops)
+        check_batch(ops, key_tenant=self._key_tenant() if any(isinstance(op, PutOp) for op in ops) else None)
         out: list[Result] = []
-        for op in ops:
-            if isinstance(op, GetOp):
-                out.append(self._get(op))
-            elif isinstance(op, PutOp):
-                out.append(self._put(op))
-            elif isinstance(op, SearchOp):
-                out.append(self._search(op))
-            elif isinstance(op, ListNamespacesOp):
-                out.append(self._list_namespaces(op))
-            else:
-                raise InvalidInputError([("op", f"{type(op).__name__}; give a GetOp, PutOp, SearchOp or "
-                                                "ListNamespacesOp")], what="store batch")
+        written: list[int] = []
+        for n, op in enumerate(ops):
+            try:
+                out.append(self._run(op))
+            except Exception as exc:
+                if written:
+                    raise PartialBatchError(n, op, written, exc) from exc
+                raise
+            if isinstance(op, PutOp):
+                written.append(n)
         return out
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -111,6 +141,15 @@ class PalimpsestStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     # -- operations --------------------------------------------------------
+    def _run(self, op: Op) -> Result:
+        if isinstance(op, GetOp):
+            return self._get(op)
+        if isinstance(op, PutOp):
+            return self._put(op)
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        return self._list_namespaces(op)
+
     def _get(self, op: GetOp) -> Item | None:
         tenant, user, collection = _where(op.namespace)
         found = self._read(lambda: self.memory.items(tenant, user, collection=collection or "", key=op.key, limit=1))
@@ -118,36 +157,24 @@ class PalimpsestStore(BaseStore):
 
     def _put(self, op: PutOp) -> None:
         tenant, user, collection = _where(op.namespace)
-        if op.ttl is not None:
-            raise InvalidInputError([("ttl", f"{op.ttl!r}; this store keeps an item until it is deleted: leave "
-                                             "ttl out")], what="put")
         with self._lock:
             if op.value is None:
                 self.memory.delete_item(tenant, user, op.key, collection=collection)
                 return None
-            value = {k: v for k, v in dict(op.value).items() if k != PROVENANCE}
-            text = self._text(value, op.index)
+            value = stored_value(op.value)
+            text = found_by(value, op.index, self.index_fields)
             self.memory.put_item(tenant, user, op.key, value, collection=collection, text=text or None,
                                  index=op.index is not False and text != "")
         return None
 
-    def _text(self, value: dict, index: Any) -> str | None:
-        """What the item is found by: None (the value's strings), a text, or "" (nothing: not indexed)."""
-        fields = self.index_fields if index is None else index
-        if fields is False or fields is None or fields == ["$"]:
-            return None
-        texts = [t for path in fields for t in get_text_at_path(value, tokenize_path(path)) if t.strip()]
-        return "\n".join(texts)
-
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         collection = prefix[2] if len(prefix) >= 3 else None
-        if len(prefix) > 3:
-            raise InvalidInputError([("namespace_prefix", f"{prefix}: namespaces here are (tenant, user) or "
-                                                          "(tenant, user, collection)")], what="search")
         users = self._users(prefix)
         many = len(users) != 1
-        wanted = min(SEARCH_ALL, op.offset + op.limit) if many else op.limit
+        cap = SEARCH_CAP if op.query else LIST_CAP
+        # Several users: each one's first offset + limit (at most the cap), merged and ranked again below.
+        wanted = min(cap, op.offset + op.limit) if many else op.limit
         skip = 0 if many else op.offset
         found: list[tuple[str, str, dict]] = []
         for tenant, user in users:
@@ -157,11 +184,21 @@ class PalimpsestStore(BaseStore):
             else:
                 rows = self._read(lambda: self.memory.items(tenant, user, collection=collection, filter=op.filter,
                                                             limit=wanted, offset=skip))
+            if many and len(rows) == cap < op.offset + op.limit:  # this user may hold more that would rank in
+                raise InvalidInputError([
+                    ("offset", f"{op.offset} with limit {op.limit} reaches past the {cap} best items of user "
+                               f"{user!r}, the most a search over several users ranks; page with offset + limit "
+                               f"at most {cap}, or search one user's namespace (tenant, user)"),
+                ], what="store search")
             found += [(tenant, user, row) for row in rows]
-        if many:  # one ranking over the users: best score first (a search), else the latest put first
-            found.sort(key=lambda f: -f[2]["score"] if op.query else f[2]["updated_at"], reverse=not op.query)
-            found = found[op.offset:op.offset + op.limit]
-        return [_item(row, SearchItem, (tenant, user)) for tenant, user, row in found]
+        if not many:
+            return [_item(row, SearchItem, (tenant, user)) for tenant, user, row in found]
+        # one ranking over the users: best score first (a search), else the latest put first
+        found.sort(key=lambda f: -f[2]["score"] if op.query else f[2]["updated_at"], reverse=not op.query)
+        window = found[op.offset:op.offset + op.limit]
+        if op.query:  # the rank in the merged list (as one user's search numbers it: from offset + 1)
+            window = [(t, u, {**row, "rank": op.offset + n}) for n, (t, u, row) in enumerate(window, 1)]
+        return [_item(row, SearchItem, (tenant, user)) for tenant, user, row in window]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = list(op.match_conditions or ())
@@ -177,6 +214,13 @@ class PalimpsestStore(BaseStore):
         return sorted(chosen)[op.offset:op.offset + op.limit]
 
     # -- helpers -----------------------------------------------------------
+    def _key_tenant(self) -> str | None:
+        """The one tenant a served store's key writes (None: a local store writes any)."""
+        if not self._remote:
+            return None
+        with self._lock:
+            return self.memory.tenant
+
     def _users(self, prefix: tuple[str, ...]) -> list[tuple[str, str]]:
         """The (tenant, user) pairs a namespace prefix spans: its own, or every user of its tenant."""
         if len(prefix) >= 2:
@@ -206,10 +250,7 @@ class PalimpsestStore(BaseStore):
 
 
 def _where(namespace: tuple[str, ...]) -> tuple[str, str, str | None]:
-    """``(tenant, user, collection or None)`` of an item's namespace."""
-    if not 2 <= len(namespace) <= 3:
-        raise InvalidInputError([("namespace", f"{tuple(namespace)}; give (tenant, user) or (tenant, user, "
-                                               "collection), e.g. ('acme', 'alice', 'memories')")], what="store")
+    """``(tenant, user, collection or None)`` of an item's namespace (its shape checked by :func:`check_batch`)."""
     return namespace[0], namespace[1], namespace[2] if len(namespace) == 3 else None
 
 

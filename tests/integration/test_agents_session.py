@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime
 
 import pytest
 
@@ -15,7 +16,9 @@ pytest.importorskip("agents")
 from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
+from events.errors import InvalidInputError  # noqa: E402
 from palimpsest import Memory  # noqa: E402
+from palimpsest.integrations import ClosedError  # noqa: E402
 from palimpsest.integrations.agents_session import RECALL_HEADER, PalimpsestSession  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Reply  # noqa: E402
 
@@ -139,6 +142,63 @@ def test_the_recall_tool_answers_the_agent_from_the_users_memory(mem, server):
     assert "nurse in Boston" in tool_answer[0]["content"]
     assert [i.get("type", "message") for i in asyncio.run(later.get_items())] == [
         "message", "function_call", "function_call_output", "message"]
+
+
+def test_a_session_may_not_be_the_conversation_that_holds_the_users_store_items(mem):
+    mem.put_item("acme", "uma", "diet", {"text": "Uma is vegan"})
+    mem.put_item("acme", "uma", "city", {"text": "Uma lives in Lisbon"}, collection="notes")
+    for session_id in ("items", "items:notes", "items:"):
+        with pytest.raises(InvalidInputError, match=r"session_id: .* is where the store keeps the user's items"):
+            PalimpsestSession(mem, "acme", "uma", session_id)
+    assert [i["key"] for i in mem.items("acme", "uma")] == ["city", "diet"]  # nothing read, nothing withdrawn
+    assert asyncio.run(PalimpsestSession(mem, "acme", "uma", "items-chat").get_items()) == []  # a name like it is
+
+
+def test_ids_and_the_recall_budget_are_checked_when_the_session_is_made(mem):
+    for args, field in (((5, "alice", "s"), "tenant"), (("acme", None, "s"), "user_id"),
+                        (("acme", "alice", ""), "session_id"), (("acme", "alice", "s" * 1000), "session_id"),
+                        (("acme", "alice", None), "session_id")):
+        with pytest.raises(InvalidInputError, match=rf"rejected agent session.*\n  - {field}: "):
+            PalimpsestSession(mem, *args)
+    with pytest.raises(InvalidInputError, match=r"user_id: ' alice ': has leading or trailing spaces; remove the "
+                                                r"spaces at either end, e.g. 'alice'"):
+        PalimpsestSession(mem, "acme", " alice ", "s")
+    for budget in (0, -5, "600", 2.5):
+        with pytest.raises(InvalidInputError, match=r"recall_budget: .*give a positive integer number of tokens"):
+            PalimpsestSession(mem, "acme", "alice", "s", recall_budget=budget)
+
+
+def test_bad_items_are_refused_by_their_index_and_none_of_the_batch_is_recorded(mem):
+    session = PalimpsestSession(mem, "acme", "vic", "v1")
+    ok = {"role": "user", "content": "I like tea"}
+    for items, field in ((["hello"], r"items\[0\]: 'hello' \(a str\)"), ([None], r"items\[0\]: None"),
+                         (None, r"items: None"), (ok, r"items: \{'role'")):
+        with pytest.raises(InvalidInputError, match=field):
+            asyncio.run(session.add_items(items))
+    with pytest.raises(InvalidInputError) as rejected:
+        asyncio.run(session.add_items([ok, "bad", {"role": "user", "content": "x", "when": datetime(2024, 1, 1)}]))
+    assert [f for f, _ in rejected.value.problems] == ["items[1]", "items[2]"]
+    assert "not JSON (Object of type datetime is not JSON serializable)" in rejected.value.problems[1][1]
+    assert asyncio.run(session.get_items()) == [] and mem.conversation("acme", "vic", "v1") == []
+    with pytest.raises(InvalidInputError, match=r"new_items\[0\]: 'hi' \(a str\)"):
+        asyncio.run(session.recall([], ["hi"]))
+    with pytest.raises(InvalidInputError, match=r"limit: '2'; give an integer"):
+        asyncio.run(session.get_items(limit="2"))
+
+
+def test_open_takes_the_memory_options_and_the_sessions_own_and_a_closed_session_says_so(ray_cluster, tmp_path):
+    session = PalimpsestSession.open(tmp_path / "store", "acme", "wes", "w1", embedder="hash", num_shards=1,
+                                     recall_budget=300, judge_feedback=False)
+    assert (session.recall_budget, session.judge) == (300, False)
+    asyncio.run(session.add_items([{"role": "user", "content": "I live in Oslo"}]))
+    assert asyncio.run(session.get_items()) == [{"role": "user", "content": "I live in Oslo"}]
+    session.close()
+    session.close()  # twice: nothing more
+    with pytest.raises(ClosedError, match="the session is closed"):
+        asyncio.run(session.get_items())
+    with pytest.raises(InvalidInputError, match="session_id"):  # refused before a store is opened
+        PalimpsestSession.open(tmp_path / "other", "acme", "wes", "items", embedder="hash")
+    assert not (tmp_path / "other").exists()
 
 
 def test_a_session_on_a_served_store_through_its_url_and_key(ray_cluster, tmp_path_factory, request, server):

@@ -15,10 +15,12 @@ pytest.importorskip("langgraph")
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.runtime import Runtime  # noqa: E402
+from langgraph.store.base import GetOp, PutOp, SearchOp  # noqa: E402
 
 from events.errors import InvalidInputError  # noqa: E402
 from palimpsest import Memory  # noqa: E402
-from palimpsest.integrations.langgraph_store import PROVENANCE, PalimpsestStore  # noqa: E402
+from palimpsest.integrations import ClosedError  # noqa: E402
+from palimpsest.integrations.langgraph_store import PROVENANCE, PalimpsestStore, PartialBatchError  # noqa: E402
 from tests.integration.proxy_server import shared_bench  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -142,6 +144,80 @@ def test_the_async_interface_answers_as_the_sync_one(local):
 
     item, hits = asyncio.run(run())
     assert item.value["text"] == "Dan plays the cello" and [h.key for h in hits] == ["k1"]
+
+
+def test_a_rejected_batch_writes_nothing_and_names_each_bad_operation(local):
+    store, mem = local
+    dave = ("acme", "dave")
+    with pytest.raises(InvalidInputError, match=r"ops\[1\]\.value: not JSON") as rejected:
+        store.batch([PutOp(dave, "k", {"text": "a"}), PutOp(dave, "k2", {"x": float("inf")}), GetOp(dave, "k")])
+    assert "nothing was written" in str(rejected.value)
+    assert store.get(dave, "k") is None and mem.items("acme", "dave") == []  # the valid first put was not written
+
+    with pytest.raises(InvalidInputError) as rejected:  # every problem of every operation, at once
+        store.batch([PutOp(dave, "k", {"text": "a"}), PutOp(("acme", " dave"), "", ["x"], index="text"),
+                     SearchOp(("acme",), offset=-1)])
+    assert [field for field, _ in rejected.value.problems] == [
+        "ops[1].namespace[1] (user)", "ops[1].key", "ops[1].index", "ops[1].value", "ops[2].offset"]
+    assert "remove the spaces at either end, e.g. 'dave'" in str(rejected.value)
+    assert mem.items("acme", "dave") == []
+
+
+def test_a_batch_that_fails_after_a_put_says_which_operations_were_written(local):
+    store, _ = local
+    erin = ("acme", "erin-batch")
+    bad_filter = SearchOp(erin, filter={"n": {"$in": [1]}})  # the memory's filter syntax is checked as it runs
+    with pytest.raises(PartialBatchError, match=r"stopped at ops\[1\].*written and kept: ops\[0\]") as stopped:
+        store.batch([PutOp(erin, "k", {"text": "kept"}), bad_filter, PutOp(erin, "k2", {"text": "not run"})])
+    assert stopped.value.failed == 1 and stopped.value.written == (0,)
+    assert store.get(erin, "k").value["text"] == "kept" and store.get(erin, "k2") is None
+
+
+def test_a_value_must_be_a_dict_and_index_a_list_of_field_paths(local):
+    store, mem = local
+    ns = ("acme", "fay")
+    for value in (["a"], 5, "text"):
+        with pytest.raises(InvalidInputError, match=r"value: .*give a dict"):
+            store.put(ns, "k", value)
+    for index in ("text", True, [5]):
+        with pytest.raises(InvalidInputError, match=r"index: .*give False \(not searchable\), None"):
+            store.put(ns, "k", {"text": "Fay knits"}, index=index)
+    assert mem.items("acme", "fay") == []
+    with pytest.raises(InvalidInputError, match="index_fields: 'text'"):
+        PalimpsestStore(mem, index_fields="text")
+    store.put(ns, "k", {"text": "Fay knits", "tag": "hobby"}, index=["text"])
+    assert [i.key for i in store.search(ns, query="knits")] == ["k"]
+
+
+def test_a_tenant_wide_search_ranks_the_merged_list_and_checks_its_window(local):
+    store, _ = local
+    for user in ("u1", "u2", "u3"):  # a tenant of its own: the search spans every user of it
+        for n in range(3):
+            store.put(("globex", user), f"k{n}", {"text": f"{user} likes green tea, cup {n}"})
+    found = store.search(("globex",), query="green tea", limit=5)
+    assert [i.value[PROVENANCE]["rank"] for i in found] == [1, 2, 3, 4, 5]
+    assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+    later = store.search(("globex",), query="green tea", offset=2, limit=3)
+    assert [i.value[PROVENANCE]["rank"] for i in later] == [3, 4, 5]
+    assert [(i.namespace, i.key) for i in later] == [(i.namespace, i.key) for i in found[2:5]]
+    # a window past what the tenant holds: nothing, not an error about a limit never given
+    assert store.search(("globex",), query="green tea", offset=995, limit=10) == []
+    for prefix in (("globex",), ("globex", "u1")):  # the same answer over one user and over many
+        with pytest.raises(InvalidInputError, match=r"offset: -1; give an integer, at least 0"):
+            store.search(prefix, offset=-1)
+        with pytest.raises(InvalidInputError, match=r"limit: 2000; give an integer from 1 to 1000"):
+            store.search(prefix, query="tea", limit=2000)
+
+
+def test_a_closed_store_says_so(local):
+    _, mem = local
+    store = PalimpsestStore(mem)
+    store.put(("acme", "gus"), "k", {"text": "Gus"})
+    store.close()
+    store.close()  # twice: nothing more
+    with pytest.raises(ClosedError, match="the store is closed"):
+        store.get(("acme", "gus"), "k")
+    assert PalimpsestStore(mem).get(("acme", "gus"), "k").value["text"] == "Gus"  # the memory it was given is open
 
 
 def test_a_served_store_through_its_url_and_key_backs_the_same_graph(served):

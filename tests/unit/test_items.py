@@ -149,6 +149,24 @@ def test_a_put_is_refused_whole_naming_each_bad_field(mem):
     assert mem.core.log.count() == 0
 
 
+
+@pytest.mark.parametrize(("args", "field"), [
+    (("k\ud800", {"x": 1}, None, None), "key"), (("k", {"x": "bad \udfff"}, None, None), "value"),
+    (("k", {"x": 1}, "c\ud800", None), "collection"), (("k", {"x": 1}, None, "bad \ud800"), "text"),
+], ids=["key", "value", "collection", "text"])
+def test_a_lone_surrogate_is_refused_naming_its_field_before_anything_is_written(mem, args, field):
+    key, value, collection, text = args
+    with pytest.raises(InvalidInputError) as refused:  # no text: a log in UTF-8 (DuckDB, Arrow) cannot hold it
+        mem.put_item("acme", "alice", key, value, collection=collection, text=text, index=False)
+    assert [f for f, _ in refused.value.problems] == [field]
+    assert mem.core.log.count() == 0
+
+
+def test_an_id_with_spaces_at_either_end_is_told_to_drop_them(mem):
+    with pytest.raises(InvalidInputError, match="remove the spaces at either end, e.g. 'alice'"):
+        mem.put_item("acme", " alice ", "k", {"x": 1})
+
+
 # -- pure pieces ---------------------------------------------------------------------
 def test_a_filter_matches_exact_values_nested_objects_and_comparisons():
     value = {"kind": "drink", "stars": 4, "tags": ["hot", "green"], "origin": {"country": "JP", "region": "Uji"}}

@@ -89,7 +89,7 @@ class RecordMessage(BaseModel):
             # A lone surrogate is no text (it cannot be stored as UTF-8), NaN/inf no JSON: both would come
             # back changed from the log, so they are refused here.
             for text in (key, item) if isinstance(item, str) else (key,):
-                if not _is_utf8(text):
+                if not is_utf8(text):
                     raise ValueError(f"key {key[:40]!r} holds a lone surrogate (not valid Unicode text)")
             if isinstance(item, float) and not math.isfinite(item):
                 raise ValueError(f"key {key[:40]!r} is {item}; give a finite number (NaN and infinity are not JSON)")
@@ -119,7 +119,9 @@ class RecordMessage(BaseModel):
         return index_text(self.speaker, self.text)
 
 
-def _is_utf8(text: str) -> bool:
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` is valid Unicode: no lone surrogate, which UTF-8 (DuckDB, Arrow, JSON on the wire) cannot
+    hold."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

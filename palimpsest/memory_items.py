@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from actors import commands as c
-from events.commands import ID_RULE, MAX_TEXT_CHARS, canonical_id, id_problem, validate_messages
+from events.commands import ID_RULE, MAX_TEXT_CHARS, canonical_id, id_problem, is_utf8, validate_messages
 from events.errors import InvalidInputError
 from palimpsest.remote import Shards
 from projections.queries.items import MAX_COLLECTION_CHARS, MAX_ITEM_BYTES, MAX_KEY_CHARS, item_text
@@ -30,12 +30,12 @@ def _where(tenant: Any, user_id: Any, key: Any, collection: Any, what: str) -> t
     problems = [(name, f"{value!r:.60}: {problem}; " + (f"remove the spaces at either end, e.g. {value.strip()!r:.60}"
                                                          if problem.endswith("spaces") else f"give an id of {ID_RULE}"))
                 for name, value in (("tenant", tenant), ("user_id", user_id)) if (problem := id_problem(value))]
-    if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or not _is_text(key):
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or not is_utf8(key):
         problems.append(("key", f"{key!r:.60}; give a non-empty text of at most {MAX_KEY_CHARS} characters"))
     if collection is None:
         collection = ""
     elif not isinstance(collection, str) or not collection or len(collection) > MAX_COLLECTION_CHARS \
-            or "/" in collection or not _is_text(collection):
+            or "/" in collection or not is_utf8(collection):
         problems.append(("collection", f"{collection!r:.60}; give 1 to {MAX_COLLECTION_CHARS} characters without "
                                        "'/', or leave it out"))
     if problems:
@@ -51,7 +51,7 @@ def _value_json(value: Any) -> str:
     except (TypeError, ValueError) as exc:
         raise InvalidInputError([("value", f"not JSON ({exc}); give strings, numbers, booleans, null, lists and "
                                            "objects only (finite numbers)")], what="put item") from None
-    if not _is_text(text):
+    if not is_utf8(text):
         raise InvalidInputError([("value", "holds a lone surrogate (an unpaired \\ud800-\\udfff), which is no "
                                            "character; give valid text")], what="put item")
     size = len(text.encode("utf-8"))
@@ -59,15 +59,6 @@ def _value_json(value: Any) -> str:
         raise InvalidInputError([("value", f"{size} bytes as JSON, more than {MAX_ITEM_BYTES}; store large "
                                            "content elsewhere and keep a reference in the item")], what="put item")
     return text
-
-
-def _is_text(text: str) -> bool:
-    """Whether ``text`` is valid Unicode (no lone surrogate: it could not be stored as UTF-8)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class ItemsApiMixin:
@@ -82,7 +73,7 @@ class ItemsApiMixin:
         tenant, user_id, key, collection = _where(tenant, user_id, key, collection, "put item")
         value_json = _value_json(value)
         text = item_text(value) if text is None else text
-        if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT_CHARS or not _is_text(text):
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT_CHARS or not is_utf8(text):
             raise InvalidInputError([("text", f"{text!r:.60}; give a non-blank text of at most {MAX_TEXT_CHARS} "
                                               "characters, or leave it out (the value's texts)")], what="put item")
         now = datetime.now(UTC)

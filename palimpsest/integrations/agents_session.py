@@ -21,8 +21,8 @@ may call. Either way the learning loop is closed: the reply that follows is repo
 (``record_reply``: those it used are reinforced), and the user's next turn is judged as feedback on that reply.
 
 The tenant, user and session ids are checked when the session is made. A session id may not be one the store's
-items are recorded in (:data:`~palimpsest.memory_items.ITEMS_CONVERSATION`, or one beginning ``items:``), so a session never reads or
-withdraws a LangGraph store's items.
+items are recorded in (:data:`~palimpsest.memory_items.ITEMS_CONVERSATION`, or one beginning ``items:``), so a
+session never reads or withdraws a LangGraph store's items.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from events.commands import canonical_id
+from events.commands import canonical_id, is_utf8
 from events.errors import InvalidInputError, PalimpsestError
 from palimpsest.integrations import id_problems, missing
 from palimpsest.operations import OPERATIONS
@@ -110,7 +110,7 @@ def _namespace(namespace: Any, key_tenant: str | None) -> list[tuple[str, str]]:
     if len(namespace) == 3:
         collection = namespace[2]
         if not isinstance(collection, str) or not collection or len(collection) > MAX_COLLECTION_CHARS \
-                or "/" in collection or not _is_text(collection):
+                or "/" in collection or not is_utf8(collection):
             problems.append(("namespace[2] (collection)", f"{collection!r:.60}; give 1 to "
                              f"{MAX_COLLECTION_CHARS} characters of text without '/', or leave the collection out"))
     if key_tenant is not None and not problems and canonical_id(namespace[0]) != key_tenant:
@@ -120,7 +120,7 @@ def _namespace(namespace: Any, key_tenant: str | None) -> list[tuple[str, str]]:
 
 
 def _key(key: Any) -> list[tuple[str, str]]:
-    if isinstance(key, str) and key and len(key) <= MAX_KEY_CHARS and _is_text(key):
+    if isinstance(key, str) and key and len(key) <= MAX_KEY_CHARS and is_utf8(key):
         return []
     return [("key", f"{key!r:.60}; give a non-empty text of at most {MAX_KEY_CHARS} characters")]
 
@@ -141,7 +141,7 @@ def _put(op: PutOp) -> list[tuple[str, str]]:
     except (TypeError, ValueError) as exc:
         return [*problems, ("value", f"not JSON ({exc}); give strings, numbers, booleans, None, lists and dicts "
                                      "only (finite numbers)")]
-    if not _is_text(text):
+    if not is_utf8(text):
         return [*problems, ("value", "holds a lone surrogate (not valid Unicode text); give valid text")]
     if (size := len(text.encode("utf-8"))) > MAX_ITEM_BYTES:
         problems.append(("value", f"{size} bytes as JSON, more than {MAX_ITEM_BYTES}; store large content "
@@ -162,12 +162,3 @@ def _search(op: SearchOp) -> list[tuple[str, str]]:
         problems.append(("limit", f"{op.limit!r:.40}; give an integer from 1 to {cap}"
                                   + (" (a search with a query)" if op.query else "")))
     return problems
-
-
-def _is_text(text: str) -> bool:
-    """Whether ``text`` is valid Unicode (no lone surrogate: it could not be stored as UTF-8)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from ray import serve
 
-from palimpsest.server import access, entry_protocol, errors, ingress, mcp_app, proxy_upstream, ui
+from palimpsest.server import access, entry_protocol, errors, ingress, mcp_app, proxy_models, proxy_upstream, ui
 from palimpsest.server import routes_audit, routes_inspect, routes_keys, routes_tenant
 from palimpsest.server import routes_generated, routes_proxy, routes_reembed
 from palimpsest.server.routes_store import router as store_router
@@ -97,6 +97,7 @@ def build_app(max_body_bytes: int, admission: AdmissionSettings | None = None) -
     # the memory proxy's routes first: a request is matched against the routes in order (by the router, and by Ray
     # Serve for its metrics before that), and a proxied chat call is on a user's path to their model's answer
     app.include_router(routes_proxy.router)
+    app.include_router(proxy_models.router)
     app.include_router(users_router)
     app.include_router(routes_generated.router)  # the declared operations' routes (palimpsest.operations)
     app.include_router(store_router)

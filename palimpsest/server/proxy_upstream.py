@@ -1,5 +1,5 @@
-"""The memory proxy's upstream: the OpenAI-compatible endpoint it forwards to (chat completions, responses), read from the environment, and
-the calls to it.
+"""The memory proxy's upstream: the OpenAI-compatible endpoint it forwards to (chat completions, responses, the
+model list), read from the environment, and the calls to it.
 
 The environment, first match wins (as for the memory's own model, :mod:`actors.llm.config`):
 
@@ -173,11 +173,20 @@ async def send(upstream: Upstream, body: dict, *, stream: bool, path: str = CHAT
     when it cannot be had."""
     if upstream.model:
         body = {**body, "model": upstream.model}
-    content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    return await _request(upstream, "POST", path, json.dumps(body, ensure_ascii=False).encode("utf-8"), stream)
+
+
+async def fetch(upstream: Upstream, path: str) -> Answer:
+    """The upstream's answer to ``GET`` ``path`` under its API root (``/models``), read whole; an
+    :class:`ApiError` (502, 504) when it cannot be had."""
+    return await _request(upstream, "GET", path, None, False)
+
+
+async def _request(upstream: Upstream, method: str, path: str, content: bytes | None, stream: bool) -> Answer:
     response = None
     try:
-        response = await session(upstream).post(upstream.base_url + path, data=content,
-                                                headers=_headers(upstream, stream))
+        response = await session(upstream).request(method, upstream.base_url + path, data=content,
+                                                   headers=_headers(upstream, stream))
         answer = Answer(response, b"" if stream else await response.read())
     except STREAM_ERRORS as exc:
         if response is not None:

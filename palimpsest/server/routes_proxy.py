@@ -130,9 +130,7 @@ async def _proxied(request: Request, form: Form) -> Response:
     who = await caller(request)
     upstream = who.served.settings.upstream
     if upstream is None:
-        raise ApiError(503, "no_upstream", f"this server has no upstream LLM to forward {form.path[1:]} to",
-                       [("server", f"start `palimpsest serve` with {up.ENV_URL} (and {up.ENV_API_KEY}) set to an "
-                                   "OpenAI-compatible endpoint")])
+        raise no_upstream(form.path[1:])
     body = await _body(request)
     asked = form.read(body)
     user_id = _user(request, body)
@@ -152,7 +150,7 @@ async def _proxied(request: Request, form: Form) -> Response:
         forwarded = form.with_context(body, CONTEXT_HEADER + context.text if context else None)
     with timed("upstream"):
         answer = await up.send(upstream, forwarded, stream=stream, path=form.path)
-    headers = _passed(answer, {MEMORIES_HEADER: str(len(context.items) if context else 0),
+    headers = passed(answer, {MEMORIES_HEADER: str(len(context.items) if context else 0),
                                CONVERSATION_HEADER: header_value(conversation_id)})
     if answer.status_code >= 400:
         raw = await answer.read() if stream else answer.content
@@ -170,6 +168,13 @@ async def _proxied(request: Request, form: Form) -> Response:
     return StreamingResponse(_relay(who, turn, answer, context, form), status_code=answer.status_code,
                              headers=headers, media_type=answer.headers.get("content-type", "text/event-stream"),
                              background=sent)
+
+
+def no_upstream(what: str) -> ApiError:
+    """The answer (503) of a server started without an upstream LLM to forward ``what`` to."""
+    return ApiError(503, "no_upstream", f"this server has no upstream LLM to forward {what} to",
+                    [("server", f"start `palimpsest serve` with {up.ENV_URL} (and {up.ENV_API_KEY}) set to an "
+                                "OpenAI-compatible endpoint")])
 
 
 async def _answered(who: Caller) -> None:
@@ -198,7 +203,7 @@ def _record(who: Caller, turn: Turn, reply: str, response_id: str, context) -> N
         recorder(who.memory).record(turn.finished(reply, context, response_id))
 
 
-def _passed(answer: up.Answer, ours: dict[str, str]) -> dict[str, str]:
+def passed(answer: up.Answer, ours: dict[str, str]) -> dict[str, str]:
     """The upstream's own headers worth passing on (request ids, rate limits), then ours."""
     kept = {k: v for k, v in answer.headers.items()
             if k.startswith(("x-request-id", "openai-", "x-ratelimit-")) or k == "retry-after"}

@@ -79,7 +79,7 @@ class ReceivedRequest:
 
 class FakeOpenAI:
     """``POST /v1/chat/completions`` and ``POST /v1/responses`` on 127.0.0.1 with an ephemeral port, answering
-    from a script.
+    from a script (and ``GET /v1/models``: one model, ``fake-model``).
 
     ``reject_json_schema=True`` emulates a server without structured-output
     support: it answers 400 to ``response_format.type == "json_schema"``
@@ -199,6 +199,29 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client timed out and hung up, which is what a delay tests
+        self.close_connection = True
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        """``GET /v1/models`` (the one model this fake is, ``fake-model``) and ``GET /v1/models/{id}``."""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        with self.fake._lock:
+            self.fake.requests.append(ReceivedRequest(self.path, headers, {}))
+        model = {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}
+        status, answer = 200, {"object": "list", "data": [model]}
+        if self.path.startswith("/v1/models/"):
+            status, answer = (200, model) if self.path == "/v1/models/fake-model" else \
+                (404, {"error": {"message": f"no model {self.path[11:]}", "type": "invalid_request_error",
+                                 "param": None, "code": "model_not_found"}})
+        elif self.path != "/v1/models":
+            status, answer = 404, {"error": {"message": f"unknown path {self.path}", "type": "fake_error",
+                                             "code": 404}}
+        payload = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(payload)
         self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature

@@ -130,3 +130,17 @@ def test_requests_without_a_user_turn_are_chats_of_their_own(b):
         names.append(answer.headers[CONVERSATION_HEADER])
     assert names[0] != names[1]
     assert [r["text"] for r in b.conversation("inputs-tools", names[0], 1)] == ["Done with call_1."]
+
+
+def test_the_model_list_is_the_upstreams_asked_with_its_key(b):
+    from openai import NotFoundError, OpenAI
+
+    client = OpenAI(base_url=b.base_url, api_key=b.key, max_retries=0)
+    assert [m.id for m in client.models.list()] == ["fake-model"]
+    assert b.upstream.requests[-1].path == "/v1/models"
+    assert b.upstream.requests[-1].headers["authorization"] == "Bearer upstream-secret"  # never the caller's key
+    assert client.models.retrieve("fake-model").owned_by == "fake"
+    with pytest.raises(NotFoundError) as missing:
+        client.models.retrieve("no-such-model")
+    assert "no model no-such-model" in missing.value.message
+    assert httpx.get(b.base_url + "/models", headers={"authorization": "Bearer pk-wrong"}).status_code == 401

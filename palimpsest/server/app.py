@@ -84,6 +84,7 @@ def build_app(max_body_bytes: int, admission: AdmissionSettings | None = None) -
         "inspector (a web page over this API) is at `/ui`.",
     )
     errors.install(app)
+    routes_proxy.openai_http_errors(app)
     gates = Admission(admission or AdmissionSettings())
 
     # inside the body cap: an oversized body costs no slot

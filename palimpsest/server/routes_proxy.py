@@ -53,6 +53,9 @@ CONTEXT_HEADER = "What you remember about this user from earlier conversations (
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
           404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
 PATHS = ("/v1/chat/completions", "/v1/responses")  # the proxy's own paths (errors there are OpenAI-shaped)
+# OpenAI API paths the proxy does not serve: a client sharing its base URL with the proxy is told so in OpenAI's shape
+UNSERVED = ("/v1/embeddings", "/v1/completions", "/v1/moderations", "/v1/audio", "/v1/images", "/v1/files",
+            "/v1/batches", "/v1/fine_tuning", "/v1/assistants", "/v1/threads", "/v1/vector_stores", "/v1/uploads")
 
 
 class OpenAIErrors(APIRoute):
@@ -85,6 +88,28 @@ def _openai_shaped(response: Response) -> Response:
         return response
     headers = {k: v for k, v in response.headers.items() if k in ("retry-after", "www-authenticate")}
     return JSONResponse(openai_error(response.status_code, ours), status_code=response.status_code, headers=headers)
+
+
+def openai_http_errors(app) -> None:
+    """Answer a wrong method on the proxy's paths (``GET /v1/chat/completions``: 405) and an OpenAI path it does not
+    serve (``/v1/embeddings``: 404, naming what it serves) in OpenAI's shape; other paths keep the API's own."""
+    from starlette.exceptions import HTTPException
+
+    handler = app.exception_handlers[HTTPException]
+
+    async def answer(request: Request, exc: HTTPException) -> Response:
+        path = request.url.path
+        if path in PATHS or path.startswith("/v1/models"):
+            return _openai_shaped(handler(request, exc))
+        if exc.status_code == 404 and path.startswith(UNSERVED):
+            return JSONResponse(openai_error(404, {
+                "error": "not_served", "message": f"the memory proxy does not serve {path}",
+                "problems": [{"field": "path", "fix": "it serves /v1/chat/completions, /v1/responses and /v1/models; "
+                                                      "call the others on the model's own endpoint"}]}),
+                status_code=404)
+        return handler(request, exc)
+
+    app.add_exception_handler(HTTPException, answer)
 
 
 def openai_error(status: int, ours: dict) -> dict:

@@ -144,3 +144,14 @@ def test_the_model_list_is_the_upstreams_asked_with_its_key(b):
         client.models.retrieve("no-such-model")
     assert "no model no-such-model" in missing.value.message
     assert httpx.get(b.base_url + "/models", headers={"authorization": "Bearer pk-wrong"}).status_code == 401
+
+
+def test_a_wrong_method_or_an_openai_path_the_proxy_does_not_serve_answers_in_openais_shape(b):
+    headers = {"authorization": f"Bearer {b.key}"}
+    wrong = httpx.get(b.base_url + "/chat/completions", headers=headers)
+    assert wrong.status_code == 405 and wrong.json()["error"]["param"] == "path"
+    unserved = httpx.post(b.base_url + "/embeddings", headers=headers, json={"model": "m", "input": "hi"})
+    error = unserved.json()["error"]
+    assert unserved.status_code == 404 and error["code"] == "not_served" and "/v1/chat/completions" in error["message"]
+    ours = httpx.get(b.base_url + "/no-such-thing", headers=headers)  # the API's own paths keep its own shape
+    assert ours.status_code == 404 and ours.json()["error"] == "http_error"

@@ -158,6 +158,17 @@ def id_problem(value: object) -> str | None:
     return None
 
 
+def id_problems(ids: list[tuple[str, object]]) -> list[tuple[str, str]]:
+    """A ``(field, fix)`` for each ``(field, id)`` that is no valid tenant or user id (ids in canonical form)."""
+    problems = []
+    for field, value in ids:
+        if problem := id_problem(value):
+            fix = (f"remove the spaces at either end, e.g. {value.strip()!r:.60}" if problem.endswith("spaces")
+                   else f"give an id of {ID_RULE}")
+            problems.append((field, f"{value!r:.60}: {problem}; {fix}"))
+    return problems
+
+
 def check_stream(tenant: object, user_id: object, *, what: str) -> tuple[str, str]:
     """The (tenant, user id) of a read or operator call in their canonical form (:func:`canonical_id`); an
     invalid one is refused before it reaches a shard."""

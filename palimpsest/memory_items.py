@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from actors import commands as c
-from events.commands import ID_RULE, MAX_TEXT_CHARS, canonical_id, id_problem, is_utf8, validate_messages
+from events.commands import MAX_TEXT_CHARS, canonical_id, id_problems, is_utf8, validate_messages
 from events.errors import InvalidInputError
 from palimpsest.remote import Shards
 from projections.queries.items import MAX_COLLECTION_CHARS, MAX_ITEM_BYTES, MAX_KEY_CHARS, item_text
@@ -27,9 +27,7 @@ ITEMS_CONVERSATION, ITEMS_PREFIX = "items", "items:"
 def _where(tenant: Any, user_id: Any, key: Any, collection: Any, what: str) -> tuple[str, str, str, str]:
     """``(tenant, user_id, key, collection)`` checked (the collection ``""`` when none); every problem at once."""
     tenant, user_id = canonical_id(tenant), canonical_id(user_id)
-    problems = [(name, f"{value!r:.60}: {problem}; " + (f"remove the spaces at either end, e.g. {value.strip()!r:.60}"
-                                                         if problem.endswith("spaces") else f"give an id of {ID_RULE}"))
-                for name, value in (("tenant", tenant), ("user_id", user_id)) if (problem := id_problem(value))]
+    problems = id_problems([("tenant", tenant), ("user_id", user_id)])
     if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or not is_utf8(key):
         problems.append(("key", f"{key!r:.60}; give a non-empty text of at most {MAX_KEY_CHARS} characters"))
     if collection is None:

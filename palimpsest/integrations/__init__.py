@@ -11,9 +11,6 @@ raises :class:`ClosedError`.
 
 from __future__ import annotations
 
-from typing import Any
-
-from events.commands import ID_RULE, id_problem
 from events.errors import PalimpsestError
 
 
@@ -30,13 +27,3 @@ def missing(package: str, extra: str, what: str) -> MissingExtraError:
     return MissingExtraError(f"{what} needs the {package!r} package, which is not installed; install it with "
                              f"`pip install 'palimpsest[{extra}]'` (or `pip install {package}`)")
 
-
-def id_problems(ids: list[tuple[str, Any]]) -> list[tuple[str, str]]:
-    """A ``(field, fix)`` for each ``(field, id)`` that is no valid tenant or user id (ids in canonical form)."""
-    problems = []
-    for field, value in ids:
-        if problem := id_problem(value):
-            fix = (f"remove the spaces at either end, e.g. {value.strip()!r:.60}" if problem.endswith("spaces")
-                   else f"give an id of {ID_RULE}")
-            problems.append((field, f"{value!r:.60}: {problem}; {fix}"))
-    return problems

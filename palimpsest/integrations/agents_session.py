@@ -35,9 +35,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from events.commands import MAX_ID_CHARS, canonical_id
+from events.commands import MAX_ID_CHARS, canonical_id, id_problems
 from events.errors import InvalidInputError
-from palimpsest.integrations import ClosedError, id_problems, missing
+from palimpsest.integrations import ClosedError, missing
 from palimpsest.integrations.agents_items import check_items, item_of, messages_of, text_of_message
 from palimpsest.memory_items import ITEMS_CONVERSATION, ITEMS_PREFIX
 

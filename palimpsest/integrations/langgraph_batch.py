@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from events.commands import canonical_id, is_utf8
+from events.commands import canonical_id, id_problems, is_utf8
 from events.errors import InvalidInputError, PalimpsestError
-from palimpsest.integrations import id_problems, missing
+from palimpsest.integrations import missing
 from palimpsest.operations import OPERATIONS
 from projections.queries.items import MAX_COLLECTION_CHARS, MAX_ITEM_BYTES, MAX_KEY_CHARS
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ MEMORIES_HEADER = "X-Palimpsest-Memories"  # on the answer: how many memories th
 CONTEXT_HEADER = "What you remember about this user from earlier conversations (use it if it helps):\n"
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
           404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # the JSON escape of a UTF-16 surrogate (half of a pair, or lone)
 PATHS = ("/v1/chat/completions", "/v1/responses")  # the proxy's own paths (errors there are OpenAI-shaped)
 # OpenAI API paths the proxy does not serve: a client sharing its base URL with the proxy is told so in OpenAI's shape
 UNSERVED = ("/v1/embeddings", "/v1/completions", "/v1/moderations", "/v1/audio", "/v1/images", "/v1/files",
@@ -236,8 +238,9 @@ def passed(answer: up.Answer, ours: dict[str, str]) -> dict[str, str]:
 
 
 async def _body(request: Request) -> dict:
+    raw = await request.body()
     try:
-        body = json.loads(await request.body())
+        body = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         nested = isinstance(exc, RecursionError)
         raise ApiError(400, "invalid_json", "the request body is not JSON" + (" this server reads (nested too "
@@ -248,8 +251,11 @@ async def _body(request: Request) -> dict:
         raise ApiError(400, "invalid_input", "the request body is not a JSON object",
                        [("body", "send a request object (a chat completion's model, messages, ...; a response's "
                                  "model, input, ...)")])
-    try:  # a lone surrogate (an unpaired \ud800-\udfff escape) is valid JSON but no text: it can be neither
-        json.dumps(body, ensure_ascii=False).encode("utf-8")  # forwarded as UTF-8 nor recorded
+    # a lone surrogate (an unpaired \ud800-\udfff escape) is valid JSON but no text: it can be neither forwarded as
+    # UTF-8 nor recorded. Only such an escape makes one (a body without any is not serialised again to look)
+    try:
+        if _SURROGATE_ESCAPE.search(raw):
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ApiError(400, "invalid_json", f"the request body holds a lone surrogate ({exc.object[exc.start]!r}), "
                                             "which is no character",

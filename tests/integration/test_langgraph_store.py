@@ -199,7 +199,9 @@ def test_a_tenant_wide_search_ranks_the_merged_list_and_checks_its_window(local)
     assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
     later = store.search(("globex",), query="green tea", offset=2, limit=3)
     assert [i.value[PROVENANCE]["rank"] for i in later] == [3, 4, 5]
-    assert [(i.namespace, i.key) for i in later] == [(i.namespace, i.key) for i in found[2:5]]
+    # the window is the merged list's 3rd to 5th: each user's best items score alike (their ranks are alike), so
+    # which of equal items comes first is left to the retention term, which the first search's touches move
+    assert [i.score for i in later] == pytest.approx([i.score for i in found[2:5]], abs=1e-3)
     # a window past what the tenant holds: nothing, not an error about a limit never given
     assert store.search(("globex",), query="green tea", offset=995, limit=10) == []
     for prefix in (("globex",), ("globex", "u1")):  # the same answer over one user and over many

@@ -186,16 +186,18 @@ class ShardActor:
             return self._answered(queries, asked)
 
     def _answered(self, queries: list[Query], asked: float) -> list:
-        began = time.perf_counter()
+        began, used = time.perf_counter(), time.thread_time()
         try:
             return [self._core.query(q) for q in queries]
         finally:
             done = time.perf_counter()
-            self._spent.last = {"shard_lock": (began - asked) * 1000, "shard_read": (done - began) * 1000}
+            self._spent.last = {"shard_lock": (began - asked) * 1000, "shard_read": (done - began) * 1000,
+                                "shard_read_cpu": (time.thread_time() - used) * 1000}
 
     def spent(self) -> dict[str, float]:
         """Where this thread's last :meth:`query` spent its time: the wait for the projections' lock (behind the
-        writes and the other reads) and the read itself, in ms (the read channel sends it with the answers)."""
+        writes and the other reads), the read itself and the CPU the thread spent in it, in ms (the read channel
+        sends it with the answers)."""
         return getattr(self._spent, "last", {})
 
     def admin(self, commands: list[AdminCommand]) -> list:

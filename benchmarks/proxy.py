@@ -6,8 +6,10 @@
    encoder) whose proxy forwards to it.
 2. Gives each simulated client a user of its own holding a short history (English and Chinese turns, so the
    proxy's context holds notes and turns).
-3. At each number of concurrent clients and each think time, every client sends a chat request alternately
-   to the upstream directly and through the proxy (the official ``openai`` client, one per client and route; each
+3. At each number of concurrent clients and each think time, every client sends a chat request in turn to the
+   upstream directly, through the proxy, and through the proxy as a user the store has never seen (a new user id
+   each call: the proxy reads no memory, so no query is encoded and no shard asked; it forwards and records as
+   for any user), the order of the three rotating (the official ``openai`` client, one per client and route; each
    call's question is numbered, a new text, so the proxy encodes every query as it would a new user turn),
    waiting a think time after each answer; the latency of each call is timed in the client. The think times are
    drawn from an exponential distribution with the given mean (``--pacing random``, the default: independent
@@ -17,10 +19,12 @@
    history as chat clients do (``--chat continued``: a call then holds the turn before it, so it reads the memory
    without waiting for that turn to be recorded).
 4. Reports per level and route p50/p95/p99, the added latency (proxied minus direct, per percentile) against the
-   target of at most 15 ms added at p95, and the phases of its ``Server-Timing`` header: the proxy's own (the
-   wait for the user's earlier calls to be recorded, settle; reading the memory, memory; the upstream, upstream)
-   and the server's (within memory the query's encode and the shard's answer, its lock wait and read; admit,
-   total: :mod:`palimpsest.phases`).
+   target of at most 15 ms added at p95, what the proxy adds without a memory to read (the new users' calls minus
+   direct: its HTTP hop, the upstream hop and its own handling, the floor under the target), and the phases of
+   the proxied calls' ``Server-Timing`` header: the proxy's own (the wait for the user's earlier calls to be
+   recorded, settle; reading the memory, memory; the upstream, upstream) and the server's (within memory the
+   query's encode and the shard's answer, its lock wait and read, and the CPU the encode and the read spent;
+   admit, total: :mod:`palimpsest.phases`).
 
 The proxy records each call after answering, and a user's next call waits until that call's messages are written (a
 call of a continued chat skips the wait for the one call before it, never for two): with no think time (a client
@@ -58,7 +62,9 @@ HISTORY = [
 ]
 QUESTION = "What should I drink tomorrow morning, and where does my sister live?"
 REPLY = "Green tea, and Lena lives in Oslo."
+ROUTES = ("direct", "proxied", "new_user")  # the upstream itself; the proxy; the proxy for a user it never saw
 SERIAL = itertools.count(1)  # numbers each call's question, over the whole run (no query vector is ever cached)
+NEW_USERS = itertools.count(1)  # numbers the new users, over the whole run (each is new to the store)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -95,33 +101,36 @@ def percentiles(values: list[float]) -> dict:
 
 def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: str,
           args: argparse.Namespace) -> dict:
-    """``clients`` clients, each alternating direct and proxied calls, ``think_ms`` after each answer; the latencies
-    of both routes and the proxy's phases."""
+    """``clients`` clients, each calling the routes in turn, ``think_ms`` after each answer; the latencies of the
+    routes and the proxy's phases."""
     from openai import OpenAI
 
     from palimpsest.server.routes_proxy import USER_HEADER
 
-    times: dict[str, list[float]] = {"direct": [], "proxied": []}
+    times: dict[str, list[float]] = {route: [] for route in ROUTES}
     errors: list[str] = []
     lock = threading.Lock()
     start = threading.Barrier(clients)
 
     def client(n: int) -> None:
+        proxy = OpenAI(base_url=proxy_url, api_key=key, max_retries=0)
         routes = {"direct": OpenAI(base_url=direct_url, api_key="upstream-key", max_retries=0),
-                  "proxied": OpenAI(base_url=proxy_url, api_key=key, max_retries=0,
-                                    default_headers={USER_HEADER: f"user-{n}"})}
-        mine: dict[str, list[float]] = {"direct": [], "proxied": []}
+                  "proxied": proxy.with_options(default_headers={USER_HEADER: f"user-{n}"}), "new_user": proxy}
+        mine: dict[str, list[float]] = {route: [] for route in ROUTES}
         phases: dict[str, list[float]] = {}
         pause = random.Random(n).expovariate if args.pacing == "random" else None
-        # each call a question of its own (both routes the same): the proxy encodes every query, as a new user turn's
+        # each call a question of its own (every route the same): the proxy encodes every query, as a new user turn's
         messages = [_messages(n, f"{QUESTION} #{next(SERIAL)}", i, args.chat) for i in range(args.warmup + args.calls)]
         start.wait()
         for i in range(args.warmup + args.calls):
-            for route in ("direct", "proxied") if i % 2 == 0 else ("proxied", "direct"):
+            for route in ROUTES[i % 3:] + ROUTES[:i % 3]:
+                # a new user each call: the store has never seen them, so the proxy reads no memory
+                fresh = {USER_HEADER: f"new-{next(NEW_USERS)}"} if route == "new_user" else None
                 began = time.perf_counter()
                 try:
                     raw = routes[route].chat.completions.with_raw_response.create(model="bench-model",
-                                                                                  messages=messages[i])
+                                                                                  messages=messages[i],
+                                                                                  extra_headers=fresh)
                     answer = raw.parse()
                     assert answer.choices[0].message.content == REPLY, answer
                 except Exception as exc:  # noqa: BLE001 - counted and reported, the run goes on
@@ -130,7 +139,8 @@ def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: s
                     continue
                 if i >= args.warmup:
                     mine[route].append((time.perf_counter() - began) * 1000)
-                    for part in raw.headers.get("server-timing", "").split(","):  # the proxy's own phases
+                    parts = raw.headers.get("server-timing", "").split(",") if route == "proxied" else ()
+                    for part in parts:  # the proxy's own phases, when it reads the memory
                         name, _, duration = part.strip().partition(";dur=")
                         if duration:
                             phases.setdefault(name, []).append(float(duration))
@@ -149,13 +159,16 @@ def level(clients: int, think_ms: float, direct_url: str, proxy_url: str, key: s
     for t in threads:
         t.join()
     wall = time.perf_counter() - began
-    direct, proxied = percentiles(times["direct"]), percentiles(times["proxied"])
+    direct, proxied, new_user = (percentiles(times[route]) for route in ROUTES)
     return {"clients": clients, "think_ms": think_ms, "pacing": args.pacing, "calls_per_client_and_route": args.calls,
-            "direct": direct, "proxied": proxied,
+            "direct": direct, "proxied": proxied, "proxied_new_user": new_user,
             "added_p50_ms": round(proxied["p50_ms"] - direct["p50_ms"], 2),
             "added_p95_ms": round(proxied["p95_ms"] - direct["p95_ms"], 2),
+            # what the proxy adds reading no memory (a new user's call): the floor under the added latency
+            "added_without_memory_p50_ms": round(new_user["p50_ms"] - direct["p50_ms"], 2),
+            "added_without_memory_p95_ms": round(new_user["p95_ms"] - direct["p95_ms"], 2),
             "proxy_phases": {name: percentiles(values) for name, values in times.items()
-                             if name not in ("direct", "proxied") and values},
+                             if name not in ROUTES and values},
             "errors": len(errors), "error_samples": errors[:5], "wall_seconds": round(wall, 1)}
 
 
@@ -251,6 +264,8 @@ def print_report(r: dict) -> None:
         print(f"{lv['clients']:>7} {lv['think_ms']:>8g}  {d['p50_ms']:>7}/{d['p95_ms']}/{d['p99_ms']:<7}  "
               f"{p['p50_ms']:>8}/{p['p95_ms']}/{p['p99_ms']:<7}  {lv['added_p50_ms']:>9}  {lv['added_p95_ms']:>9}  "
               f"{lv['errors']:>6}")
+        print(f"                  a new user (no memory read), p50/p95/p99 ms: {_ms(lv['proxied_new_user'])}, added "
+              f"{lv['added_without_memory_p50_ms']}/{lv['added_without_memory_p95_ms']}")
         print("                  inside the proxy, p50/p95 ms: " + ", ".join(
             f"{name} {v['p50_ms']}/{v['p95_ms']}" for name, v in lv["proxy_phases"].items()))
     c = r["config"]
@@ -258,6 +273,10 @@ def print_report(r: dict) -> None:
     print(f"target: at most {r['target_added_p95_ms']:g} ms added at p95 — met at: {', '.join(met) or 'none'}; "
           f"encoder {c['embedder']}; load average before {c['load_average_before']}, after "
           f"{c['load_average_after']} on {c['cpus']} cores")
+
+
+def _ms(p: dict) -> str:
+    return f"{p['p50_ms']}/{p['p95_ms']}/{p['p99_ms']}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -319,7 +319,7 @@ class Memory(GraphApiMixin, SignalsApiMixin, LearningApiMixin, InspectApiMixin, 
     def _query_vector(self, query: str) -> np.ndarray:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError([("query", "empty; give the text to search for")], what="query")
-        with timed("encode"):
+        with timed("encode", cpu=True):
             return self._query_vectors.get(query, lambda texts: encode_queries(self.embedder, texts))
 
     def search(

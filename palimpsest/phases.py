@@ -12,10 +12,13 @@ The phases timed on the store's side: ``encode`` (the query's vector, or the
 messages' vectors of an ingest) and ``shard`` (the shard's answer: its read or
 write and the round trip to it), and within the shard's time, for a read over
 the shard's read channel, ``shard_lock`` (its wait for the shard's lock,
-behind writes and other reads) and ``shard_read`` (the read itself); the server
-adds ``admit`` (the wait for an admission slot), ``batch_wait`` (an ingest's
-wait for its shard's batch, :mod:`palimpsest.server.ingest_batches`) and
-``total`` (from the request's arrival until its answer starts).
+behind writes and other reads) and ``shard_read`` (the read itself). A query's
+encode and a shard's read also give the CPU their thread spent
+(``encode_cpu``, ``shard_read_cpu``): one well below its phase's time waited
+for a core. The server adds ``admit`` (the wait for an admission slot),
+``batch_wait`` (an ingest's wait for its shard's batch,
+:mod:`palimpsest.server.ingest_batches`) and ``total`` (from the request's
+arrival until its answer starts).
 """
 
 from __future__ import annotations
@@ -61,14 +64,18 @@ def add(name: str, ms: float) -> None:
 
 
 @contextmanager
-def timed(name: str) -> Iterator[None]:
-    """Time the block as phase ``name`` of the record open here, if one is."""
+def timed(name: str, *, cpu: bool = False) -> Iterator[None]:
+    """Time the block as phase ``name`` of the record open here, if one is; with ``cpu``, also the CPU time this
+    thread spent in it, as phase ``name_cpu`` (near the phase's own time: the block worked all along; well below
+    it: it waited, for a lock, another process or a core of a busy machine)."""
     phases = _current.get()
     if phases is None:
         yield
         return
-    start = time.perf_counter()
+    start, used = time.perf_counter(), time.thread_time() if cpu else 0.0
     try:
         yield
     finally:
         phases.add(name, (time.perf_counter() - start) * 1000)
+        if cpu:
+            phases.add(name + "_cpu", (time.thread_time() - used) * 1000)

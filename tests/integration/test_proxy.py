@@ -75,7 +75,8 @@ def test_the_upstream_is_given_the_users_memory_and_its_answer_comes_back_unchan
     assert int(raw.headers[MEMORIES_HEADER]) >= 1 and raw.headers[CONVERSATION_HEADER] == "snacks"
     phases = (p.partition(";dur=") for p in raw.headers["server-timing"].split(", "))
     timing = {name: float(ms) for name, _, ms in phases}  # the proxy's phases and the server's, in one header
-    assert {"admit", "settle", "encode", "shard", "memory", "upstream", "total"} <= set(timing), timing
+    assert {"admit", "settle", "encode", "encode_cpu", "shard", "shard_read", "shard_read_cpu", "memory", "upstream",
+            "total"} <= set(timing), timing
     assert timing["memory"] >= timing["encode"] + timing["shard"]
     assert timing["total"] >= timing["memory"] + timing["upstream"]
 

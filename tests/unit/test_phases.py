@@ -56,3 +56,20 @@ def test_the_header_lists_each_phase_then_the_extras():
     with phases.timed("late"):
         pass
     assert list(record.ms) == ["admit", "encode", "shard"]
+
+
+def test_a_phase_timed_with_its_cpu_tells_work_from_waiting():
+    record = phases.Phases()
+    token = phases.use(record)
+    with phases.timed("waiting", cpu=True):
+        time.sleep(0.02)
+    with phases.timed("working", cpu=True):
+        deadline = time.thread_time() + 0.02
+        while time.thread_time() < deadline:
+            pass
+    with phases.timed("plain"):
+        pass
+    phases.reset(token)
+    assert list(record.ms) == ["waiting", "waiting_cpu", "working", "working_cpu", "plain"]
+    assert record.ms["waiting"] >= 20 and record.ms["waiting_cpu"] < 5  # the sleep spent no CPU
+    assert 20 <= record.ms["working_cpu"] <= record.ms["working"] + 0.1

@@ -120,8 +120,8 @@ def test_each_answer_says_where_its_time_went(served):
     for read in (found, context):  # over the shard's read channel: the shard's own wait and read, within its call
         timing = _timing(read)
         assert timing["shard"] >= timing["shard_lock"] + timing["shard_read"] > 0, timing
-        # the CPU the query's encode and the shard's read spent: some, and never more than their time (0.1 ms units)
-        for phase in ("encode", "shard_read"):
-            assert 0 < timing[f"{phase}_cpu"] <= timing[phase] + 0.2, timing
+        # the CPU the query's encode and the shard's read spent: never more than their time (0.1 ms units)
+        assert 0 <= timing["encode_cpu"] <= timing["encode"] + 0.1, timing
+        assert 0 < timing["shard_read_cpu"] <= timing["shard_read"] + 0.1, timing
     assert unknown.status_code == 404 and set(_timing(unknown)) == {"admit", "total"}  # refused before any shard
     assert "server-timing" not in health.headers  # never admitted, never timed
